@@ -1,0 +1,62 @@
+"""mnemo's errors: one root and a few leaves, each with the stable code clients see."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ArchiveUnavailable",
+    "LlmError",
+    "LlmFailure",
+    "LlmTimeout",
+    "LlmUnavailable",
+    "MnemoError",
+    "Overloaded",
+    "SessionClosed",
+]
+
+
+class MnemoError(Exception):
+    """Root of mnemo's errors; ``code`` is what an error frame or REST body carries."""
+
+    code = "internal"
+
+
+class SessionClosed(MnemoError):
+    """The session's actor has stopped; the message was not handled."""
+
+    code = "session_closed"
+
+
+class Overloaded(MnemoError):
+    """A bounded queue is full; the message was refused, not queued."""
+
+    code = "overloaded"
+
+
+class ArchiveUnavailable(MnemoError):
+    """The store did not make the write durable in time (it is retried in the background)."""
+
+    code = "archive_unavailable"
+
+
+class LlmFailure(MnemoError):
+    """The language model could not answer."""
+
+    code = "llm_error"
+
+
+class LlmUnavailable(LlmFailure):
+    """Ollama cannot be reached."""
+
+    code = "llm_unavailable"
+
+
+class LlmTimeout(LlmFailure):
+    """Ollama did not answer within the configured timeout."""
+
+    code = "llm_timeout"
+
+
+class LlmError(LlmFailure):
+    """Ollama answered with an error status or with output that is not its protocol."""
+
+    code = "llm_error"

@@ -1,0 +1,81 @@
+"""The small Protocols through which actors reach the outside world."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime
+from typing import Protocol
+
+from schemas.llm import ChatChunk, PromptMessage
+from schemas.records import ArchivedMessage, WorkingMemory
+
+__all__ = ["Clock", "Embedder", "Llm", "Page", "ScoredMessage", "Store"]
+
+
+class Llm(Protocol):
+    def stream_chat(
+        self, messages: Sequence[PromptMessage], *, model: str
+    ) -> AsyncIterator[ChatChunk]:
+        """Stream a reply. Raises ``LlmUnavailable``, ``LlmTimeout`` or ``LlmError``,
+        never a library's own exception. Closing the iterator early is safe."""
+        ...
+
+
+class Embedder(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One unit-length vector per text."""
+        ...
+
+
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """The current UTC time (timezone-aware)."""
+        ...
+
+
+ScoredMessage = tuple[ArchivedMessage, float]
+Page = tuple[list[ArchivedMessage], int]
+
+
+class Store(Protocol):
+    """Durable storage. Every read and write names the user it is for."""
+
+    async def append_messages(
+        self, rows: Sequence[ArchivedMessage], vectors: Sequence[Sequence[float]]
+    ) -> None: ...
+
+    async def list_messages(self, user_id: str, *, limit: int, offset: int) -> Page: ...
+
+    async def session_messages(
+        self, user_id: str, session_id: str, *, limit: int
+    ) -> list[ArchivedMessage]:
+        """The session's last ``limit`` messages, oldest first."""
+        ...
+
+    async def get_message(self, user_id: str, message_id: str) -> ArchivedMessage | None: ...
+
+    async def delete_message(self, user_id: str, message_id: str) -> bool: ...
+
+    async def clear_messages(self, user_id: str) -> int: ...
+
+    async def search_messages(
+        self, user_id: str, text: str, vector: Sequence[float], *, k: int
+    ) -> list[ScoredMessage]: ...
+
+    async def put_working(self, items: Sequence[tuple[str, WorkingMemory]]) -> None:
+        """Upsert working-memory snapshots, each keyed by (user id, session id)."""
+        ...
+
+    async def get_working(self, user_id: str, session_id: str) -> WorkingMemory | None: ...
+
+    async def delete_working(self, user_id: str, session_id: str) -> None: ...
+
+    async def optimize(self, *, cleanup_older_than: float) -> None:
+        """Compact, refresh indexes, and drop versions older than the given seconds."""
+        ...

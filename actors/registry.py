@@ -1,0 +1,105 @@
+"""Starts, finds and forgets session actors: the supervision boundary."""
+
+from __future__ import annotations
+
+import logging
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+from anyio.streams.memory import MemoryObjectSendStream
+
+from actors.errors import MnemoError, SessionClosed
+from actors.session import ActorMessage, Mail, SessionActor, SessionDeps
+from schemas.llm import PromptMessage
+from schemas.wire import ServerMessage
+
+__all__ = ["SessionRegistry"]
+
+_log = logging.getLogger("mnemo.registry")
+
+_Key = tuple[str, str]
+
+
+class SessionRegistry:
+    """Live actors by (user id, session id), all running in one task group.
+
+    Sessions of different users never share an actor, even with equal session ids.
+    """
+
+    def __init__(self, task_group: TaskGroup, deps: SessionDeps) -> None:
+        self._tg = task_group
+        self._deps = deps
+        self._live: dict[_Key, SessionActor] = {}
+        self._lock = anyio.Lock()
+        self.crashes = 0
+
+    def get(self, user_id: str, session_id: str) -> SessionActor | None:
+        return self._live.get((user_id, session_id))
+
+    def live(self) -> list[SessionActor]:
+        return list(self._live.values())
+
+    async def open(self, user_id: str, session_id: str) -> tuple[SessionActor, bool]:
+        """The session's actor, started if needed, and whether the session already existed
+        (live here, or a working-memory snapshot left by an earlier process)."""
+        key = (user_id, session_id)
+        async with self._lock:
+            actor = self._live.get(key)
+            if actor is not None:
+                return actor, True
+            store = self._deps.store
+            memory = None
+            history: list[PromptMessage] = []
+            try:
+                memory = await store.get_working(user_id, session_id)
+                if memory is not None:
+                    rows = await store.session_messages(
+                        user_id, session_id, limit=self._deps.settings.history_messages
+                    )
+                    history = [PromptMessage(r.role, r.text) for r in rows if r.role != "other"]
+            except MnemoError as exc:
+                _log.warning("could not load session %s: %s", session_id, exc)
+            actor = SessionActor(user_id, session_id, self._deps, memory=memory, history=history)
+            self._live[key] = actor
+            await self._tg.start(self._supervise, key, actor)
+            return actor, memory is not None
+
+    async def submit(
+        self,
+        user_id: str,
+        session_id: str,
+        message: ActorMessage,
+        outbox: MemoryObjectSendStream[ServerMessage],
+    ) -> None:
+        """Deliver ``message``; answers go to a clone of ``outbox`` (the caller keeps its own).
+
+        An actor that has just stopped (ended, expired, crashed) is replaced once.
+        Raises ``Overloaded`` when the mailbox is full.
+        """
+        actor = self.get(user_id, session_id)
+        if actor is not None:
+            try:
+                actor.submit_nowait(Mail(message, outbox.clone()))
+                return
+            except SessionClosed:
+                pass
+        actor, _ = await self.open(user_id, session_id)
+        actor.submit_nowait(Mail(message, outbox.clone()))
+
+    async def _supervise(
+        self,
+        key: _Key,
+        actor: SessionActor,
+        *,
+        task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Run one actor; a crash is logged and the actor forgotten, never propagated,
+        because under anyio it would cancel every other session in the group."""
+        try:
+            await actor.run(task_status=task_status)
+        except Exception:
+            self.crashes += 1
+            _log.exception("session actor %s of user %s crashed", key[1], key[0])
+        finally:
+            if self._live.get(key) is actor:
+                del self._live[key]

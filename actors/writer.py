@@ -1,0 +1,270 @@
+"""The store's single writer: batches appends, orders every other write, optimizes on a schedule.
+
+LanceDB writes a fragment and a version per write, so one-row appends degrade
+queries badly; every archived message goes through here and lands in batches.
+Deletes and purges run in the same task, so no write is ever in flight while a
+purge drops old versions.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import anyio
+from anyio.abc import TaskStatus
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from actors.errors import ArchiveUnavailable, MnemoError
+from actors.ports import Embedder, Store
+from schemas.records import ArchivedMessage, WorkingMemory
+
+__all__ = ["ArchiveWriter", "WriterStats"]
+
+_log = logging.getLogger("mnemo.writer")
+_T = TypeVar("_T")
+_QUEUE_SIZE = 4096
+_FLUSH_TIMEOUT = 10.0
+
+
+@dataclass(slots=True, eq=False)
+class _Append:
+    rows: Sequence[ArchivedMessage]
+    done: anyio.Event = field(default_factory=anyio.Event)
+    error: MnemoError | None = None
+
+
+@dataclass(slots=True, eq=False)
+class _Call:
+    fn: Callable[[], Awaitable[Any]]
+    done: anyio.Event = field(default_factory=anyio.Event)
+    result: Any = None
+    error: BaseException | None = None
+
+
+class _Wake:
+    """Mail that only wakes the writer to flush working-memory snapshots."""
+
+
+_Op = _Append | _Call | _Wake
+
+
+@dataclass(slots=True)
+class WriterStats:
+    batches: int = 0
+    rows: int = 0
+    retries: int = 0
+    optimizes: int = 0
+    last_batch_rows: int = 0
+
+
+class ArchiveWriter:
+    """Owns every write to the store. Start ``run()`` in a task group, then call the methods."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        *,
+        batch_max: int = 1024,
+        linger: float = 0.002,
+        optimize_interval: float = 60.0,
+        cleanup_older_than: float = 3600.0,
+    ) -> None:
+        self._store, self._embedder = store, embedder
+        self._batch_max, self._linger = batch_max, linger
+        self._optimize_interval = optimize_interval
+        self._cleanup_older_than = cleanup_older_than
+        self._send: MemoryObjectSendStream[_Op]
+        self._receive: MemoryObjectReceiveStream[_Op]
+        self._send, self._receive = anyio.create_memory_object_stream[_Op](_QUEUE_SIZE)
+        self._working: dict[tuple[str, str], WorkingMemory] = {}
+        self._wake_pending = False
+        self._carry: _Op | None = None
+        self._dirty = False
+        self.stats = WriterStats()
+
+    # -- API for other tasks -------------------------------------------------
+
+    async def append(self, rows: Sequence[ArchivedMessage]) -> None:
+        """Return once ``rows`` are durable. Cancelling the wait leaves the write queued.
+
+        Raises ``ArchiveUnavailable`` if the writer stopped before the rows landed.
+        """
+        op = _Append(rows)
+        await self._enqueue(op)
+        await op.done.wait()
+        if op.error is not None:
+            raise op.error
+
+    def append_nowait(self, rows: Sequence[ArchivedMessage]) -> None:
+        """Queue rows without waiting for durability. Raises ``ArchiveUnavailable`` if full."""
+        try:
+            self._send.send_nowait(_Append(rows))
+        except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise ArchiveUnavailable("the archive queue is full") from None
+
+    async def call(self, fn: Callable[[], Awaitable[_T]]) -> _T:
+        """Run ``fn`` in the writer's task, after every write queued before it."""
+        op = _Call(fn)
+        await self._enqueue(op)
+        await op.done.wait()
+        if op.error is not None:
+            raise op.error
+        result: _T = op.result
+        return result
+
+    def put_working(self, user_id: str, memory: WorkingMemory) -> None:
+        """Queue a working-memory snapshot; only the newest per session is written."""
+        self._working[(user_id, memory.session_id)] = memory
+        if not self._wake_pending:
+            try:
+                self._send.send_nowait(_Wake())
+                self._wake_pending = True
+            except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass  # the next queued write flushes snapshots too
+
+    async def forget_working(self, user_id: str, session_id: str) -> None:
+        """Delete a session's snapshot (after any queued one for it is dropped)."""
+        self._working.pop((user_id, session_id), None)
+        await self.call(lambda: self._store.delete_working(user_id, session_id))
+
+    async def _enqueue(self, op: _Op) -> None:
+        try:
+            await self._send.send(op)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise ArchiveUnavailable("the archive writer has stopped") from None
+
+    # -- the writer's own task -----------------------------------------------
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Write until cancelled, then flush what is queued (shielded, bounded in time)."""
+        task_status.started()
+        try:
+            next_optimize = anyio.current_time() + self._optimize_interval
+            while True:
+                op = self._carry
+                self._carry = None
+                if op is None:
+                    with anyio.move_on_after(max(0.0, next_optimize - anyio.current_time())):
+                        op = await self._receive.receive()
+                if op is None:
+                    if self._dirty:
+                        await self._optimize()
+                    next_optimize = anyio.current_time() + self._optimize_interval
+                    continue
+                await self._handle(op)
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_FLUSH_TIMEOUT):
+                await self._drain()
+            self._fail_queued()
+
+    async def _handle(self, op: _Op) -> None:
+        if isinstance(op, _Append):
+            if self._linger > 0:
+                await anyio.sleep(self._linger)
+            await self._write_batch(self._gather(op))
+        elif isinstance(op, _Call):
+            await self._flush_working()
+            try:
+                op.result = await op.fn()
+            except MnemoError as exc:
+                op.error = exc
+            except (OSError, ValueError, RuntimeError) as exc:
+                _log.error("store call failed: %s", exc)
+                op.error = ArchiveUnavailable(str(exc))
+            op.done.set()
+            self._dirty = True
+        else:
+            self._wake_pending = False
+        await self._flush_working()
+
+    def _gather(self, first: _Append) -> list[_Append]:
+        batch, rows = [first], len(first.rows)
+        while rows < self._batch_max:
+            try:
+                op = self._receive.receive_nowait()
+            except anyio.WouldBlock:
+                break
+            if not isinstance(op, _Append):
+                if isinstance(op, _Wake):
+                    self._wake_pending = False
+                    continue
+                self._carry = op
+                break
+            batch.append(op)
+            rows += len(op.rows)
+        return batch
+
+    async def _write_batch(self, batch: list[_Append]) -> None:
+        rows = [r for op in batch for r in op.rows]
+        delay = 0.05
+        while True:
+            try:
+                vectors = await self._embedder.embed([r.text for r in rows])
+                await self._store.append_messages(rows, vectors)
+                break
+            except MnemoError as exc:
+                self.stats.retries += 1
+                _log.warning("archive write of %d rows failed, retrying: %s", len(rows), exc)
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+        self.stats.batches += 1
+        self.stats.rows += len(rows)
+        self.stats.last_batch_rows = len(rows)
+        self._dirty = True
+        for op in batch:
+            op.done.set()
+
+    async def _flush_working(self) -> None:
+        if not self._working:
+            return
+        items = [(user, memory) for (user, _), memory in self._working.items()]
+        self._working.clear()
+        try:
+            await self._store.put_working(items)
+        except MnemoError as exc:
+            _log.warning("working-memory snapshot write failed: %s", exc)
+            for user, memory in items:
+                self._working.setdefault((user, memory.session_id), memory)
+        self._dirty = True
+
+    async def _optimize(self) -> None:
+        try:
+            await self._store.optimize(cleanup_older_than=self._cleanup_older_than)
+        except MnemoError as exc:
+            _log.warning("optimize failed: %s", exc)
+            return
+        self.stats.optimizes += 1
+        self._dirty = False
+        _log.info("store optimized")
+
+    async def _drain(self) -> None:
+        """Write everything still queued; used once, at shutdown."""
+        if self._carry is not None:
+            await self._handle(self._carry)
+            self._carry = None
+        while True:
+            try:
+                op = self._receive.receive_nowait()
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                break
+            await self._handle(op)
+        await self._flush_working()
+
+    def _fail_queued(self) -> None:
+        self._send.close()
+        while True:
+            try:
+                op = self._receive.receive_nowait()
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                break
+            if isinstance(op, _Append):
+                op.error = ArchiveUnavailable("the archive writer stopped")
+                op.done.set()
+            elif isinstance(op, _Call):
+                op.error = ArchiveUnavailable("the archive writer stopped")
+                op.done.set()
+        self._receive.close()

@@ -1,0 +1,1 @@
+"""Pure, synchronous domain logic: no I/O, no anyio, no LanceDB, no Ollama."""

@@ -1,0 +1,50 @@
+"""Turning recalled archive messages into a context block within a token budget."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memory.tokens import estimate_tokens
+from schemas.records import ArchivedMessage
+
+__all__ = ["RecalledBlock", "format_recalled"]
+
+HEADING = "## Relevant past conversation"
+
+
+class RecalledBlock:
+    """The text of a context block, its token estimate and the ids it contains."""
+
+    __slots__ = ("memory_ids", "text", "tokens")
+
+    def __init__(self, text: str, tokens: int, memory_ids: list[str]) -> None:
+        self.text = text
+        self.tokens = tokens
+        self.memory_ids = memory_ids
+
+
+def _line(message: ArchivedMessage) -> str:
+    text = " ".join(message.text.split())
+    return f"- [{message.at.date().isoformat()}] {message.speaker}: {text}"
+
+
+def format_recalled(messages: Sequence[ArchivedMessage], budget: int) -> RecalledBlock:
+    """Best-first messages as dated lines under a heading, stopping before the budget.
+
+    ``messages`` is already ranked; a message that does not fit is skipped and a
+    shorter one further down may still go in. No messages: an empty block.
+    """
+    lines = [HEADING]
+    used = estimate_tokens(HEADING)
+    ids: list[str] = []
+    for message in messages:
+        line = _line(message)
+        cost = estimate_tokens(line) + 1  # the newline
+        if used + cost > budget:
+            continue
+        lines.append(line)
+        used += cost
+        ids.append(message.id)
+    if not ids:
+        return RecalledBlock("", 0, [])
+    return RecalledBlock("\n".join(lines), used, ids)

@@ -1,0 +1,1 @@
+"""msgspec Structs only: wire messages, stored records, model output, settings. No I/O."""

@@ -1,0 +1,157 @@
+"""Protocol v1: the JSON text frames exchanged on ``/ws/{session_id}``.
+
+Tags are explicit strings: renaming a class never changes the protocol. Every
+field added later gets a default, and no field ever changes type.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+__all__ = [
+    "Ack",
+    "Chat",
+    "ClientMessage",
+    "ContextBlock",
+    "ContextRequest",
+    "Delta",
+    "Done",
+    "End",
+    "ErrorFrame",
+    "Ping",
+    "Pong",
+    "Ready",
+    "ServerMessage",
+    "Set",
+    "Turn",
+    "Usage",
+    "decode_client",
+    "encode_server",
+]
+
+_ID_MAX = 128
+
+
+class _Wire(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+    pass
+
+
+# -- client -> server ------------------------------------------------------
+
+
+class Chat(_Wire, frozen=True, tag="chat"):
+    """A user message; the reply is streamed from the chat model."""
+
+    id: str
+    content: str
+    meta: dict[str, Any] = {}
+
+
+class Turn(_Wire, frozen=True, tag="turn"):
+    """A finished user/assistant exchange to archive; answered by ``ack`` once durable."""
+
+    id: str
+    user: str
+    assistant: str
+    meta: dict[str, Any] = {}
+
+
+class ContextRequest(_Wire, frozen=True, tag="context"):
+    """Ask for a memory context block for ``query`` within ``budget`` tokens."""
+
+    id: str
+    query: str
+    budget: int | None = None
+    format: str | None = None
+
+
+class Set(_Wire, frozen=True, tag="set"):
+    """Set the working memory's topic and/or merge context variables."""
+
+    topic: str | None = None
+    variables: dict[str, Any] = {}
+
+
+class End(_Wire, frozen=True, tag="end"):
+    """Close the session: final archive, then the server closes the socket."""
+
+
+class Ping(_Wire, frozen=True, tag="ping"):
+    pass
+
+
+ClientMessage = Chat | Turn | ContextRequest | Set | End | Ping
+
+
+# -- server -> client ------------------------------------------------------
+
+
+class Ready(_Wire, frozen=True, tag="ready"):
+    session_id: str
+    turn_count: int
+    resumed: bool
+    protocol: int = 1
+
+
+class Delta(_Wire, frozen=True, tag="delta"):
+    id: str
+    text: str
+
+
+class Usage(msgspec.Struct, frozen=True, kw_only=True):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    context_tokens: int = 0
+
+
+class Done(_Wire, frozen=True, tag="done"):
+    id: str
+    turn: int
+    usage: Usage = Usage()
+
+
+class Ack(_Wire, frozen=True, tag="ack"):
+    id: str
+    turn: int
+
+
+class ContextBlock(_Wire, frozen=True, tag="context"):
+    id: str
+    text: str
+    tokens: int
+    memory_ids: list[str] = []
+
+
+class ErrorFrame(_Wire, frozen=True, tag="error"):
+    code: str
+    message: str
+    id: str | None = None
+
+
+class Pong(_Wire, frozen=True, tag="pong"):
+    pass
+
+
+ServerMessage = Ready | Delta | Done | Ack | ContextBlock | ErrorFrame | Pong
+
+_decoder: msgspec.json.Decoder[ClientMessage] = msgspec.json.Decoder(ClientMessage)
+_encoder = msgspec.json.Encoder()
+
+
+def decode_client(frame: str | bytes) -> ClientMessage:
+    """Decode and validate one client frame.
+
+    Raises ``msgspec.ValidationError`` (a ``DecodeError``) for malformed JSON,
+    unknown types, missing or wrong fields, and ids that are empty or too long.
+    """
+    message = _decoder.decode(frame)
+    ident = getattr(message, "id", None)
+    if ident is not None and not 0 < len(ident) <= _ID_MAX:
+        raise msgspec.ValidationError(f"`id` must be 1 to {_ID_MAX} characters")
+    return message
+
+
+def encode_server(message: ServerMessage) -> str:
+    return _encoder.encode(message).decode()

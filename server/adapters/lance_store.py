@@ -1,0 +1,345 @@
+"""The LanceDB store: archived messages and working-memory snapshots.
+
+The only module that imports ``lancedb``. Every read and write names its user,
+and every value that reaches a filter string is validated or quoted here.
+Writes are expected to come from one writer (``actors.writer``): LanceDB makes a
+version per write, so single-row appends are batched upstream and the writer
+calls ``optimize()`` on a schedule.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import lancedb
+import msgspec
+import pyarrow as pa
+from lancedb.index import FTS, BTree
+from lancedb.query import ColumnOrdering
+
+from actors.errors import ArchiveUnavailable, MnemoError
+from actors.ports import Page, ScoredMessage
+from schemas.records import ArchivedMessage, WorkingMemory
+
+__all__ = ["LanceStore", "StoreMismatch", "quote"]
+
+_MESSAGES = "messages"
+_WORKING = "working"
+_EMBEDDER_KEY = b"mnemo.embedder"
+_SAFE_ID = re.compile(r"^[A-Za-z0-9_.:@-]{1,128}$")
+_json = msgspec.json.Encoder()
+_working_decoder = msgspec.json.Decoder(WorkingMemory)
+_meta_decoder: msgspec.json.Decoder[dict[str, Any]] = msgspec.json.Decoder(dict[str, Any])
+
+
+class StoreMismatch(MnemoError):
+    """The data directory was written with another embedder (vector size differs)."""
+
+    code = "store_mismatch"
+
+
+def quote(value: str) -> str:
+    """A SQL string literal for a LanceDB filter: single quotes doubled, no NULs."""
+    if "\x00" in value:
+        raise ValueError("NUL byte in a filter value")
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _user(user_id: str) -> str:
+    if not _SAFE_ID.match(user_id):
+        raise ValueError(f"invalid user id {user_id!r}")
+    return f"user_id = {quote(user_id)}"
+
+
+def _messages_schema(dim: int, embedder: str) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("user_id", pa.string(), nullable=False),
+            pa.field("session_id", pa.string(), nullable=False),
+            pa.field("scope", pa.string(), nullable=False),
+            pa.field("turn", pa.int32(), nullable=False),
+            pa.field("role", pa.string(), nullable=False),
+            pa.field("speaker", pa.string(), nullable=False),
+            pa.field("text", pa.string(), nullable=False),
+            pa.field("at", pa.timestamp("us", tz="UTC"), nullable=False),
+            pa.field("meta", pa.string(), nullable=False),
+            pa.field("source_id", pa.string(), nullable=False),
+            pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+        ],
+        metadata={_EMBEDDER_KEY: embedder.encode()},
+    )
+
+
+_WORKING_SCHEMA = pa.schema(
+    [
+        pa.field("user_id", pa.string(), nullable=False),
+        pa.field("session_id", pa.string(), nullable=False),
+        pa.field("data", pa.string(), nullable=False),
+    ]
+)
+
+_NEWEST_FIRST = [
+    ColumnOrdering(column_name="at", ascending=False),
+    ColumnOrdering(column_name="id", ascending=True),
+]
+
+
+def _row(message: ArchivedMessage, vector: Sequence[float]) -> dict[str, Any]:
+    return {
+        "id": message.id,
+        "user_id": message.user_id,
+        "session_id": message.session_id,
+        "scope": message.scope,
+        "turn": message.turn,
+        "role": message.role,
+        "speaker": message.speaker,
+        "text": message.text,
+        "at": message.at,
+        "meta": _json.encode(message.meta).decode(),
+        "source_id": message.source_id,
+        "vector": list(vector),
+    }
+
+
+def _message(row: dict[str, Any]) -> ArchivedMessage:
+    at: datetime = row["at"]
+    return ArchivedMessage(
+        id=row["id"],
+        user_id=row["user_id"],
+        session_id=row["session_id"],
+        scope=row["scope"],
+        turn=row["turn"],
+        role=row["role"],
+        speaker=row["speaker"],
+        text=row["text"],
+        at=at.astimezone(UTC),
+        meta=_meta_decoder.decode(row["meta"]),
+        source_id=row["source_id"],
+    )
+
+
+_COLUMNS = [f.name for f in _messages_schema(1, "") if f.name != "vector"]
+
+
+class LanceStore:
+    """Implements the ``Store`` port on a LanceDB directory (or object-store URI)."""
+
+    def __init__(self, uri: str | Path, *, dim: int, embedder: str) -> None:
+        self._uri = str(uri)
+        self._dim = dim
+        self._embedder = embedder
+        self._db: lancedb.AsyncConnection | None = None
+        self._messages: Any = None
+        self._working: Any = None
+
+    async def open(self) -> None:
+        """Open (creating if needed) the tables and their indexes.
+
+        Raises ``StoreMismatch`` when the directory holds vectors of another size.
+        """
+        if self._uri.find("://") < 0:
+            Path(self._uri).mkdir(parents=True, exist_ok=True)
+        self._db = await lancedb.connect_async(self._uri)
+        names = set(await self._db.table_names())
+        if _MESSAGES in names:
+            self._messages = await self._db.open_table(_MESSAGES)
+            schema = await self._messages.schema()
+            size = schema.field("vector").type.list_size
+            if size != self._dim:
+                stored = (schema.metadata or {}).get(_EMBEDDER_KEY, b"?").decode()
+                raise StoreMismatch(
+                    f"{self._uri} holds {size}-dimensional vectors from embedder {stored!r}; "
+                    f"the configured embedder {self._embedder!r} makes {self._dim}. "
+                    "Use the same MNEMO_EMBEDDER or another MNEMO_DATA_DIR."
+                )
+        else:
+            self._messages = await self._db.create_table(
+                _MESSAGES, schema=_messages_schema(self._dim, self._embedder)
+            )
+        if _WORKING in names:
+            self._working = await self._db.open_table(_WORKING)
+        else:
+            self._working = await self._db.create_table(_WORKING, schema=_WORKING_SCHEMA)
+        await self._ensure_indexes()
+
+    async def _ensure_indexes(self) -> None:
+        have = {tuple(ix.columns) for ix in await self._messages.list_indices()}
+        if ("user_id",) not in have:
+            await self._messages.create_index("user_id", config=BTree())
+        if ("text",) not in have:
+            await self._messages.create_index(
+                "text", config=FTS(base_tokenizer="icu", with_position=True)
+            )
+        if ("user_id",) not in {tuple(ix.columns) for ix in await self._working.list_indices()}:
+            await self._working.create_index("user_id", config=BTree())
+
+    async def aclose(self) -> None:
+        for table in (self._messages, self._working):
+            if table is not None:
+                table.close()
+        if self._db is not None:
+            self._db.close()
+
+    # -- messages ------------------------------------------------------------
+
+    async def append_messages(
+        self, rows: Sequence[ArchivedMessage], vectors: Sequence[Sequence[float]]
+    ) -> None:
+        if not rows:
+            return
+        table = pa.Table.from_pylist(
+            [_row(m, v) for m, v in zip(rows, vectors, strict=True)],
+            schema=await self._messages.schema(),
+        )
+        try:
+            await self._messages.add(table)
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise ArchiveUnavailable(f"append of {len(rows)} rows failed: {exc}") from exc
+
+    async def list_messages(self, user_id: str, *, limit: int, offset: int) -> Page:
+        where = _user(user_id)
+        total = int(await self._messages.count_rows(where))
+        rows = (
+            await self._messages.query()
+            .where(where)
+            .select(_COLUMNS)
+            .order_by(_NEWEST_FIRST)
+            .limit(limit)
+            .offset(offset)
+            .to_list()
+        )
+        return [_message(r) for r in rows], total
+
+    async def session_messages(
+        self, user_id: str, session_id: str, *, limit: int
+    ) -> list[ArchivedMessage]:
+        rows = (
+            await self._messages.query()
+            .where(f"{_user(user_id)} AND session_id = {quote(session_id)}")
+            .select(_COLUMNS)
+            .order_by(_NEWEST_FIRST)
+            .limit(limit)
+            .to_list()
+        )
+        found = [_message(r) for r in rows]
+        found.sort(key=lambda m: (m.turn, m.at, m.role != "user"))
+        return found
+
+    async def get_message(self, user_id: str, message_id: str) -> ArchivedMessage | None:
+        rows = (
+            await self._messages.query()
+            .where(f"{_user(user_id)} AND id = {quote(message_id)}")
+            .select(_COLUMNS)
+            .limit(1)
+            .to_list()
+        )
+        return _message(rows[0]) if rows else None
+
+    async def delete_message(self, user_id: str, message_id: str) -> bool:
+        where = f"{_user(user_id)} AND id = {quote(message_id)}"
+        if not await self._messages.count_rows(where):
+            return False
+        await self._messages.delete(where)
+        await self._purge()
+        return True
+
+    async def clear_messages(self, user_id: str) -> int:
+        where = _user(user_id)
+        count = int(await self._messages.count_rows(where))
+        if count:
+            await self._messages.delete(where)
+            await self._purge()
+        return count
+
+    async def search_messages(
+        self, user_id: str, text: str, vector: Sequence[float], *, k: int
+    ) -> list[ScoredMessage]:
+        """Hybrid search: exact vector search and BM25, fused by reciprocal rank (k=60)."""
+        where = _user(user_id)
+        dense = (
+            await self._messages.vector_search(list(vector))
+            .where(where)
+            .distance_type("cosine")
+            .select(_COLUMNS)
+            .limit(k * 2)
+            .to_list()
+        )
+        sparse: list[dict[str, Any]] = []
+        if text.strip():
+            sparse = (
+                await self._messages.query()
+                .nearest_to_text(text)
+                .where(where)
+                .select(_COLUMNS)
+                .limit(k * 2)
+                .to_list()
+            )
+        scores: dict[str, float] = {}
+        rows: dict[str, dict[str, Any]] = {}
+        for ranked in (dense, sparse):
+            for rank, row in enumerate(ranked):
+                scores[row["id"]] = scores.get(row["id"], 0.0) + 1.0 / (60 + rank + 1)
+                rows[row["id"]] = row
+        best = sorted(scores, key=lambda i: (-scores[i], i))[:k]
+        return [(_message(rows[i]), scores[i]) for i in best]
+
+    # -- working memory ------------------------------------------------------
+
+    async def put_working(self, items: Sequence[tuple[str, WorkingMemory]]) -> None:
+        if not items:
+            return
+        for user_id, _ in items:
+            _user(user_id)
+        data = pa.Table.from_pylist(
+            [
+                {"user_id": u, "session_id": w.session_id, "data": _json.encode(w).decode()}
+                for u, w in items
+            ],
+            schema=_WORKING_SCHEMA,
+        )
+        await (
+            self._working.merge_insert(["user_id", "session_id"])
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(data)
+        )
+
+    async def get_working(self, user_id: str, session_id: str) -> WorkingMemory | None:
+        rows = (
+            await self._working.query()
+            .where(f"{_user(user_id)} AND session_id = {quote(session_id)}")
+            .limit(1)
+            .to_list()
+        )
+        return _working_decoder.decode(rows[0]["data"]) if rows else None
+
+    async def delete_working(self, user_id: str, session_id: str) -> None:
+        await self._working.delete(f"{_user(user_id)} AND session_id = {quote(session_id)}")
+
+    # -- maintenance ---------------------------------------------------------
+
+    async def optimize(self, *, cleanup_older_than: float) -> None:
+        for table in (self._messages, self._working):
+            await table.optimize(cleanup_older_than=timedelta(seconds=cleanup_older_than))
+
+    async def _purge(self) -> None:
+        """Drop every old version so deleted rows are gone from disk, not just hidden.
+
+        Safe only because one writer performs all of this store's writes: no
+        transaction can be in flight while it runs.
+        """
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
+            await self._messages.optimize(
+                cleanup_older_than=timedelta(0), delete_unverified=True
+            )
+
+    async def version_count(self) -> int:
+        """How many versions of the messages table exist (for tests and benchmarks)."""
+        return len(await self._messages.list_versions())
