@@ -20,6 +20,8 @@ class Llm(Protocol):
         never a library's own exception. Closing the iterator early is safe."""
         ...
 
+    async def aclose(self) -> None: ...
+
 
 class Embedder(Protocol):
     @property
@@ -45,6 +47,10 @@ Page = tuple[list[ArchivedMessage], int]
 
 class Store(Protocol):
     """Durable storage. Every read and write names the user it is for."""
+
+    async def open(self) -> None: ...
+
+    async def aclose(self) -> None: ...
 
     async def append_messages(
         self, rows: Sequence[ArchivedMessage], vectors: Sequence[Sequence[float]]

@@ -127,12 +127,11 @@ class SessionActor:
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Handle mail until ``end``, idle expiry (``Settings.idle_timeout``) or cancellation.
 
-        On ``end`` and expiry the session is finished: the final archive is
-        awaited and its working memory forgotten. On cancellation (server
-        shutdown) the snapshot stays so the session resumes after a restart.
+        ``end`` and expiry finish the session: queued archive writes are awaited,
+        then its working memory is forgotten. On cancellation (server shutdown)
+        the working memory is kept, so the session resumes after a restart.
         """
         task_status.started()
-        finished = False
         try:
             while not self.ended:
                 mail: Mail | None = None
@@ -140,16 +139,17 @@ class SessionActor:
                     mail = await self._inbox.receive()
                 if mail is None:
                     _log.info("session %s expired after idle timeout", self.session_id)
+                    self._close_mailbox()
+                    await self._end_session()
                     break
-                self._current = mail
-                with mail.reply_to:
-                    await self._handle(mail)
+                self._current = mail  # answered by _close_mailbox if handling fails
+                await self._handle(mail)
+                mail.reply_to.close()
                 self._current = None
-            finished = True
         finally:
             self._close_mailbox()
-            with anyio.CancelScope(shield=True), anyio.move_on_after(_FINAL_TIMEOUT):
-                await self._finish(forget=finished)
+            if not self.ended and self._memory is not None:
+                self._deps.writer.put_working(self.user_id, self._memory)
 
     def _close_mailbox(self) -> None:
         """Stop accepting mail and answer whatever is still queued (no await)."""
@@ -158,7 +158,7 @@ class SessionActor:
         while True:
             try:
                 pending.append(self._inbox.receive_nowait())
-            except (anyio.WouldBlock, anyio.EndOfStream):
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
                 break
         self._inbox.close()
         for mail in pending:
@@ -172,14 +172,13 @@ class SessionActor:
             mail.reply_to.close()
         self._current = None
 
-    async def _finish(self, *, forget: bool) -> None:
-        writer = self._deps.writer
+    async def _end_session(self) -> None:
+        """Final archive (every queued write of this session lands), then forget."""
+        self.ended = True
         try:
-            if forget:
-                await writer.forget_working(self.user_id, self.session_id)
-            elif self._memory is not None:
-                writer.put_working(self.user_id, self._memory)
-        except ArchiveUnavailable as exc:
+            with anyio.fail_after(_FINAL_TIMEOUT):
+                await self._deps.writer.forget_working(self.user_id, self.session_id)
+        except (TimeoutError, ArchiveUnavailable) as exc:
             _log.warning("final archive of session %s failed: %s", self.session_id, exc)
 
     # -- handlers --------------------------------------------------------------
@@ -198,7 +197,7 @@ class SessionActor:
                 )
                 self._deps.writer.put_working(self.user_id, self._memory)
             case End():
-                self.ended = True
+                await self._end_session()
 
     def _now(self) -> datetime:
         return self._deps.clock.now()

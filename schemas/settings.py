@@ -31,6 +31,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     ack_timeout: float = 10.0
     mailbox_size: int = 32
     max_frame_bytes: int = 65536
+    #: Frames a connection may send per second, and the burst it may save up.
+    rate_limit: float = 50.0
+    rate_burst: float = 100.0
     #: Messages of this session replayed to the chat model.
     history_messages: int = 20
     system_prompt: str = "You are a helpful assistant with a long-term memory of this user."

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import anyio
 import lancedb
 import msgspec
 import pyarrow as pa
@@ -134,7 +135,7 @@ class LanceStore:
         self._uri = str(uri)
         self._dim = dim
         self._embedder = embedder
-        self._db: lancedb.AsyncConnection | None = None
+        self._db: Any = None
         self._messages: Any = None
         self._working: Any = None
 
@@ -144,7 +145,7 @@ class LanceStore:
         Raises ``StoreMismatch`` when the directory holds vectors of another size.
         """
         if self._uri.find("://") < 0:
-            Path(self._uri).mkdir(parents=True, exist_ok=True)
+            await anyio.Path(self._uri).mkdir(parents=True, exist_ok=True)
         self._db = await lancedb.connect_async(self._uri)
         names = set(await self._db.table_names())
         if _MESSAGES in names:
@@ -336,9 +337,7 @@ class LanceStore:
         """
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
-            await self._messages.optimize(
-                cleanup_older_than=timedelta(0), delete_unverified=True
-            )
+            await self._messages.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
 
     async def version_count(self) -> int:
         """How many versions of the messages table exist (for tests and benchmarks)."""

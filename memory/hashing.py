@@ -1,0 +1,65 @@
+"""A deterministic feature-hashing embedder: no model, stdlib only, for tests and ``hash``."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Iterator, Sequence
+
+__all__ = ["HashEmbedder"]
+
+_WORD = re.compile(r"\w+")
+# Han ideographs (with extensions and compatibility forms), kana and Hangul syllables:
+# scripts written without spaces, where ``\w+`` yields a whole phrase as one token.
+_CJK = re.compile(
+    "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f]"
+)
+
+
+def _tokens(text: str) -> Iterator[str]:
+    for run in _WORD.findall(text.lower()):
+        yield run
+        if len(run) > 1:
+            # Single characters let Chinese texts that share characters score as similar.
+            yield from _CJK.findall(run)
+
+
+class HashEmbedder:
+    """Bag-of-words feature hashing, L2-normalised; implements the ``Embedder`` port.
+
+    Each token lands in a sha256-chosen bucket with a sha256-chosen sign, so texts
+    sharing words get positive cosine similarity and identical texts get 1.0. For
+    texts without CJK characters the vectors equal the fake Ollama's ``hash_embed``.
+    A text without word characters (``""``, ``"!?"``) gets one fixed unit vector.
+    """
+
+    def __init__(self, dim: int = 64) -> None:
+        if dim < 1:
+            raise ValueError(f"dim must be positive, got {dim}")
+        self._dim = dim
+
+    @property
+    def name(self) -> str:
+        return f"hash-{self._dim}"
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def embed_one(self, text: str) -> list[float]:
+        """The unit-length vector of one text."""
+        vector = [0.0] * self._dim
+        for token in list(_tokens(text)) or [""]:
+            digest = hashlib.sha256(token.encode()).digest()
+            bucket = int.from_bytes(digest[:4], "little") % self._dim
+            vector[bucket] += 1.0 if digest[4] & 1 else -1.0
+        # Opposite signs can cancel to zero; the empty-text vector keeps it unit-length.
+        norm = math.sqrt(sum(x * x for x in vector))
+        if norm == 0.0:
+            return self.embed_one("")
+        return [x / norm for x in vector]
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One unit-length vector per text; never blocks for long (pure arithmetic)."""
+        return [self.embed_one(text) for text in texts]

@@ -1,0 +1,1 @@
+"""The edges: the Starlette app, WebSocket and REST endpoints, settings loading, CLI, adapters."""

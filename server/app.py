@@ -1,0 +1,126 @@
+"""The Starlette application: ``create_app(settings, llm=..., store=..., embedder=...)``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import TypedDict
+
+import anyio
+from anyio.abc import TaskStatus
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import WebSocketRoute
+
+from actors.ports import Clock, Embedder, Llm, Store
+from actors.registry import SessionRegistry
+from actors.session import SessionDeps
+from actors.writer import ArchiveWriter
+from schemas.settings import Settings
+from server import rest, ws
+
+__all__ = ["AppState", "SystemClock", "create_app"]
+
+_log = logging.getLogger("mnemo.app")
+
+
+class SystemClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+class AppState(TypedDict):
+    settings: Settings
+    store: Store
+    writer: ArchiveWriter
+    registry: SessionRegistry
+
+
+async def _supervise_writer(
+    writer: ArchiveWriter, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    """Keep the single writer running: a crash is logged and the writer restarted,
+    with what was queued still in its queue."""
+    started = False
+    while True:
+        try:
+            if started:
+                await writer.run()
+            else:
+                started = True
+                await writer.run(task_status=task_status)
+            return
+        except Exception:
+            _log.exception("archive writer crashed; restarting")
+            await anyio.sleep(1.0)
+
+
+def create_app(
+    settings: Settings,
+    *,
+    llm: Llm,
+    store: Store,
+    embedder: Embedder,
+    clock: Clock | None = None,
+) -> Starlette:
+    """The app. Resources open in its lifespan and close when it ends; constructing it
+    does no I/O."""
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[AppState]:
+        await store.open()
+        writer = ArchiveWriter(
+            store,
+            embedder,
+            batch_max=settings.writer_batch_max,
+            linger=settings.writer_linger,
+            optimize_interval=settings.optimize_interval,
+            cleanup_older_than=settings.cleanup_older_than,
+        )
+        deps = SessionDeps(
+            settings=settings,
+            llm=llm,
+            embedder=embedder,
+            store=store,
+            writer=writer,
+            clock=clock or SystemClock(),
+        )
+        try:
+            async with anyio.create_task_group() as writer_group:
+                await writer_group.start(_supervise_writer, writer)
+                async with anyio.create_task_group() as sessions:
+                    registry = SessionRegistry(sessions, deps)
+                    yield AppState(settings=settings, store=store, writer=writer, registry=registry)
+                    sessions.cancel_scope.cancel()
+                # Sessions are gone and have queued their snapshots: now stop the writer,
+                # which flushes everything still queued before it returns.
+                writer_group.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await llm.aclose()
+                await store.aclose()
+
+    routes = [
+        WebSocketRoute("/ws/{session_id}", ws.chat_socket),
+        *rest.routes,
+    ]
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: _http_error, Exception: _server_error},
+    )
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    return rest.error(exc.status_code, code, str(exc.detail))
+
+
+async def _server_error(request: Request, exc: Exception) -> Response:
+    _log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return rest.error(500, "internal", "internal server error")

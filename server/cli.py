@@ -1,0 +1,67 @@
+"""The ``mnemo`` command: ``mnemo serve`` (more subcommands arrive with their features)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+import uvicorn
+
+from server.config import ConfigError, is_loopback, load_settings
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mnemo", description="Realtime memory server for AI chat")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the server")
+    serve.add_argument("--host", help="address to bind (default MNEMO_HOST or 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default MNEMO_PORT or 8000)")
+    serve.add_argument("--data-dir", dest="data_dir", help="data directory (MNEMO_DATA_DIR)")
+    return parser
+
+
+def serve(args: argparse.Namespace) -> int:
+    try:
+        settings = load_settings(os.environ, host=args.host, port=args.port, data_dir=args.data_dir)
+    except ConfigError as exc:
+        print(f"mnemo: {exc}", file=sys.stderr)
+        return 2
+    if not settings.api_keys and not is_loopback(settings.host):
+        print(
+            f"mnemo: refusing to bind {settings.host} without MNEMO_API_KEYS: with no keys "
+            "every caller is the same user. Set MNEMO_API_KEYS=key:user,... or bind 127.0.0.1.",
+            file=sys.stderr,
+        )
+        return 2
+    from server.main import build_app
+
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    config = uvicorn.Config(
+        build_app(settings),
+        host=settings.host,
+        port=settings.port,
+        ws="websockets-sansio",
+        ws_max_size=max(4 * settings.max_frame_bytes, 1 << 20),
+        lifespan="on",
+        log_level="info",
+    )
+    uvicorn.Server(config).run()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        return serve(args)
+    return 2  # pragma: no cover - argparse rejects unknown commands
+
+
+if __name__ == "__main__":
+    sys.exit(main())

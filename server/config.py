@@ -1,0 +1,101 @@
+"""Building ``Settings`` from ``MNEMO_*`` environment variables and an optional TOML file."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from actors.errors import MnemoError
+from schemas.settings import Settings
+
+__all__ = ["ConfigError", "is_loopback", "load_settings"]
+
+_PREFIX = "MNEMO_"
+_USER_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
+
+
+class ConfigError(MnemoError):
+    """The configuration is invalid; the message says which setting and why."""
+
+    code = "config_error"
+
+
+def _parse_api_keys(raw: str) -> dict[str, str]:
+    keys: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in raw.split(","))):
+        key, sep, user = item.rpartition(":")
+        if not sep or not key or not user:
+            raise ConfigError(f"MNEMO_API_KEYS: expected key:user, got {item!r}")
+        keys[key] = user
+    return keys
+
+
+def _from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
+    names = {f.upper(): f for f in Settings.__struct_fields__}
+    values: dict[str, Any] = {}
+    for name, raw in environ.items():
+        if not name.startswith(_PREFIX) or name == "MNEMO_CONFIG":
+            continue
+        field = names.get(name[len(_PREFIX) :])
+        if field is None:
+            raise ConfigError(f"unknown setting {name}")
+        if field == "api_keys":
+            values[field] = _parse_api_keys(raw)
+        elif field == "admin_keys":
+            values[field] = [k.strip() for k in raw.split(",") if k.strip()]
+        else:
+            values[field] = raw
+    return values
+
+
+def load_settings(environ: Mapping[str, str], **overrides: Any) -> Settings:
+    """Settings from a TOML file (``MNEMO_CONFIG``), then environment, then ``overrides``.
+
+    Raises ``ConfigError`` naming the bad setting.
+    """
+    values: dict[str, Any] = {}
+    config_file = environ.get("MNEMO_CONFIG")
+    if config_file:
+        try:
+            values.update(tomllib.loads(Path(config_file).read_text(encoding="utf-8")))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"MNEMO_CONFIG={config_file}: {exc}") from exc
+    values.update(_from_environ(environ))
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        settings = msgspec.convert(values, Settings, strict=False)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"invalid setting: {exc}") from exc
+    _validate(settings)
+    return settings
+
+
+def _validate(settings: Settings) -> None:
+    for user in [*settings.api_keys.values(), settings.default_user]:
+        if not _USER_ID.match(user):
+            raise ConfigError(f"invalid user id {user!r}: use 1-64 of A-Z a-z 0-9 _ . @ -")
+    positive = ("idle_timeout", "llm_timeout", "ack_timeout", "mailbox_size", "max_frame_bytes")
+    for name in positive:
+        if getattr(settings, name) <= 0:
+            raise ConfigError(f"MNEMO_{name.upper()} must be positive")
+    kind = settings.embedder
+    if kind not in ("onnx-minilm", "hash") and not kind.startswith("ollama:"):
+        raise ConfigError(
+            f"MNEMO_EMBEDDER: expected onnx-minilm, hash or ollama:<model>, got {kind!r}"
+        )
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding ``host`` keeps the server reachable only from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

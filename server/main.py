@@ -1,0 +1,46 @@
+"""Wiring the real adapters from ``Settings``: the app ``mnemo serve`` runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memory.hashing import HashEmbedder
+from starlette.applications import Starlette
+
+from actors.ports import Embedder
+from schemas.settings import Settings
+from server.adapters.lance_store import LanceStore
+from server.adapters.ollama import OllamaEmbedder, OllamaLlm
+from server.app import create_app
+
+__all__ = ["build_app", "build_embedder"]
+
+#: Vector sizes of Ollama embedding models mnemo knows; others are probed at start.
+_OLLAMA_DIMS = {"nomic-embed-text": 768, "bge-m3": 1024, "mxbai-embed-large": 1024}
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    kind = settings.embedder
+    if kind == "hash":
+        return HashEmbedder()
+    if kind.startswith("ollama:"):
+        model = kind.removeprefix("ollama:")
+        return OllamaEmbedder(
+            settings.ollama_url,
+            model,
+            timeout=settings.llm_timeout,
+            dim=_OLLAMA_DIMS.get(model.split(":")[0]),
+        )
+    from server.adapters.onnx_embedder import OnnxMiniLmEmbedder
+
+    return OnnxMiniLmEmbedder()
+
+
+def build_app(settings: Settings) -> Starlette:
+    """The production app: LanceDB under ``data_dir``, Ollama at ``ollama_url``."""
+    embedder = build_embedder(settings)
+    store = LanceStore(
+        Path(settings.data_dir) / "lancedb", dim=embedder.dim, embedder=embedder.name
+    )
+    llm = OllamaLlm(settings.ollama_url, timeout=settings.llm_timeout)
+    return create_app(settings, llm=llm, store=store, embedder=embedder)

@@ -1,0 +1,159 @@
+"""The chat WebSocket, ``/ws/{session_id}``: protocol v1 (see ``docs/protocol.md``)."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import anyio
+import msgspec
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from starlette.responses import JSONResponse
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from actors.errors import Overloaded, SessionClosed
+from actors.registry import SessionRegistry
+from actors.session import Mail
+from memory.ratelimit import TokenBucket
+from schemas.settings import Settings
+from schemas.wire import (
+    End,
+    ErrorFrame,
+    Ping,
+    Pong,
+    Ready,
+    ServerMessage,
+    decode_client,
+    encode_server,
+)
+from server.auth import user_for_token
+
+__all__ = ["SESSION_ID", "chat_socket"]
+
+_log = logging.getLogger("mnemo.ws")
+
+SESSION_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+_OUTBOX_SIZE = 256
+_END_TIMEOUT = 15.0
+
+
+def _error_body(code: str, message: str) -> dict[str, dict[str, str]]:
+    return {"error": {"code": code, "message": message}}
+
+
+async def _refuse(websocket: WebSocket, status: int, code: str, message: str) -> None:
+    """Answer the handshake with an HTTP error and a JSON body instead of accepting."""
+    await websocket.send_denial_response(JSONResponse(_error_body(code, message), status))
+
+
+async def _send_replies(
+    websocket: WebSocket, replies: MemoryObjectReceiveStream[ServerMessage]
+) -> None:
+    """Encode and send everything queued for this connection; owns ``replies``."""
+    with replies:
+        try:
+            async for message in replies:
+                await websocket.send_text(encode_server(message))
+        except (WebSocketDisconnect, OSError, RuntimeError):
+            pass  # the client is gone; the receive loop notices too
+
+
+async def chat_socket(websocket: WebSocket) -> None:
+    settings: Settings = websocket.state.settings
+    registry: SessionRegistry = websocket.state.registry
+    user_id = user_for_token(settings, websocket.query_params.get("token"))
+    if user_id is None:
+        await _refuse(websocket, 401, "unauthorized", "a valid ?token= is required")
+        return
+    session_id = websocket.path_params["session_id"]
+    if not SESSION_ID.match(session_id):
+        await _refuse(websocket, 400, "bad_request", "session id: 1-128 of A-Z a-z 0-9 _ . : -")
+        return
+    await websocket.accept()
+    actor, resumed = await registry.open(user_id, session_id)
+    outbox, replies = anyio.create_memory_object_stream[ServerMessage](_OUTBOX_SIZE)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_send_replies, websocket, replies)
+        with outbox:
+            await outbox.send(
+                Ready(session_id=session_id, turn_count=actor.turn_count, resumed=resumed)
+            )
+            ended = await _receive_loop(websocket, settings, registry, user_id, session_id, outbox)
+        if ended:
+            # The sender stops once every answer is sent (all send streams closed).
+            tg.cancel_scope.deadline = anyio.current_time() + _END_TIMEOUT
+        else:
+            tg.cancel_scope.cancel()
+    if ended:
+        await websocket.close(1000)
+
+
+async def _receive_loop(
+    websocket: WebSocket,
+    settings: Settings,
+    registry: SessionRegistry,
+    user_id: str,
+    session_id: str,
+    outbox: MemoryObjectSendStream[ServerMessage],
+) -> bool:
+    """Read frames until the client leaves (False) or the session ends (True)."""
+    bucket = TokenBucket(settings.rate_limit, settings.rate_burst, anyio.current_time())
+    while True:
+        event = await websocket.receive()
+        if event["type"] == "websocket.disconnect":
+            return False
+        text = event.get("text")
+        if text is None:
+            await outbox.send(ErrorFrame(code="bad_request", message="frames must be JSON text"))
+            continue
+        if len(text.encode()) > settings.max_frame_bytes:
+            await outbox.send(
+                ErrorFrame(
+                    code="bad_request",
+                    message=f"frame larger than {settings.max_frame_bytes} bytes",
+                )
+            )
+            continue
+        if not bucket.take(anyio.current_time()):
+            await outbox.send(ErrorFrame(code="rate_limited", message="too many frames"))
+            continue
+        try:
+            message = decode_client(text)
+        except msgspec.DecodeError as exc:
+            await outbox.send(ErrorFrame(code="bad_request", message=str(exc)))
+            continue
+        match message:
+            case Ping():
+                await outbox.send(Pong())
+            case End():
+                await _end(registry, user_id, session_id, message, outbox)
+                return True
+            case _:
+                try:
+                    await registry.submit(user_id, session_id, message, outbox)
+                except Overloaded as exc:
+                    ident = getattr(message, "id", None)
+                    await outbox.send(ErrorFrame(id=ident, code=exc.code, message=str(exc)))
+
+
+async def _end(
+    registry: SessionRegistry,
+    user_id: str,
+    session_id: str,
+    message: End,
+    outbox: MemoryObjectSendStream[ServerMessage],
+) -> None:
+    """Hand ``end`` to the actor and wait until it has archived and forgotten the session."""
+    actor = registry.get(user_id, session_id)
+    if actor is None:
+        return
+    done_send, done_receive = anyio.create_memory_object_stream[ServerMessage](1)
+    try:
+        actor.submit_nowait(Mail(message, done_send))
+    except (Overloaded, SessionClosed) as exc:
+        await outbox.send(ErrorFrame(code=exc.code, message=str(exc)))
+        done_receive.close()
+        return
+    with done_receive, anyio.move_on_after(_END_TIMEOUT):
+        async for reply in done_receive:
+            await outbox.send(reply)

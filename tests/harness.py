@@ -1,0 +1,105 @@
+"""Running the real server for end-to-end tests: uvicorn on a free loopback port."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import uvicorn
+from server.adapters.ollama import OllamaLlm
+from starlette.applications import Starlette
+from websockets.asyncio.client import ClientConnection, connect
+
+from memory.hashing import HashEmbedder
+from schemas.settings import Settings
+from server.adapters.lance_store import LanceStore
+from server.app import create_app
+
+__all__ = ["Client", "make_app", "serve", "settings_for"]
+
+
+def settings_for(data_dir: Path, ollama_url: str, **changes: Any) -> Settings:
+    values: dict[str, Any] = {
+        "data_dir": str(data_dir),
+        "ollama_url": ollama_url,
+        "embedder": "hash",
+        "llm_timeout": 2.0,
+        "optimize_interval": 3600.0,
+        **changes,
+    }
+    return Settings(**values)
+
+
+def make_app(settings: Settings) -> Starlette:
+    """The production wiring with the hash embedder: real LanceDB, real Ollama client."""
+    embedder = HashEmbedder()
+    store = LanceStore(
+        Path(settings.data_dir) / "lancedb", dim=embedder.dim, embedder=embedder.name
+    )
+    llm = OllamaLlm(settings.ollama_url, timeout=settings.llm_timeout)
+    return create_app(settings, llm=llm, store=store, embedder=embedder)
+
+
+@asynccontextmanager
+async def serve(app: Starlette) -> AsyncIterator[str]:
+    """Run ``app`` under uvicorn on 127.0.0.1 and yield ``host:port``; stop it on exit."""
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=0,
+        ws="websockets-sansio",
+        lifespan="on",
+        log_level="warning",
+    )
+    server = uvicorn.Server(config)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve)
+        with anyio.fail_after(20):
+            while not server.started:
+                await anyio.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        try:
+            yield f"127.0.0.1:{port}"
+        finally:
+            server.should_exit = True
+
+
+class Client:
+    """A websockets client speaking protocol v1, with helpers that wait for frame types."""
+
+    def __init__(self, connection: ClientConnection) -> None:
+        self.connection = connection
+
+    @classmethod
+    @asynccontextmanager
+    async def connect(
+        cls, address: str, session_id: str, token: str | None = None
+    ) -> AsyncIterator[Client]:
+        url = f"ws://{address}/ws/{session_id}" + (f"?token={token}" if token else "")
+        async with connect(url) as connection:
+            yield cls(connection)
+
+    async def send(self, **frame: Any) -> None:
+        await self.connection.send(json.dumps(frame))
+
+    async def receive(self, timeout: float = 10.0) -> dict[str, Any]:
+        with anyio.fail_after(timeout):
+            raw = await self.connection.recv()
+        frame: dict[str, Any] = json.loads(raw)
+        return frame
+
+    async def until(
+        self, kind: str, timeout: float = 10.0
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Frames up to and including the first of type ``kind``: (that frame, those before)."""
+        before: list[dict[str, Any]] = []
+        with anyio.fail_after(timeout):
+            while True:
+                frame = await self.receive(timeout)
+                if frame["type"] == kind:
+                    return frame, before
+                before.append(frame)

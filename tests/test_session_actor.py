@@ -1,0 +1,249 @@
+"""Session actors, registry and writer under trio's MockClock: 30 idle minutes pass in milliseconds."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import pytest
+from trio.testing import MockClock
+
+from actors.errors import LlmTimeout, LlmUnavailable, Overloaded
+from actors.registry import SessionRegistry
+from actors.session import ActorMessage, SessionDeps
+from actors.writer import ArchiveWriter
+from memory.hashing import HashEmbedder
+from schemas.settings import Settings
+from schemas.wire import (
+    Ack,
+    Chat,
+    ContextRequest,
+    Delta,
+    Done,
+    End,
+    ErrorFrame,
+    ServerMessage,
+    Turn,
+)
+from tests.fakes import MemoryStore, ScriptedLlm, SteppingClock
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> tuple[str, dict[str, Any]]:
+    return ("trio", {"clock": MockClock(autojump_threshold=0)})
+
+
+@dataclass
+class World:
+    registry: SessionRegistry
+    writer: ArchiveWriter
+    store: MemoryStore
+    llm: ScriptedLlm
+
+    async def ask(
+        self, message: ActorMessage, *, user: str = "u1", session: str = "s1"
+    ) -> list[ServerMessage]:
+        """Submit one message and collect every answer until the actor closes the stream."""
+        outbox, replies = anyio.create_memory_object_stream[ServerMessage](100)
+        with outbox:
+            await self.registry.submit(user, session, message, outbox)
+        with anyio.fail_after(3600), replies:
+            return [m async for m in replies]
+
+
+@asynccontextmanager
+async def world(**changes: Any) -> AsyncIterator[World]:
+    settings = Settings(**{"idle_timeout": 1800.0, "ack_timeout": 5.0, **changes})
+    store, llm = MemoryStore(), ScriptedLlm()
+    writer = ArchiveWriter(store, HashEmbedder(), linger=0.0, optimize_interval=60.0)
+    deps = SessionDeps(
+        settings=settings,
+        llm=llm,
+        embedder=HashEmbedder(),
+        store=store,
+        writer=writer,
+        clock=SteppingClock(),
+    )
+    async with anyio.create_task_group() as tg:
+        await tg.start(writer.run)
+        async with anyio.create_task_group() as sessions:
+            yield World(SessionRegistry(sessions, deps), writer, store, llm)
+            sessions.cancel_scope.cancel()
+        tg.cancel_scope.cancel()
+
+
+async def test_first_message_creates_working_memory_with_turn_count_one() -> None:
+    async with world() as w:
+        await w.registry.open("u1", "s1")
+        assert w.registry.get("u1", "s1").memory is None  # type: ignore[union-attr]
+        [ack] = await w.ask(Turn(id="t1", user="hi", assistant="hello"))
+        memory = w.registry.get("u1", "s1").memory  # type: ignore[union-attr]
+    assert ack == Ack(id="t1", turn=1)
+    assert memory is not None
+    assert memory.turn_count == 1
+    assert memory.created_at == memory.updated_at
+
+
+async def test_each_message_increments_turn_count_and_updated_at() -> None:
+    async with world() as w:
+        await w.ask(Turn(id="t1", user="a", assistant="b"))
+        first = w.registry.get("u1", "s1").memory  # type: ignore[union-attr]
+        await w.ask(Chat(id="c1", content="c"))
+        second = w.registry.get("u1", "s1").memory  # type: ignore[union-attr]
+    assert first is not None and second is not None
+    assert second.turn_count == 2
+    assert second.updated_at > first.updated_at
+    assert second.created_at == first.created_at
+
+
+async def test_idle_session_expires_after_thirty_minutes_and_forgets_working_memory() -> None:
+    async with world() as w:
+        await w.ask(Turn(id="t1", user="a", assistant="b"))
+        assert ("u1", "s1") in w.store.working or w.registry.get("u1", "s1") is not None
+        await anyio.sleep(29 * 60)
+        assert w.registry.get("u1", "s1") is not None
+        await anyio.sleep(2 * 60)
+        assert w.registry.get("u1", "s1") is None
+        assert ("u1", "s1") not in w.store.working
+        assert len(w.store.messages) == 2  # the archive stays
+
+
+async def test_activity_resets_the_idle_timer() -> None:
+    async with world() as w:
+        for i in range(4):
+            await w.ask(Turn(id=f"t{i}", user="a", assistant="b"))
+            await anyio.sleep(20 * 60)
+        assert w.registry.get("u1", "s1") is not None
+
+
+async def test_idle_timeout_is_configurable() -> None:
+    async with world(idle_timeout=60.0) as w:
+        await w.ask(Turn(id="t1", user="a", assistant="b"))
+        await anyio.sleep(61)
+        assert w.registry.get("u1", "s1") is None
+
+
+async def test_llm_failure_becomes_error_frame_archives_user_message_and_actor_survives() -> None:
+    async with world() as w:
+        w.llm.script = [LlmUnavailable("connection refused"), LlmTimeout("no answer"), "fine"]
+        [error] = await w.ask(Chat(id="c1", content="first"))
+        [timeout] = await w.ask(Chat(id="c2", content="second"))
+        replies = await w.ask(Chat(id="c3", content="third"))
+        await w.writer.call(_noop)
+    assert error == ErrorFrame(id="c1", code="llm_unavailable", message="connection refused")
+    assert timeout.code == "llm_timeout"  # type: ignore[union-attr]
+    assert isinstance(replies[-1], Done) and replies[-1].turn == 3
+    assert "".join(r.text for r in replies if isinstance(r, Delta)) == "fine"
+    archived = [(m.role, m.text) for m in w.store.messages]
+    assert ("user", "first") in archived and ("user", "second") in archived
+    assert ("assistant", "fine") in archived
+
+
+async def test_crashing_actor_is_logged_replaced_and_other_sessions_live_on() -> None:
+    async with world() as w:
+        await w.ask(Turn(id="t0", user="x", assistant="y"), session="other")
+        w.llm.script = [ZeroDivisionError("bug")]
+        [error] = await w.ask(Chat(id="c1", content="boom"))
+        assert isinstance(error, ErrorFrame) and error.code == "session_closed"
+        assert w.registry.crashes == 1
+        assert w.registry.get("u1", "other") is not None
+        [ack] = await w.ask(Turn(id="t1", user="again", assistant="ok"))
+    assert isinstance(ack, Ack)
+
+
+async def test_mail_queued_behind_end_is_answered_with_session_closed() -> None:
+    async with world() as w:
+        w.llm.chunk_delay = 1.0
+        results: dict[str, list[ServerMessage]] = {}
+
+        async def ask(name: str, message: ActorMessage) -> None:
+            results[name] = await w.ask(message)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask, "chat", Chat(id="c1", content="one two three four"))
+            await anyio.sleep(0.5)
+            tg.start_soon(ask, "end", End())
+            await anyio.sleep(0.1)
+            tg.start_soon(ask, "late", ContextRequest(id="q", query="x"))
+    assert isinstance(results["chat"][-1], Done)
+    assert results["end"] == []
+    assert results["late"] == [
+        ErrorFrame(id="q", code="session_closed", message="the session has ended")
+    ]
+
+
+async def test_flood_beyond_the_mailbox_is_refused_as_overloaded() -> None:
+    async with world(mailbox_size=2) as w:
+        w.llm.chunk_delay = 10.0
+        outbox, replies = anyio.create_memory_object_stream[ServerMessage](1000)
+        refused = 0
+        with outbox:
+            for i in range(10):
+                try:
+                    await w.registry.submit("u1", "s1", Chat(id=f"c{i}", content="x"), outbox)
+                except Overloaded:
+                    refused += 1
+        replies.close()
+    assert refused >= 6
+
+
+async def test_acked_turn_waits_for_durability_through_store_failures() -> None:
+    async with world() as w:
+        w.store.fail_appends = 3
+        [ack] = await w.ask(Turn(id="t1", user="a", assistant="b"))
+    assert ack == Ack(id="t1", turn=1)
+    assert w.writer.stats.retries == 3
+    assert [m.text for m in w.store.messages] == ["a", "b"]
+
+
+async def test_turn_not_durable_in_time_gets_archive_unavailable() -> None:
+    async with world(ack_timeout=1.0) as w:
+        w.store.fail_appends = 1000
+        [error] = await w.ask(Turn(id="t1", user="a", assistant="b"))
+    assert isinstance(error, ErrorFrame)
+    assert error.code == "archive_unavailable"
+    assert error.id == "t1"
+
+
+async def test_writer_batches_appends_from_many_sessions() -> None:
+    async with world() as w:
+        w.writer._linger = 0.01
+
+        async def one(session: str) -> None:
+            await w.ask(Turn(id="t", user="a", assistant="b"), session=session)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(20):
+                tg.start_soon(one, f"s{i}")
+    assert sum(w.store.appends) == 40
+    assert len(w.store.appends) < 20
+
+
+async def test_writer_optimizes_on_schedule_only_after_writes() -> None:
+    async with world() as w:
+        await anyio.sleep(130)
+        assert w.store.optimizes == 0
+        await w.ask(Turn(id="t1", user="a", assistant="b"))
+        await anyio.sleep(61)
+        assert w.store.optimizes == 1
+
+
+async def test_sessions_of_different_users_with_equal_ids_are_separate_actors() -> None:
+    async with world() as w:
+        await w.ask(Turn(id="t1", user="a", assistant="b"), user="alice")
+        await w.ask(Turn(id="t1", user="c", assistant="d"), user="bob")
+        await w.ask(Turn(id="t2", user="e", assistant="f"), user="bob")
+        alice = w.registry.get("alice", "s1")
+        bob = w.registry.get("bob", "s1")
+    assert alice is not None and bob is not None and alice is not bob
+    assert alice.turn_count == 1
+    assert bob.turn_count == 2
+
+
+async def _noop() -> None:
+    return None
