@@ -244,7 +244,9 @@ class SessionActor:
         number = self._memory.turn_count
         user_row = self._row(number, "user", chat.content, chat.id, chat.meta)
         self._deps.writer.put_working(self.user_id, self._memory)
-        recalled = await self._recall(chat.content, self._settings.context_budget)
+        recalled = await self._recall(
+            chat.content, self._settings.context_budget, skip_history=True
+        )
         system = self._settings.system_prompt
         if recalled.text:
             system = f"{system}\n\n{recalled.text}"
@@ -305,13 +307,16 @@ class SessionActor:
             ),
         )
 
-    async def _recall(self, query: str, budget: int) -> RecalledBlock:
+    async def _recall(
+        self, query: str, budget: int, *, skip_history: bool = False
+    ) -> RecalledBlock:
         """Relevant archived messages of this user, best first, within ``budget`` tokens.
 
+        ``skip_history`` leaves out what the prompt already carries as history.
         A failing embedder or store degrades to an empty block: recall helps a
         reply but must never block it.
         """
-        recent = {(m.role, m.content) for m in self._history}
+        recent = {(m.role, m.content) for m in self._history} if skip_history else set()
         try:
             [vector] = await self._deps.embedder.embed([query])
             found = await self._deps.store.search_messages(

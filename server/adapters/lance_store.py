@@ -147,7 +147,7 @@ class LanceStore:
         if self._uri.find("://") < 0:
             await anyio.Path(self._uri).mkdir(parents=True, exist_ok=True)
         self._db = await lancedb.connect_async(self._uri)
-        names = set(await self._db.table_names())
+        names = set((await self._db.list_tables()).tables)
         if _MESSAGES in names:
             self._messages = await self._db.open_table(_MESSAGES)
             schema = await self._messages.schema()
@@ -267,7 +267,7 @@ class LanceStore:
             await self._messages.vector_search(list(vector))
             .where(where)
             .distance_type("cosine")
-            .select(_COLUMNS)
+            .select([*_COLUMNS, "_distance"])
             .limit(k * 2)
             .to_list()
         )
@@ -277,7 +277,7 @@ class LanceStore:
                 await self._messages.query()
                 .nearest_to_text(text)
                 .where(where)
-                .select(_COLUMNS)
+                .select([*_COLUMNS, "_score"])
                 .limit(k * 2)
                 .to_list()
             )

@@ -1,0 +1,1 @@
+"""Adapters: the only modules that import ollama, lancedb and the ONNX runtime."""

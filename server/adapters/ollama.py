@@ -1,0 +1,191 @@
+"""Ollama adapters for the ``Llm`` and ``Embedder`` ports: the only module that imports ``ollama``.
+
+Every failure of the ``ollama`` client is turned into ``LlmUnavailable``, ``LlmTimeout``
+or ``LlmError`` here. The client (0.6.3) lets several kinds escape besides its own
+``ResponseError``: builtin ``ConnectionError`` for plain requests, and raw ``httpx``
+errors and ``json.JSONDecodeError`` while streaming. It also ends a stream quietly when
+the server stops before the ``done`` line, so that case is checked here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+import ollama
+import pydantic
+
+from actors.errors import LlmError, LlmFailure, LlmTimeout, LlmUnavailable
+from schemas.llm import ChatChunk, PromptMessage
+
+__all__ = ["OllamaEmbedder", "OllamaLlm"]
+
+# What the ollama client can raise for a failed call. AttributeError and TypeError come
+# from its parsing (``part.get(...)``, ``cls(**part)``) when a line is JSON but not an
+# object; the ``with self._errors()`` blocks wrap only calls into the client.
+_FAILURES = (
+    ollama.ResponseError,
+    ConnectionError,
+    httpx.RequestError,
+    json.JSONDecodeError,
+    pydantic.ValidationError,
+    AttributeError,
+    TypeError,
+)
+
+
+class _OllamaClient:
+    """One ``ollama.AsyncClient`` with a timeout on connect and on every read."""
+
+    def __init__(self, host: str, *, timeout: float) -> None:
+        self._host, self._timeout = host, timeout
+        # Constructing the httpx client opens no connection; the first call does.
+        self._client = ollama.AsyncClient(host=host, timeout=httpx.Timeout(timeout))
+
+    async def aclose(self) -> None:
+        """Close the HTTP connection pool. Idempotent."""
+        await self._client.close()  # type: ignore[no-untyped-call]  # ollama leaves it bare
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except _FAILURES as exc:
+            raise self._translate(exc) from exc
+
+    def _translate(self, exc: Exception) -> LlmFailure:
+        match exc:
+            case httpx.TimeoutException():  # ConnectTimeout and ReadTimeout carry no text
+                return LlmTimeout(
+                    f"Ollama at {self._host} did not answer within {self._timeout:g} s "
+                    f"({type(exc).__name__})"
+                )
+            case httpx.ConnectError() | ConnectionError():
+                return LlmUnavailable(f"cannot reach Ollama at {self._host}: {exc}")
+            case ollama.ResponseError(status_code=-1):  # an {"error": ...} line mid-stream
+                return LlmError(f"Ollama reported an error mid-answer: {exc.error}")
+            case ollama.ResponseError():
+                return LlmError(f"Ollama answered HTTP {exc.status_code}: {exc.error}")
+            case httpx.RequestError():  # e.g. RemoteProtocolError: connection dropped
+                return LlmError(f"Ollama's connection failed: {type(exc).__name__}: {exc}")
+            case json.JSONDecodeError():
+                return LlmError(f"Ollama sent a line that is not JSON: {exc}")
+            case _:
+                return LlmError(f"Ollama sent an unexpected reply: {type(exc).__name__}: {exc}")
+
+
+class OllamaLlm(_OllamaClient):
+    """The ``Llm`` port on Ollama's ``/api/chat``; call ``aclose()`` when done with it.
+
+    Raises only ``LlmUnavailable``, ``LlmTimeout`` and ``LlmError``.
+    """
+
+    async def stream_chat(
+        self, messages: Sequence[PromptMessage], *, model: str
+    ) -> AsyncIterator[ChatChunk]:
+        """Stream a reply: one chunk per piece of text, then a ``done`` chunk with token counts.
+
+        Closing the iterator early is safe: it closes the HTTP response.
+        """
+        with self._errors():  # builds the request only; it is sent on the first read
+            parts = await self._client.chat(model=model, messages=_wire(messages), stream=True)
+        try:
+            while True:
+                with self._errors():
+                    part = await anext(parts, None)
+                if part is None:
+                    raise LlmError(f"Ollama's answer from {model!r} ended before its done line")
+                if part.message.content:
+                    yield ChatChunk(text=part.message.content)
+                if part.done:  # done_reason "length" is an ordinary end for chat
+                    yield ChatChunk(
+                        done=True,
+                        prompt_tokens=part.prompt_eval_count or 0,
+                        completion_tokens=part.eval_count or 0,
+                    )
+                    return
+        finally:
+            if isinstance(parts, AsyncGenerator):
+                with self._errors():
+                    await parts.aclose()
+
+    async def generate_json(
+        self, prompt: str, *, model: str, schema: dict[str, Any], system: str | None = None
+    ) -> str:
+        """Ask for one answer constrained to the JSON ``schema``, at temperature 0.
+
+        Returns the raw content for the caller to decode; an answer cut at the token
+        limit raises ``LlmError`` (it would not be valid JSON).
+        """
+        messages = [] if system is None else [{"role": "system", "content": system}]
+        messages.append({"role": "user", "content": prompt})
+        with self._errors():
+            reply = await self._client.chat(
+                model=model, messages=messages, format=schema, options={"temperature": 0}
+            )
+        if reply.done_reason == "length":
+            raise LlmError(f"Ollama's answer from {model!r} was truncated at the token limit")
+        return reply.message.content or ""
+
+
+class OllamaEmbedder(_OllamaClient):
+    """The ``Embedder`` port on Ollama's ``/api/embed`` (``MNEMO_EMBEDDER=ollama:<model>``).
+
+    ``dim`` is known once a call has returned (``probe()`` makes one) or when given.
+    Call ``aclose()`` when done with it.
+    """
+
+    def __init__(self, host: str, model: str, *, timeout: float, dim: int | None = None) -> None:
+        super().__init__(host, timeout=timeout)
+        self._model, self._dim = model, dim
+
+    @property
+    def name(self) -> str:
+        return f"ollama:{self._model}"
+
+    @property
+    def dim(self) -> int:
+        """The vector length; raises ``RuntimeError`` before it is known."""
+        if self._dim is None:
+            raise RuntimeError(f"{self.name}: dimension unknown until probe() or embed()")
+        return self._dim
+
+    async def probe(self) -> int:
+        """Embed one text to learn (or check) the dimension; raises like ``embed``."""
+        await self.embed(["dim probe"])
+        return self.dim
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One unit-length vector per text.
+
+        Raises ``LlmUnavailable``/``LlmTimeout``/``LlmError``; ``LlmError`` also when the
+        model returns the wrong number of vectors, a different dimension, or a zero vector.
+        """
+        if not texts:
+            return []
+        with self._errors():
+            reply = await self._client.embed(model=self._model, input=list(texts))
+        vectors = [_unit(v) for v in reply.embeddings]
+        if len(vectors) != len(texts):
+            raise LlmError(f"{self.name} returned {len(vectors)} vectors for {len(texts)} texts")
+        dims = sorted({len(v) for v in vectors})
+        if len(dims) != 1 or self._dim not in (None, dims[0]):
+            want = "one dimension" if self._dim is None else f"dimension {self._dim}"
+            raise LlmError(f"{self.name} returned dimensions {dims}, expected {want}")
+        self._dim = dims[0]
+        return vectors
+
+
+def _wire(messages: Sequence[PromptMessage]) -> list[dict[str, str]]:
+    return [{"role": m.role, "content": m.content} for m in messages]
+
+
+def _unit(vector: Sequence[float]) -> list[float]:
+    norm = math.hypot(*vector)
+    if not (norm > 0 and math.isfinite(norm)):  # also rejects NaN
+        raise LlmError(f"the embedding model returned a vector of norm {norm}")
+    return [x / norm for x in vector]

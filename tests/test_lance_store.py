@@ -1,0 +1,156 @@
+"""The LanceDB store on a temp directory: paging, isolation, hybrid search, real deletion."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memory.hashing import HashEmbedder
+from schemas.records import ArchivedMessage, Role, WorkingMemory
+from server.adapters.lance_store import LanceStore, StoreMismatch, quote
+
+pytestmark = pytest.mark.anyio
+
+_T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+_embedder = HashEmbedder()
+
+
+def message(
+    n: int, text: str, *, user: str = "u1", session: str = "s1", role: Role = "user"
+) -> ArchivedMessage:
+    return ArchivedMessage(
+        id=f"msg_{n:016x}",
+        user_id=user,
+        session_id=session,
+        scope="global",
+        turn=n,
+        role=role,
+        speaker=role,
+        text=text,
+        at=_T0 + timedelta(minutes=n),
+        meta={"n": n},
+        source_id=f"t{n}",
+    )
+
+
+async def put(store: LanceStore, *rows: ArchivedMessage) -> None:
+    await store.append_messages(rows, [_embedder.embed_one(r.text) for r in rows])
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[LanceStore]:
+    store = LanceStore(tmp_path / "db", dim=_embedder.dim, embedder=_embedder.name)
+    await store.open()
+    yield store
+    await store.aclose()
+
+
+async def test_list_pages_newest_first_with_total(store: LanceStore) -> None:
+    await put(store, *(message(i, f"text {i}") for i in range(5)))
+    page, total = await store.list_messages("u1", limit=2, offset=1)
+    assert total == 5
+    assert [m.turn for m in page] == [3, 2]
+    assert page[0].meta == {"n": 3}
+    assert page[0].at == _T0 + timedelta(minutes=3)
+
+
+async def test_reads_never_cross_users(store: LanceStore) -> None:
+    await put(store, message(1, "alice likes tea", user="alice"))
+    await put(store, message(2, "bob likes tea", user="bob"))
+    page, total = await store.list_messages("alice", limit=10, offset=0)
+    assert (total, [m.text for m in page]) == (1, ["alice likes tea"])
+    assert await store.get_message("alice", message(2, "").id) is None
+    hits = await store.search_messages("alice", "likes tea", _embedder.embed_one("tea"), k=10)
+    assert [m.user_id for m, _ in hits] == ["alice"]
+    assert not await store.delete_message("alice", message(2, "").id)
+    assert await store.clear_messages("alice") == 1
+    assert (await store.list_messages("bob", limit=10, offset=0))[1] == 1
+
+
+async def test_session_messages_are_oldest_first_and_limited(store: LanceStore) -> None:
+    await put(store, *(message(i, f"m{i}") for i in range(6)), message(9, "x", session="s2"))
+    found = await store.session_messages("u1", "s1", limit=3)
+    assert [m.text for m in found] == ["m3", "m4", "m5"]
+
+
+async def test_search_finds_chinese_text_by_word(store: LanceStore) -> None:
+    await put(store, message(1, "我喜欢用 Python 写代码"), message(2, "今天天气很好"))
+    hits = await store.search_messages("u1", "代码", _embedder.embed_one("代码"), k=1)
+    assert [m.turn for m, _ in hits] == [1]
+
+
+async def test_delete_removes_the_row_from_disk_including_old_versions(
+    store: LanceStore, tmp_path: Path
+) -> None:
+    secret = "zebra-crossing-7731"
+    await put(store, message(1, f"my password hint is {secret}"), message(2, "keep me"))
+    assert await store.delete_message("u1", message(1, "").id)
+    assert await store.get_message("u1", message(1, "").id) is None
+    on_disk = b"".join(p.read_bytes() for p in (tmp_path / "db").rglob("*") if p.is_file())
+    assert secret.encode() not in on_disk
+    assert b"keep me" in on_disk
+
+
+async def test_clear_removes_all_of_a_users_rows_from_disk(
+    store: LanceStore, tmp_path: Path
+) -> None:
+    await put(store, message(1, "alpha-secret-one"), message(2, "beta-secret-two"))
+    await put(store, message(3, "other user stays", user="u2"))
+    assert await store.clear_messages("u1") == 2
+    on_disk = b"".join(p.read_bytes() for p in (tmp_path / "db").rglob("*") if p.is_file())
+    assert b"alpha-secret-one" not in on_disk
+    assert b"beta-secret-two" not in on_disk
+    assert (await store.list_messages("u2", limit=5, offset=0))[1] == 1
+
+
+async def test_filter_values_are_quoted_not_injected(store: LanceStore) -> None:
+    await put(store, message(1, "private", user="alice"))
+    assert quote("x' OR '1'='1") == "'x'' OR ''1''=''1'"
+    assert await store.session_messages("alice", "s' OR user_id != '", limit=5) == []
+    with pytest.raises(ValueError, match="invalid user id"):
+        await store.list_messages("x' OR '1'='1", limit=5, offset=0)
+
+
+async def test_working_memory_snapshots_upsert_and_delete(store: LanceStore) -> None:
+    memory = WorkingMemory(
+        session_id="s1",
+        current_topic="tea",
+        context_variables={"k": [1, 2]},
+        turn_count=3,
+        last_emotion=None,
+        created_at=_T0,
+        updated_at=_T0,
+    )
+    await store.put_working([("u1", memory)])
+    await store.put_working([("u1", WorkingMemory(**{**_fields(memory), "turn_count": 4}))])
+    assert (await store.get_working("u1", "s1")) == WorkingMemory(
+        **{**_fields(memory), "turn_count": 4}
+    )
+    assert await store.get_working("u2", "s1") is None
+    await store.delete_working("u1", "s1")
+    assert await store.get_working("u1", "s1") is None
+
+
+async def test_reopening_with_another_vector_size_is_a_clear_error(tmp_path: Path) -> None:
+    first = LanceStore(tmp_path / "db", dim=8, embedder="hash-8")
+    await first.open()
+    await first.aclose()
+    second = LanceStore(tmp_path / "db", dim=16, embedder="hash-16")
+    with pytest.raises(StoreMismatch, match="hash-8"):
+        await second.open()
+
+
+async def test_optimize_compacts_many_small_appends(store: LanceStore) -> None:
+    for i in range(12):
+        await put(store, message(i, f"row {i}"))
+    await store.optimize(cleanup_older_than=1.0)
+    assert (await store.list_messages("u1", limit=50, offset=0))[1] == 12
+    hits = await store.search_messages("u1", "row", _embedder.embed_one("row 3"), k=3)
+    assert len(hits) == 3
+
+
+def _fields(memory: WorkingMemory) -> dict[str, object]:
+    return {f: getattr(memory, f) for f in memory.__struct_fields__}
