@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memory.hashing import HashEmbedder
 from starlette.applications import Starlette
 
 from actors.ports import Embedder
+from memory.hashing import HashEmbedder
 from schemas.settings import Settings
 from server.adapters.lance_store import LanceStore
 from server.adapters.ollama import OllamaEmbedder, OllamaLlm

@@ -10,13 +10,13 @@ from typing import Any
 
 import anyio
 import uvicorn
-from server.adapters.ollama import OllamaLlm
 from starlette.applications import Starlette
 from websockets.asyncio.client import ClientConnection, connect
 
 from memory.hashing import HashEmbedder
 from schemas.settings import Settings
 from server.adapters.lance_store import LanceStore
+from server.adapters.ollama import OllamaLlm
 from server.app import create_app
 
 __all__ = ["Client", "make_app", "serve", "settings_for"]

@@ -1,4 +1,4 @@
-"""Session actors, registry and writer under trio's MockClock: 30 idle minutes pass in milliseconds."""
+"""Session actors, registry and writer under trio's MockClock: idle minutes pass in ms."""
 
 from __future__ import annotations
 
@@ -95,7 +95,8 @@ async def test_each_message_increments_turn_count_and_updated_at() -> None:
         first = w.registry.get("u1", "s1").memory  # type: ignore[union-attr]
         await w.ask(Chat(id="c1", content="c"))
         second = w.registry.get("u1", "s1").memory  # type: ignore[union-attr]
-    assert first is not None and second is not None
+    assert first is not None
+    assert second is not None
     assert second.turn_count == 2
     assert second.updated_at > first.updated_at
     assert second.created_at == first.created_at
@@ -137,10 +138,12 @@ async def test_llm_failure_becomes_error_frame_archives_user_message_and_actor_s
         await w.writer.call(_noop)
     assert error == ErrorFrame(id="c1", code="llm_unavailable", message="connection refused")
     assert timeout.code == "llm_timeout"  # type: ignore[union-attr]
-    assert isinstance(replies[-1], Done) and replies[-1].turn == 3
+    assert isinstance(replies[-1], Done)
+    assert replies[-1].turn == 3
     assert "".join(r.text for r in replies if isinstance(r, Delta)) == "fine"
     archived = [(m.role, m.text) for m in w.store.messages]
-    assert ("user", "first") in archived and ("user", "second") in archived
+    assert ("user", "first") in archived
+    assert ("user", "second") in archived
     assert ("assistant", "fine") in archived
 
 
@@ -149,7 +152,8 @@ async def test_crashing_actor_is_logged_replaced_and_other_sessions_live_on() ->
         await w.ask(Turn(id="t0", user="x", assistant="y"), session="other")
         w.llm.script = [ZeroDivisionError("bug")]
         [error] = await w.ask(Chat(id="c1", content="boom"))
-        assert isinstance(error, ErrorFrame) and error.code == "session_closed"
+        assert isinstance(error, ErrorFrame)
+        assert error.code == "session_closed"
         assert w.registry.crashes == 1
         assert w.registry.get("u1", "other") is not None
         [ack] = await w.ask(Turn(id="t1", user="again", assistant="ok"))
@@ -240,7 +244,9 @@ async def test_sessions_of_different_users_with_equal_ids_are_separate_actors() 
         await w.ask(Turn(id="t2", user="e", assistant="f"), user="bob")
         alice = w.registry.get("alice", "s1")
         bob = w.registry.get("bob", "s1")
-    assert alice is not None and bob is not None and alice is not bob
+    assert alice is not None
+    assert bob is not None
+    assert alice is not bob
     assert alice.turn_count == 1
     assert bob.turn_count == 2
 
