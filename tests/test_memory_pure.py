@@ -1,0 +1,109 @@
+"""Pure domain logic: working memory, token estimate, recalled-context text, rate limiting."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memory.ratelimit import TokenBucket
+from memory.recall import HEADING, format_recalled
+from memory.tokens import estimate_tokens
+from memory.working import apply_set, new_working_memory, record_message
+from schemas.records import ArchivedMessage
+
+T0 = datetime(2026, 5, 1, 9, 30, tzinfo=UTC)
+
+
+def test_working_memory_has_exactly_seed_001_fields() -> None:
+    memory = new_working_memory("s1", T0)
+    assert set(memory.__struct_fields__) == {
+        "session_id",
+        "current_topic",
+        "context_variables",
+        "turn_count",
+        "last_emotion",
+        "created_at",
+        "updated_at",
+    }
+
+
+def test_first_message_creates_memory_with_turn_one_and_equal_timestamps() -> None:
+    memory = record_message(None, "s1", T0)
+    assert (memory.session_id, memory.turn_count) == ("s1", 1)
+    assert memory.created_at == memory.updated_at == T0
+    assert memory.current_topic is None
+    assert memory.context_variables == {}
+
+
+def test_each_message_increments_turn_and_updates_only_updated_at() -> None:
+    later = T0 + timedelta(minutes=3)
+    memory = record_message(record_message(None, "s1", T0), "s1", later)
+    assert memory.turn_count == 2
+    assert (memory.created_at, memory.updated_at) == (T0, later)
+
+
+def test_set_merges_variables_removes_nulls_and_keeps_turn_count() -> None:
+    memory = apply_set(record_message(None, "s1", T0), "s1", T0, variables={"a": 1, "b": 2})
+    memory = apply_set(memory, "s1", T0, topic="tea", variables={"b": None, "c": [3]})
+    assert memory.context_variables == {"a": 1, "c": [3]}
+    assert memory.current_topic == "tea"
+    assert memory.turn_count == 1
+    emotional = apply_set(memory, "s1", T0, emotion="happy")
+    assert (emotional.last_emotion, emotional.current_topic) == ("happy", "tea")
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [("", 0), ("abcd", 1), ("abcde", 2), ("我喜欢茶", 4), ("我喜欢 Python", 3 + 2)],
+    ids=["empty", "four-latin", "five-latin", "four-han", "mixed"],
+)
+def test_token_estimate_counts_han_characters_and_latin_quarters(text: str, tokens: int) -> None:
+    assert estimate_tokens(text) == tokens
+
+
+def _message(n: int, text: str) -> ArchivedMessage:
+    return ArchivedMessage(
+        id=f"msg_{n:016x}",
+        user_id="u",
+        session_id="s",
+        scope="global",
+        turn=n,
+        role="user",
+        speaker="user",
+        text=text,
+        at=T0,
+    )
+
+
+def test_recalled_block_lists_dated_lines_in_given_order() -> None:
+    block = format_recalled(
+        [_message(2, "I like  tea\nvery much"), _message(1, "I live in Oslo")], 100
+    )
+    assert block.text == (
+        f"{HEADING}\n- [2026-05-01] user: I like tea very much\n- [2026-05-01] user: I live in Oslo"
+    )
+    assert block.memory_ids == ["msg_0000000000000002", "msg_0000000000000001"]
+    assert block.tokens == estimate_tokens(HEADING) + sum(
+        estimate_tokens(line) + 1 for line in block.text.split("\n")[1:]
+    )
+
+
+def test_recalled_block_skips_what_does_not_fit_and_never_exceeds_budget() -> None:
+    long, short = _message(1, "x" * 400), _message(2, "short")
+    block = format_recalled([long, short], 30)
+    assert block.memory_ids == ["msg_0000000000000002"]
+    assert block.tokens <= 30
+
+
+def test_recalled_block_is_empty_without_messages() -> None:
+    block = format_recalled([], 500)
+    assert (block.text, block.tokens, block.memory_ids) == ("", 0, [])
+
+
+def test_token_bucket_allows_a_burst_then_the_rate() -> None:
+    bucket = TokenBucket(rate=2.0, burst=3.0, now=0.0)
+    assert [bucket.take(0.0) for _ in range(4)] == [True, True, True, False]
+    assert bucket.take(0.5)
+    assert not bucket.take(0.5)
+    assert [bucket.take(100.0) for _ in range(4)] == [True, True, True, False]
