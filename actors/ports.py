@@ -34,6 +34,10 @@ class Embedder(Protocol):
         """One unit-length vector per text."""
         ...
 
+    async def warm_up(self) -> None:
+        """Get ready before the first request (load a model, learn ``dim``)."""
+        ...
+
 
 class Clock(Protocol):
     def now(self) -> datetime:

@@ -72,11 +72,14 @@ class ArchiveWriter:
         linger: float = 0.002,
         optimize_interval: float = 60.0,
         cleanup_older_than: float = 3600.0,
+        snapshot_interval: float = 1.0,
     ) -> None:
         self._store, self._embedder = store, embedder
         self._batch_max, self._linger = batch_max, linger
         self._optimize_interval = optimize_interval
         self._cleanup_older_than = cleanup_older_than
+        self._snapshot_interval = snapshot_interval
+        self._next_snapshot = 0.0
         self._send: MemoryObjectSendStream[_Op]
         self._receive: MemoryObjectReceiveStream[_Op]
         self._send, self._receive = anyio.create_memory_object_stream[_Op](_QUEUE_SIZE)
@@ -117,7 +120,11 @@ class ArchiveWriter:
         return result
 
     def put_working(self, user_id: str, memory: WorkingMemory) -> None:
-        """Queue a working-memory snapshot; only the newest per session is written."""
+        """Queue a working-memory snapshot; only the newest per session is written.
+
+        Snapshots are written at most every ``snapshot_interval`` seconds (and
+        before any ordered call, and at shutdown), never on a turn's ack path.
+        """
         self._working[(user_id, memory.session_id)] = memory
         if not self._wake_pending:
             try:
@@ -148,14 +155,18 @@ class ArchiveWriter:
                 op = self._carry
                 self._carry = None
                 if op is None:
-                    with anyio.move_on_after(max(0.0, next_optimize - anyio.current_time())):
+                    deadline = next_optimize
+                    if self._working:
+                        deadline = min(deadline, self._next_snapshot)
+                    with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
                         op = await self._receive.receive()
-                if op is None:
+                if op is not None:
+                    await self._handle(op)
+                await self._flush_working(due_only=True)
+                if op is None and anyio.current_time() >= next_optimize:
                     if self._dirty:
                         await self._optimize()
                     next_optimize = anyio.current_time() + self._optimize_interval
-                    continue
-                await self._handle(op)
         finally:
             with anyio.CancelScope(shield=True), anyio.move_on_after(_FLUSH_TIMEOUT):
                 await self._drain()
@@ -179,7 +190,6 @@ class ArchiveWriter:
             self._dirty = True
         else:
             self._wake_pending = False
-        await self._flush_working()
 
     def _gather(self, first: _Append) -> list[_Append]:
         batch, rows = [first], len(first.rows)
@@ -218,9 +228,13 @@ class ArchiveWriter:
         for op in batch:
             op.done.set()
 
-    async def _flush_working(self) -> None:
+    async def _flush_working(self, *, due_only: bool = False) -> None:
         if not self._working:
             return
+        now = anyio.current_time()
+        if due_only and now < self._next_snapshot:
+            return
+        self._next_snapshot = now + self._snapshot_interval
         items = [(user, memory) for (user, _), memory in self._working.items()]
         self._working.clear()
         try:

@@ -60,6 +60,9 @@ class HashEmbedder:
             return self.embed_one("")
         return [x / norm for x in vector]
 
+    async def warm_up(self) -> None:
+        """Nothing to load."""
+
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One unit-length vector per text; never blocks for long (pure arithmetic)."""
         return [self.embed_one(text) for text in texts]

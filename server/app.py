@@ -72,6 +72,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[AppState]:
+        await embedder.warm_up()
         await store.open()
         writer = ArchiveWriter(
             store,

@@ -15,9 +15,6 @@ from server.app import create_app
 
 __all__ = ["build_app", "build_embedder"]
 
-#: Vector sizes of Ollama embedding models mnemo knows; others are probed at start.
-_OLLAMA_DIMS = {"nomic-embed-text": 768, "bge-m3": 1024, "mxbai-embed-large": 1024}
-
 
 def build_embedder(settings: Settings) -> Embedder:
     kind = settings.embedder
@@ -29,7 +26,6 @@ def build_embedder(settings: Settings) -> Embedder:
             settings.ollama_url,
             model,
             timeout=settings.llm_timeout,
-            dim=_OLLAMA_DIMS.get(model.split(":")[0]),
         )
     from server.adapters.onnx_embedder import OnnxMiniLmEmbedder
 
@@ -39,8 +35,6 @@ def build_embedder(settings: Settings) -> Embedder:
 def build_app(settings: Settings) -> Starlette:
     """The production app: LanceDB under ``data_dir``, Ollama at ``ollama_url``."""
     embedder = build_embedder(settings)
-    store = LanceStore(
-        Path(settings.data_dir) / "lancedb", dim=embedder.dim, embedder=embedder.name
-    )
+    store = LanceStore(Path(settings.data_dir) / "lancedb", embedder=embedder)
     llm = OllamaLlm(settings.ollama_url, timeout=settings.llm_timeout)
     return create_app(settings, llm=llm, store=store, embedder=embedder)

@@ -42,7 +42,7 @@ async def put(store: LanceStore, *rows: ArchivedMessage) -> None:
 
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[LanceStore]:
-    store = LanceStore(tmp_path / "db", dim=_embedder.dim, embedder=_embedder.name)
+    store = LanceStore(tmp_path / "db", embedder=_embedder)
     await store.open()
     yield store
     await store.aclose()
@@ -135,10 +135,10 @@ async def test_working_memory_snapshots_upsert_and_delete(store: LanceStore) -> 
 
 
 async def test_reopening_with_another_vector_size_is_a_clear_error(tmp_path: Path) -> None:
-    first = LanceStore(tmp_path / "db", dim=8, embedder="hash-8")
+    first = LanceStore(tmp_path / "db", embedder=HashEmbedder(8))
     await first.open()
     await first.aclose()
-    second = LanceStore(tmp_path / "db", dim=16, embedder="hash-16")
+    second = LanceStore(tmp_path / "db", embedder=HashEmbedder(16))
     with pytest.raises(StoreMismatch, match="hash-8"):
         await second.open()
 

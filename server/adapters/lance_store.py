@@ -24,7 +24,7 @@ from lancedb.index import FTS, BTree
 from lancedb.query import ColumnOrdering
 
 from actors.errors import ArchiveUnavailable, MnemoError
-from actors.ports import Page, ScoredMessage
+from actors.ports import Embedder, Page, ScoredMessage
 from schemas.records import ArchivedMessage, WorkingMemory
 
 __all__ = ["LanceStore", "StoreMismatch", "quote"]
@@ -131,10 +131,11 @@ _COLUMNS = [f.name for f in _messages_schema(1, "") if f.name != "vector"]
 class LanceStore:
     """Implements the ``Store`` port on a LanceDB directory (or object-store URI)."""
 
-    def __init__(self, uri: str | Path, *, dim: int, embedder: str) -> None:
+    def __init__(self, uri: str | Path, *, embedder: Embedder) -> None:
         self._uri = str(uri)
-        self._dim = dim
         self._embedder = embedder
+        self._dim = 0
+        self._schema: pa.Schema | None = None
         self._db: Any = None
         self._messages: Any = None
         self._working: Any = None
@@ -143,7 +144,10 @@ class LanceStore:
         """Open (creating if needed) the tables and their indexes.
 
         Raises ``StoreMismatch`` when the directory holds vectors of another size.
+        Call after the embedder's ``warm_up()``: its ``dim`` sizes the vector column.
         """
+        self._dim = self._embedder.dim
+        name = self._embedder.name
         if self._uri.find("://") < 0:
             await anyio.Path(self._uri).mkdir(parents=True, exist_ok=True)
         self._db = await lancedb.connect_async(self._uri)
@@ -156,13 +160,14 @@ class LanceStore:
                 stored = (schema.metadata or {}).get(_EMBEDDER_KEY, b"?").decode()
                 raise StoreMismatch(
                     f"{self._uri} holds {size}-dimensional vectors from embedder {stored!r}; "
-                    f"the configured embedder {self._embedder!r} makes {self._dim}. "
+                    f"the configured embedder {name!r} makes {self._dim}. "
                     "Use the same MNEMO_EMBEDDER or another MNEMO_DATA_DIR."
                 )
         else:
             self._messages = await self._db.create_table(
-                _MESSAGES, schema=_messages_schema(self._dim, self._embedder)
+                _MESSAGES, schema=_messages_schema(self._dim, name)
             )
+        self._schema = await self._messages.schema()
         if _WORKING in names:
             self._working = await self._db.open_table(_WORKING)
         else:
@@ -196,7 +201,7 @@ class LanceStore:
             return
         table = pa.Table.from_pylist(
             [_row(m, v) for m, v in zip(rows, vectors, strict=True)],
-            schema=await self._messages.schema(),
+            schema=self._schema,
         )
         try:
             await self._messages.add(table)

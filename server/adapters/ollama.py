@@ -154,6 +154,11 @@ class OllamaEmbedder(_OllamaClient):
             raise RuntimeError(f"{self.name}: dimension unknown until probe() or embed()")
         return self._dim
 
+    async def warm_up(self) -> None:
+        """Learn the vector length from Ollama when it was not configured."""
+        if self._dim is None:
+            await self.probe()
+
     async def probe(self) -> int:
         """Embed one text to learn (or check) the dimension; raises like ``embed``."""
         await self.embed(["dim probe"])

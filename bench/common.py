@@ -1,0 +1,94 @@
+"""Shared pieces of the benchmarks: a server in its own process, percentiles, machine facts."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+__all__ = ["free_port", "machine", "percentiles", "server_process", "write_result"]
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version()}
+
+
+def percentiles(samples: Sequence[float], points: Sequence[int] = (50, 95, 99)) -> dict[str, float]:
+    """Nearest-rank percentiles, in the samples' unit."""
+    ordered = sorted(samples)
+    if not ordered:
+        return {f"p{p}": float("nan") for p in points}
+    out = {}
+    for p in points:
+        rank = max(1, -(-p * len(ordered) // 100))
+        out[f"p{p}"] = ordered[rank - 1]
+    out["mean"] = sum(ordered) / len(ordered)
+    out["max"] = ordered[-1]
+    return out
+
+
+@contextmanager
+def server_process(env: Mapping[str, str], *, data_dir: str | None = None) -> Iterator[str]:
+    """``mnemo serve`` in a child process on a free port; yields ``host:port``."""
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="mnemo-bench-") as tmp:
+        child_env = {
+            **os.environ,
+            "MNEMO_DATA_DIR": data_dir or tmp,
+            "MNEMO_PORT": str(port),
+            **env,
+        }
+        process = subprocess.Popen(
+            [sys.executable, "-m", "server.cli", "serve"],
+            env=child_env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1):
+                        break
+                except OSError:
+                    if process.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError("the server did not start") from None
+                    time.sleep(0.1)
+            yield f"127.0.0.1:{port}"
+        finally:
+            process.terminate()
+            process.wait(30)
+
+
+def write_result(name: str, result: Mapping[str, Any]) -> Path:
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    return path
