@@ -1,0 +1,89 @@
+"""`mnemo serve` as a user runs it: its own process, embedded defaults (ONNX MiniLM), no Ollama."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.harness import Client
+
+pytestmark = pytest.mark.anyio
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    port = _free_port()
+    env = {
+        **os.environ,
+        "MNEMO_DATA_DIR": str(tmp_path / "data"),
+        "MNEMO_PORT": str(port),
+        "MNEMO_OLLAMA_URL": f"http://127.0.0.1:{_free_port()}",
+        "MNEMO_LLM_TIMEOUT": "2",
+    }
+    env.pop("MNEMO_EMBEDDER", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", "serve"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1):
+                    break
+            except OSError:
+                assert process.poll() is None, process.stdout.read() if process.stdout else ""
+                assert time.monotonic() < deadline, "mnemo serve did not start in 60 s"
+                time.sleep(0.1)
+        yield f"127.0.0.1:{port}", process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(10)
+        if process.stdout:
+            process.stdout.close()
+
+
+async def test_serve_on_embedded_defaults_acks_turns_recalls_them_and_stops_cleanly(
+    served: tuple[str, subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    address, process = served
+    async with Client.connect(address, "s1") as client:
+        ready = await client.receive()
+        await client.send(
+            type="turn", id="t1", user="My sister Mia lives in Kyoto", assistant="Nice"
+        )
+        ack = await client.receive()
+        await client.send(type="context", id="q", query="Where does my sibling live?")
+        block = await client.receive()
+        await client.send(type="chat", id="c1", content="hello?")
+        error, _ = await client.until("error")
+    assert ready["type"] == "ready"
+    assert ack == {"type": "ack", "id": "t1", "turn": 1}
+    assert "Mia lives in Kyoto" in block["text"]
+    assert error["code"] == "llm_unavailable"
+    process.send_signal(signal.SIGTERM)
+    process.wait(30)
+    assert process.stdout is not None
+    log = process.stdout.read().decode()
+    assert "Application shutdown complete." in log, log
+    assert "Traceback" not in log, log
+    assert (tmp_path / "data" / "lancedb" / "messages.lance").is_dir()
