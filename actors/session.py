@@ -21,7 +21,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from actors.errors import ArchiveUnavailable, LlmFailure, MnemoError, Overloaded, SessionClosed
 from actors.ports import Clock, Embedder, Llm, Store
 from actors.writer import ArchiveWriter
-from memory.recall import RecalledBlock, format_recalled
+from memory.recall import CONTEXT_FORMATS, RecalledBlock, format_recalled
 from memory.working import apply_set, record_message
 from schemas.llm import PromptMessage
 from schemas.records import ArchivedMessage, Role, WorkingMemory
@@ -293,6 +293,17 @@ class SessionActor:
         self, request: ContextRequest, reply: MemoryObjectSendStream[ServerMessage]
     ) -> None:
         budget = request.budget if request.budget is not None else self._settings.context_budget
+        if request.format not in (None, *CONTEXT_FORMATS):
+            known = ", ".join(CONTEXT_FORMATS)
+            await _send(
+                reply,
+                ErrorFrame(
+                    id=request.id,
+                    code="bad_request",
+                    message=f"unknown context format {request.format!r}; known: {known}",
+                ),
+            )
+            return
         if budget <= 0:
             await _send(
                 reply,

@@ -7,9 +7,11 @@ from collections.abc import Sequence
 from memory.tokens import estimate_tokens
 from schemas.records import ArchivedMessage
 
-__all__ = ["RecalledBlock", "format_recalled"]
+__all__ = ["CONTEXT_FORMATS", "HEADING", "RecalledBlock", "format_recalled"]
 
 HEADING = "## Relevant past conversation"
+#: Names a ``context`` request may ask for in ``format``.
+CONTEXT_FORMATS = ("conversation",)
 
 
 class RecalledBlock:

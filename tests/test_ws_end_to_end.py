@@ -133,6 +133,16 @@ async def test_context_with_tiny_budget_is_empty_not_over_budget(server: str) ->
     assert block == {"type": "context", "id": "q1", "text": "", "tokens": 0, "memory_ids": []}
 
 
+async def test_context_with_unknown_format_is_bad_request(server: str) -> None:
+    async with Client.connect(server, "s1") as client:
+        await client.receive()
+        await client.send(type="context", id="q1", query="tea", format="poetry")
+        error = await client.receive()
+    assert error["code"] == "bad_request"
+    assert error["id"] == "q1"
+    assert "conversation" in error["message"]
+
+
 async def test_ping_gets_pong(server: str) -> None:
     async with Client.connect(server, "s1") as client:
         await client.receive()
