@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 
-__all__ = ["ChatChunk", "PromptMessage"]
+__all__ = [
+    "ChatChunk",
+    "ExtractedFact",
+    "Extraction",
+    "MemoryUpdate",
+    "NoteDecision",
+    "NoteText",
+    "ProfileSummary",
+    "PromptMessage",
+    "SessionAnalysis",
+]
 
 
 class PromptMessage(msgspec.Struct, frozen=True):
@@ -21,3 +31,68 @@ class ChatChunk(msgspec.Struct, frozen=True, kw_only=True):
     done: bool = False
     prompt_tokens: int = 0
     completion_tokens: int = 0
+
+
+Confidence = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+
+
+class ExtractedFact(msgspec.Struct, frozen=True, kw_only=True):
+    """One fact as the extraction model must return it."""
+
+    content: Annotated[str, msgspec.Meta(min_length=1, max_length=500)]
+    category: str
+    confidence: Confidence
+    updates_previous: bool = False
+    subject: str | None = None
+    predicate: str | None = None
+    key: str | None = None
+    value: str | None = None
+    permanence: str | None = None
+
+
+class MemoryUpdate(msgspec.Struct, frozen=True, kw_only=True):
+    """Seed 001's signal: the user stated something worth keeping."""
+
+    should_store: bool = False
+
+
+class SessionAnalysis(msgspec.Struct, frozen=True, kw_only=True):
+    """Seed 001's working-memory analysis of the latest turns."""
+
+    current_topic: str | None = None
+    context_variables: dict[str, str] = {}
+    last_emotion: str | None = None
+
+
+class Extraction(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything one extraction call returns (sent to Ollama as ``format=``)."""
+
+    facts: list[ExtractedFact]
+    memory_update: MemoryUpdate
+    analysis: SessionAnalysis
+
+
+class NoteText(msgspec.Struct, frozen=True, kw_only=True):
+    """Seed 003: a 2-4 sentence memory of one conversation."""
+
+    content: Annotated[str, msgspec.Meta(min_length=1, max_length=1000)]
+
+
+class NoteDecision(msgspec.Struct, frozen=True, kw_only=True):
+    """Seed 003: which one of 11 notes to delete, or to rewrite (merge) instead."""
+
+    action: Literal["delete", "edit"]
+    target_id: str
+    reason: str
+    new_content: str | None = None
+
+
+class ProfileSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """Seed 000's user context and history summaries."""
+
+    work: str = ""
+    personal: str = ""
+    top_of_mind: str = ""
+    recent: str = ""
+    earlier: str = ""
+    background: str = ""

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import msgspec
 
-__all__ = ["ArchivedMessage", "Role", "WorkingMemory"]
+__all__ = ["AppNote", "ArchivedMessage", "Fact", "Role", "UserProfile", "Validity", "WorkingMemory"]
 
 Role = Literal["user", "assistant", "other"]
 
@@ -39,3 +39,77 @@ class WorkingMemory(msgspec.Struct, frozen=True, kw_only=True):
     last_emotion: str | None
     created_at: datetime
     updated_at: datetime
+
+
+Validity = Literal["active", "superseded", "expired", "retracted"]
+
+
+class Fact(msgspec.Struct, frozen=True, kw_only=True):
+    """One long-term fact about a user: seed 000's, 001's, 002's and 004's fields in one record.
+
+    ``id`` is ``fact_`` + 8 hex digits, unique per user. Only ``validity ==
+    "active"`` facts are ever retrieved; ``status == "fading"`` marks an active
+    fact whose effective confidence decayed below 0.2 (seed 002).
+    """
+
+    id: str
+    user_id: str
+    content: str
+    category: str
+    confidence: float
+    created_at: datetime
+    updated_at: datetime
+    #: When the fact was last stated (seed 004 ``lastSeen``).
+    last_seen: datetime
+    #: When the fact was last confirmed; decay counts from here (seed 002).
+    last_confirmed_at: datetime | None
+    scope: str = "global"
+    subject: str | None = None
+    predicate: str | None = None
+    key: str | None = None
+    value: str | None = None
+    #: Seed 001: ``user_stated`` | ``inferred`` | ``system``.
+    source: str = "inferred"
+    #: Who produced it: ``llm`` | ``rules`` (no Ollama) | ``manual`` | ``import``.
+    extractor: str = "llm"
+    importance: float = 5.0
+    permanence: str = "standard"
+    decay_rate: float = 0.008
+    validity: Validity = "active"
+    status: str | None = None
+    supersedes_id: str | None = None
+    superseded_by: str | None = None
+    pinned: bool = False
+    mention_count: int = 1
+    access_count: int = 0
+    last_accessed: datetime | None = None
+    #: The session the fact was last seen in (seed 004 ``lastSeenConversationId``).
+    session_id: str | None = None
+    tags: list[str] = []
+    meta: dict[str, Any] = {}
+
+
+class AppNote(msgspec.Struct, frozen=True, kw_only=True):
+    """Seed 003's per-app memory: one short paragraph per ended conversation, at most 10 per app."""
+
+    id: str
+    user_id: str
+    app_id: str
+    content: str
+    created_at: datetime
+    updated_at: datetime
+    source_session_id: str | None = None
+    meta: dict[str, Any] = {}
+
+
+class UserProfile(msgspec.Struct, frozen=True, kw_only=True):
+    """Seed 000's summaries of a user, kept up to date by a compaction pass."""
+
+    user_id: str
+    work: str = ""
+    personal: str = ""
+    top_of_mind: str = ""
+    recent: str = ""
+    earlier: str = ""
+    background: str = ""
+    updated_at: datetime | None = None

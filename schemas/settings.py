@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
+from schemas.taxonomy import DEFAULT_CATEGORIES, CategorySpec
+
 __all__ = ["Settings"]
 
 
@@ -46,3 +48,36 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     optimize_interval: float = 60.0
     #: Versions older than this many seconds are removed by the scheduled optimize.
     cleanup_older_than: float = 3600.0
+
+    # -- facts (issue 3) --------------------------------------------------------
+    #: The category taxonomy (set it in the TOML file: ``[[categories]]`` tables).
+    categories: list[CategorySpec] = msgspec.field(default_factory=lambda: list(DEFAULT_CATEGORIES))
+    #: Extracted facts below this confidence are skipped (and logged), seed 000.
+    confidence_threshold: float = 0.5
+    #: Most facts kept per user; past it the highest eviction score goes (seed 004).
+    max_facts: int = 500
+    max_pinned: int = 10
+    #: Cosine similarity at or above which two facts are the same fact.
+    near_duplicate_similarity: float = 0.92
+    #: ``reinforce`` (seed 004: +0.15 confidence, mention count) or ``unchanged`` (seed 000).
+    duplicate_policy: str = "reinforce"
+    reinforce_step: float = 0.15
+    #: Confidence of facts added by hand (seed 004: manual facts start lower).
+    manual_confidence: float = 0.6
+    #: Confidence of facts found by the rule-based extractor (no Ollama).
+    rules_confidence: float = 0.6
+    #: Seconds an extraction call may take; at most this many run at once.
+    extract_timeout: float = 60.0
+    extract_concurrency: int = 2
+    #: Seconds between decay/expiry sweeps and retries of pending extractions.
+    sweep_interval: float = 3600.0
+    #: Seed 001's MEMORY_RETRIEVAL_LIMIT: facts put into a chat prompt.
+    retrieval_limit: int = 5
+    #: The chat model's context size when Ollama does not say (tokens).
+    chat_context_tokens: int = 8192
+    #: Compaction starts when the prompt reaches this share of the context (seed 004).
+    compaction_threshold: float = 0.8
+    #: Seed 003: notes kept per app.
+    notes_per_app: int = 10
+    #: Context format used when a request names none.
+    context_format: str = "about-user"
