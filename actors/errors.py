@@ -6,6 +6,7 @@ __all__ = [
     "ArchiveUnavailable",
     "LlmError",
     "LlmFailure",
+    "LlmInvalidOutput",
     "LlmTimeout",
     "LlmUnavailable",
     "MnemoError",
@@ -60,3 +61,9 @@ class LlmError(LlmFailure):
     """Ollama answered with an error status or with output that is not its protocol."""
 
     code = "llm_error"
+
+
+class LlmInvalidOutput(LlmError):
+    """The model's answer is not what was asked for (bad JSON, wrong types, truncated)."""
+
+    code = "llm_invalid_output"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from schemas.llm import ChatChunk, PromptMessage
 from schemas.records import ArchivedMessage, WorkingMemory
@@ -18,6 +18,15 @@ class Llm(Protocol):
     ) -> AsyncIterator[ChatChunk]:
         """Stream a reply. Raises ``LlmUnavailable``, ``LlmTimeout`` or ``LlmError``,
         never a library's own exception. Closing the iterator early is safe."""
+        ...
+
+    async def generate_json(
+        self, prompt: str, *, model: str, schema: dict[str, Any], system: str | None = None
+    ) -> str:
+        """One non-streamed answer constrained to ``schema`` (temperature 0).
+
+        Raises like ``stream_chat``; ``LlmInvalidOutput`` when the answer was truncated.
+        """
         ...
 
     async def aclose(self) -> None: ...

@@ -7,7 +7,16 @@ from typing import Any, Literal
 
 import msgspec
 
-__all__ = ["AppNote", "ArchivedMessage", "Fact", "Role", "UserProfile", "Validity", "WorkingMemory"]
+__all__ = [
+    "AppNote",
+    "ArchivedMessage",
+    "Fact",
+    "Progress",
+    "Role",
+    "UserProfile",
+    "Validity",
+    "WorkingMemory",
+]
 
 Role = Literal["user", "assistant", "other"]
 
@@ -113,3 +122,13 @@ class UserProfile(msgspec.Struct, frozen=True, kw_only=True):
     earlier: str = ""
     background: str = ""
     updated_at: datetime | None = None
+
+
+class Progress(msgspec.Struct, frozen=True, kw_only=True):
+    """How far fact extraction got in a session: turns after ``extracted_through`` are pending."""
+
+    user_id: str
+    session_id: str
+    scope: str
+    extracted_through: int
+    last_turn: int

@@ -6,6 +6,7 @@ field added later gets a default, and no field ever changes type.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -20,9 +21,12 @@ __all__ = [
     "Done",
     "End",
     "ErrorFrame",
+    "FactView",
+    "MemoryChanged",
     "Ping",
     "Pong",
     "Ready",
+    "Remember",
     "ServerMessage",
     "Set",
     "Turn",
@@ -74,6 +78,15 @@ class Set(_Wire, frozen=True, tag="set"):
     variables: dict[str, Any] = {}
 
 
+class Remember(_Wire, frozen=True, tag="remember"):
+    """Add a fact by hand; answered by a ``memory`` frame with the same ``id``."""
+
+    id: str
+    content: str
+    category: str | None = None
+    pinned: bool = False
+
+
 class End(_Wire, frozen=True, tag="end"):
     """Close the session: final archive, then the server closes the socket."""
 
@@ -82,7 +95,7 @@ class Ping(_Wire, frozen=True, tag="ping"):
     pass
 
 
-ClientMessage = Chat | Turn | ContextRequest | Set | End | Ping
+ClientMessage = Chat | Turn | ContextRequest | Remember | Set | End | Ping
 
 
 # -- server -> client ------------------------------------------------------
@@ -124,6 +137,44 @@ class ContextBlock(_Wire, frozen=True, tag="context"):
     memory_ids: list[str] = []
 
 
+class FactView(msgspec.Struct, frozen=True, kw_only=True):
+    """A fact as clients see it (REST items and ``memory`` frames)."""
+
+    id: str
+    content: str
+    category: str
+    confidence: float
+    scope: str
+    validity: str
+    pinned: bool
+    mention_count: int
+    created_at: datetime
+    updated_at: datetime
+    last_seen: datetime
+    source: str
+    extractor: str
+    status: str | None = None
+    subject: str | None = None
+    predicate: str | None = None
+    key: str | None = None
+    value: str | None = None
+    supersedes_id: str | None = None
+    superseded_by: str | None = None
+    access_count: int = 0
+    last_accessed: datetime | None = None
+    kind: str = "fact"
+
+
+class MemoryChanged(_Wire, frozen=True, tag="memory"):
+    """Long-term memory changed: pushed after extraction, and the answer to ``remember``."""
+
+    added: list[FactView] = []
+    updated: list[FactView] = []
+    superseded: list[FactView] = []
+    removed: list[str] = []
+    id: str | None = None
+
+
 class ErrorFrame(_Wire, frozen=True, tag="error"):
     code: str
     message: str
@@ -134,7 +185,7 @@ class Pong(_Wire, frozen=True, tag="pong"):
     pass
 
 
-ServerMessage = Ready | Delta | Done | Ack | ContextBlock | ErrorFrame | Pong
+ServerMessage = Ready | Delta | Done | Ack | ContextBlock | MemoryChanged | ErrorFrame | Pong
 
 _decoder: msgspec.json.Decoder[ClientMessage] = msgspec.json.Decoder(ClientMessage)
 _encoder = msgspec.json.Encoder()

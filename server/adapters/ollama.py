@@ -19,7 +19,7 @@ import httpx
 import ollama
 import pydantic
 
-from actors.errors import LlmError, LlmFailure, LlmTimeout, LlmUnavailable
+from actors.errors import LlmError, LlmFailure, LlmInvalidOutput, LlmTimeout, LlmUnavailable
 from schemas.llm import ChatChunk, PromptMessage
 
 __all__ = ["OllamaEmbedder", "OllamaLlm"]
@@ -128,7 +128,9 @@ class OllamaLlm(_OllamaClient):
                 model=model, messages=messages, format=schema, options={"temperature": 0}
             )
         if reply.done_reason == "length":
-            raise LlmError(f"Ollama's answer from {model!r} was truncated at the token limit")
+            raise LlmInvalidOutput(
+                f"Ollama's answer from {model!r} was truncated at the token limit"
+            )
         return reply.message.content or ""
 
 

@@ -1,0 +1,113 @@
+"""Fact extraction through the model: schema-constrained, strictly decoded, retried, tallied.
+
+With Ollama unreachable, a rule-based extractor (English and Chinese patterns)
+keeps memory useful; its facts are marked ``extractor="rules"`` and the turns
+stay pending so the model sees them once it is back.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import msgspec
+
+from actors.errors import LlmFailure, LlmInvalidOutput, LlmUnavailable, MnemoError
+from actors.ports import Llm
+from memory.prompts import Exchange, extraction_prompt
+from memory.rules_extractor import extract_facts
+from schemas.llm import Extraction, MemoryUpdate, SessionAnalysis
+from schemas.records import Fact
+from schemas.settings import Settings
+
+__all__ = ["ExtractionFailed", "ExtractionResult", "ExtractionStats", "Extractor"]
+
+_log = logging.getLogger("mnemo.extraction")
+_decoder = msgspec.json.Decoder(Extraction)
+_SCHEMA: dict[str, Any] = msgspec.json.schema(Extraction)
+_ATTEMPTS = 3
+
+
+class ExtractionFailed(MnemoError):
+    """Every attempt failed or was invalid; the turns stay pending."""
+
+    code = "extraction_failed"
+
+
+@dataclass(slots=True)
+class ExtractionStats:
+    """Outcomes of extraction calls: each call counts once."""
+
+    succeeded: int = 0
+    invalid: int = 0
+    failed: int = 0
+    by_rules: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionResult:
+    extraction: Extraction
+    #: True when the rule-based extractor stood in for an unreachable model.
+    by_rules: bool
+
+
+class Extractor:
+    """Shared by all sessions; at most ``extract_concurrency`` calls run at once."""
+
+    def __init__(self, llm: Llm, settings: Settings, *, backoff: float = 0.5) -> None:
+        self._llm, self._settings = llm, settings
+        self._limiter = anyio.CapacityLimiter(settings.extract_concurrency)
+        self._backoff = backoff
+        self._categories = [c.name for c in settings.categories]
+        self.stats = ExtractionStats()
+
+    async def extract(
+        self, exchanges: Sequence[Exchange], *, known_facts: Sequence[Fact] = ()
+    ) -> ExtractionResult:
+        """Extract from ``exchanges``. Raises ``ExtractionFailed`` after the last retry."""
+        system, prompt = extraction_prompt(
+            exchanges, categories=self._categories, known_facts=known_facts
+        )
+        delay = self._backoff
+        reason = "no attempt"
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                async with self._limiter:
+                    with anyio.fail_after(self._settings.extract_timeout):
+                        raw = await self._llm.generate_json(
+                            prompt,
+                            model=self._settings.extract_model,
+                            schema=_SCHEMA,
+                            system=system,
+                        )
+                extraction = _decoder.decode(raw)
+            except LlmUnavailable as exc:
+                _log.info("extraction model unreachable (%s): using the rule-based extractor", exc)
+                self.stats.by_rules += 1
+                return ExtractionResult(self._by_rules(exchanges), by_rules=True)
+            except (msgspec.DecodeError, LlmInvalidOutput) as exc:
+                self.stats.invalid += 1
+                reason = f"invalid output: {exc}"
+            except (LlmFailure, TimeoutError) as exc:
+                self.stats.failed += 1
+                reason = f"{type(exc).__name__}: {exc}"
+            else:
+                self.stats.succeeded += 1
+                return ExtractionResult(extraction, by_rules=False)
+            _log.warning("extraction attempt %d/%d rejected: %s", attempt, _ATTEMPTS, reason)
+            if attempt < _ATTEMPTS:
+                await anyio.sleep(delay)
+                delay *= 2
+        raise ExtractionFailed(reason)
+
+    def _by_rules(self, exchanges: Sequence[Exchange]) -> Extraction:
+        confidence = self._settings.rules_confidence
+        facts = [f for ex in exchanges for f in extract_facts(ex.user, confidence=confidence)]
+        return Extraction(
+            facts=facts,
+            memory_update=MemoryUpdate(should_store=bool(facts)),
+            analysis=SessionAnalysis(),
+        )

@@ -1,0 +1,122 @@
+"""Retrieval scores: reciprocal rank fusion, seed 001's weighted score, seed 002's composite.
+
+All pure functions of numbers and timestamps; the weights are parameters with
+the seeds' defaults so settings can change them and tests can reproduce them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+
+__all__ = [
+    "CompositeWeights",
+    "RelevanceWeights",
+    "composite_score",
+    "frequency_score",
+    "normalized_rrf",
+    "recency_score",
+    "relevance_score",
+    "rrf_score",
+]
+
+RRF_K = 60
+
+
+def rrf_score(
+    semantic_rank: int | None, keyword_rank: int | None, *, limit: int, k: int = RRF_K
+) -> float:
+    """Seed 002: ``1/(k + semantic_rank) + 1/(k + keyword_rank)``, ranks from 1; a result found
+    by one side only takes ``rank = limit + 1`` on the other."""
+    semantic = semantic_rank if semantic_rank is not None else limit + 1
+    keyword = keyword_rank if keyword_rank is not None else limit + 1
+    return 1.0 / (k + semantic) + 1.0 / (k + keyword)
+
+
+def normalized_rrf(score: float, *, k: int = RRF_K) -> float:
+    """RRF scaled so first place on both sides is 1.0 (capped at 1.0), seed 002's relevance."""
+    return min(1.0, score / (2.0 / (k + 1)))
+
+
+def recency_score(last: datetime | None, now: datetime, *, half_life_days: float = 7.0) -> float:
+    """``exp(-ln 2 / half_life * days)`` clamped to [0, 1]; never referenced → 0.0 (seed 002).
+    Seed 001 uses the same 7-day half-life on ``last_accessed``."""
+    if last is None:
+        return 0.0
+    days = max(0.0, (now - last).total_seconds() / 86400.0)
+    return min(1.0, max(0.0, math.exp(-math.log(2) / half_life_days * days)))
+
+
+def frequency_score(access_count: int, max_count: int) -> float:
+    """Seed 001: access count log-normalised against the most-accessed candidate, in [0, 1]."""
+    if max_count <= 0 or access_count <= 0:
+        return 0.0
+    return min(1.0, math.log1p(access_count) / math.log1p(max_count))
+
+
+@dataclass(frozen=True, slots=True)
+class RelevanceWeights:
+    """Seed 001's weights and boosts."""
+
+    keyword: float = 0.4
+    category: float = 0.2
+    recency: float = 0.15
+    frequency: float = 0.1
+    confidence: float = 0.15
+    preference_boost: float = 1.5
+    topic_boost: float = 1.3
+
+
+def relevance_score(
+    *,
+    keyword: float,
+    category_boost: float,
+    recency: float,
+    frequency: float,
+    confidence: float,
+    on_topic: bool = False,
+    weights: RelevanceWeights = RelevanceWeights(),
+) -> float:
+    """Seed 001: ``keyword*0.4 + category_boost*0.2 + recency*0.15 + frequency*0.1 +
+    confidence*0.15``, times 1.3 for a memory related to the session's current topic.
+
+    ``category_boost`` is 1.0, or the category's boost (preference: 1.5) when the
+    message expresses a preference.
+    """
+    score = (
+        keyword * weights.keyword
+        + category_boost * weights.category
+        + recency * weights.recency
+        + frequency * weights.frequency
+        + confidence * weights.confidence
+    )
+    return score * weights.topic_boost if on_topic else score
+
+
+@dataclass(frozen=True, slots=True)
+class CompositeWeights:
+    """Seed 002's recall weights."""
+
+    relevance: float = 0.4
+    importance: float = 0.3
+    recency: float = 0.2
+    confidence: float = 0.1
+
+
+def composite_score(
+    *,
+    relevance: float,
+    importance: float,
+    recency: float,
+    effective_confidence: float,
+    weights: CompositeWeights = CompositeWeights(),
+) -> float:
+    """Seed 002: ``0.4*relevance + 0.3*(importance/10) + 0.2*recency + 0.1*effective_confidence``,
+    relevance capped at 1.0."""
+    return (
+        weights.relevance * min(1.0, relevance)
+        + weights.importance * (importance / 10.0)
+        + weights.recency * recency
+        + weights.confidence * effective_confidence
+    )
