@@ -1,0 +1,83 @@
+"""Seed 001's relevance score, seed 002's RRF and composite score, reproduced with exact numbers."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memory.scoring import (
+    composite_score,
+    frequency_score,
+    normalized_rrf,
+    recency_score,
+    relevance_score,
+    rrf_score,
+)
+
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+
+
+def test_rrf_sums_reciprocal_ranks_with_k_60() -> None:
+    assert rrf_score(1, 3, limit=10) == pytest.approx(1 / 61 + 1 / 63)
+
+
+def test_rrf_uses_limit_plus_one_for_a_side_that_missed() -> None:
+    assert rrf_score(2, None, limit=10) == pytest.approx(1 / 62 + 1 / 71)
+    assert rrf_score(None, 1, limit=20) == pytest.approx(1 / 81 + 1 / 61)
+
+
+def test_normalized_rrf_is_one_for_first_place_on_both_sides_and_capped() -> None:
+    assert normalized_rrf(rrf_score(1, 1, limit=5)) == pytest.approx(1.0)
+    assert normalized_rrf(5.0) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("days", "expected"),
+    [(0, 1.0), (7, 0.5), (14, 0.25), (3.5, math.exp(-math.log(2) / 7 * 3.5))],
+    ids=["now", "one-half-life", "two-half-lives", "half-a-week"],
+)
+def test_recency_halves_every_seven_days(days: float, expected: float) -> None:
+    assert recency_score(NOW - timedelta(days=days), NOW) == pytest.approx(expected)
+
+
+def test_recency_of_never_referenced_is_zero_and_future_is_clamped() -> None:
+    assert recency_score(None, NOW) == 0.0
+    assert recency_score(NOW + timedelta(days=1), NOW) == 1.0
+
+
+def test_frequency_is_log_normalised_against_the_most_accessed() -> None:
+    assert frequency_score(0, 10) == 0.0
+    assert frequency_score(10, 10) == pytest.approx(1.0)
+    assert frequency_score(3, 15) == pytest.approx(math.log(4) / math.log(16))
+    assert frequency_score(3, 0) == 0.0
+
+
+def test_seed_001_relevance_formula() -> None:
+    score = relevance_score(
+        keyword=0.8, category_boost=1.0, recency=0.5, frequency=0.25, confidence=0.9
+    )
+    assert score == pytest.approx(0.8 * 0.4 + 1.0 * 0.2 + 0.5 * 0.15 + 0.25 * 0.1 + 0.9 * 0.15)
+
+
+def test_seed_001_preference_boost_and_topic_boost() -> None:
+    plain = relevance_score(keyword=0.5, category_boost=1.0, recency=0, frequency=0, confidence=1)
+    preferred = relevance_score(
+        keyword=0.5, category_boost=1.5, recency=0, frequency=0, confidence=1
+    )
+    on_topic = relevance_score(
+        keyword=0.5, category_boost=1.0, recency=0, frequency=0, confidence=1, on_topic=True
+    )
+    assert preferred - plain == pytest.approx(0.5 * 0.2)
+    assert on_topic == pytest.approx(plain * 1.3)
+
+
+def test_seed_002_composite_formula() -> None:
+    score = composite_score(relevance=0.7, importance=5.0, recency=0.5, effective_confidence=0.8)
+    assert score == pytest.approx(0.4 * 0.7 + 0.3 * 0.5 + 0.2 * 0.5 + 0.1 * 0.8)
+
+
+def test_seed_002_composite_caps_relevance_at_one() -> None:
+    capped = composite_score(relevance=3.0, importance=10.0, recency=1.0, effective_confidence=1.0)
+    assert capped == pytest.approx(1.0)
