@@ -6,10 +6,21 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
+from memory.facts import Stored
 from schemas.llm import ChatChunk, PromptMessage
-from schemas.records import ArchivedMessage, WorkingMemory
+from schemas.records import AppNote, ArchivedMessage, Fact, Progress, UserProfile, WorkingMemory
 
-__all__ = ["Clock", "Embedder", "Llm", "Page", "ScoredMessage", "Store"]
+__all__ = [
+    "Clock",
+    "Embedder",
+    "FactHit",
+    "FactStore",
+    "Llm",
+    "Page",
+    "ScoredMessage",
+    "Store",
+    "Stored",
+]
 
 
 class Llm(Protocol):
@@ -58,8 +69,59 @@ ScoredMessage = tuple[ArchivedMessage, float]
 Page = tuple[list[ArchivedMessage], int]
 
 
+#: A fact found by search: (fact and vector, rank by vector, rank by text), ranks from 1.
+FactHit = tuple[Stored, int | None, int | None]
+
+
+class FactStore(Protocol):
+    """Facts, per-app notes, profiles and extraction progress. Every call names its user."""
+
+    async def facts_of(self, user_id: str, *, active_only: bool = True) -> list[Stored]: ...
+
+    async def list_facts(
+        self, user_id: str, *, limit: int, offset: int, validity: str | None = "active"
+    ) -> tuple[list[Fact], int]: ...
+
+    async def get_facts(self, user_id: str, ids: Sequence[str]) -> list[Stored]: ...
+
+    async def put_facts(self, items: Sequence[Stored]) -> None: ...
+
+    async def delete_facts(self, user_id: str, ids: Sequence[str], *, purge_now: bool) -> int: ...
+
+    async def clear_facts(self, user_id: str) -> int: ...
+
+    async def search_facts(
+        self, user_id: str, text: str, vector: Sequence[float], *, k: int, scope: str | None
+    ) -> list[FactHit]: ...
+
+    async def notes_of(self, user_id: str, app_id: str) -> list[AppNote]: ...
+
+    async def put_notes(self, notes: Sequence[AppNote]) -> None: ...
+
+    async def delete_notes(self, user_id: str, app_id: str, ids: Sequence[str] | None) -> int: ...
+
+    async def clear_notes(self, user_id: str) -> int: ...
+
+    async def get_profile(self, user_id: str) -> UserProfile | None: ...
+
+    async def put_profile(self, profile: UserProfile) -> None: ...
+
+    async def delete_profile(self, user_id: str) -> None: ...
+
+    async def put_progress(self, items: Sequence[Progress]) -> None: ...
+
+    async def get_progress(self, user_id: str, session_id: str) -> Progress | None: ...
+
+    async def pending_progress(self) -> list[Progress]:
+        """Sessions of every user with turns not yet extracted: for the retry sweep only."""
+        ...
+
+
 class Store(Protocol):
     """Durable storage. Every read and write names the user it is for."""
+
+    @property
+    def facts(self) -> FactStore: ...
 
     async def open(self) -> None: ...
 

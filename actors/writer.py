@@ -84,6 +84,8 @@ class ArchiveWriter:
         self._receive: MemoryObjectReceiveStream[_Op]
         self._send, self._receive = anyio.create_memory_object_stream[_Op](_QUEUE_SIZE)
         self._working: dict[tuple[str, str], WorkingMemory] = {}
+        self._flushers: list[Callable[[], Awaitable[None]]] = []
+        self._flush_wanted = False
         self._wake_pending = False
         self._carry: _Op | None = None
         self._dirty = False
@@ -126,6 +128,19 @@ class ArchiveWriter:
         before any ordered call, and at shutdown), never on a turn's ack path.
         """
         self._working[(user_id, memory.session_id)] = memory
+        self._wake()
+
+    def add_flusher(self, flusher: Callable[[], Awaitable[None]]) -> None:
+        """Run ``flusher`` in the writer's task whenever snapshots are written and
+        ``request_flush()`` was called since: for other coalesced writes."""
+        self._flushers.append(flusher)
+
+    def request_flush(self) -> None:
+        """Ask for the flushers to run at the next snapshot time."""
+        self._flush_wanted = True
+        self._wake()
+
+    def _wake(self) -> None:
         if not self._wake_pending:
             try:
                 self._send.send_nowait(_Wake())
@@ -156,7 +171,7 @@ class ArchiveWriter:
                 self._carry = None
                 if op is None:
                     deadline = next_optimize
-                    if self._working:
+                    if self._working or self._flush_wanted:
                         deadline = min(deadline, self._next_snapshot)
                     with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
                         op = await self._receive.receive()
@@ -229,7 +244,7 @@ class ArchiveWriter:
             op.done.set()
 
     async def _flush_working(self, *, due_only: bool = False) -> None:
-        if not self._working:
+        if not self._working and not self._flush_wanted:
             return
         now = anyio.current_time()
         if due_only and now < self._next_snapshot:
@@ -243,6 +258,13 @@ class ArchiveWriter:
             _log.warning("working-memory snapshot write failed: %s", exc)
             for user, memory in items:
                 self._working.setdefault((user, memory.session_id), memory)
+        if self._flush_wanted:
+            self._flush_wanted = False
+            for flusher in self._flushers:
+                try:
+                    await flusher()
+                except MnemoError as exc:
+                    _log.warning("coalesced write failed: %s", exc)
         self._dirty = True
 
     async def _optimize(self) -> None:

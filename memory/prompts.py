@@ -69,7 +69,7 @@ def extraction_prompt(
             "Return JSON only, matching the given schema:",
             "- facts: things the user stated about themselves (name, location, work, projects,"
             " likes, dislikes, preferences, goals, habits, corrections). One short sentence"
-            " each, about the user in the third person (\"User lives in Lyon\").",
+            ' each, about the user in the third person ("User lives in Lyon").',
             f"- category: one of {', '.join(categories)}.",
             "- confidence: 0.0-1.0; 0.9 or more only when the user stated it directly and"
             " unambiguously, lower when inferred, hedged or mentioned in passing.",

@@ -9,8 +9,6 @@ calls ``optimize()`` on a schedule.
 
 from __future__ import annotations
 
-import re
-import warnings
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -26,13 +24,14 @@ from lancedb.query import ColumnOrdering
 from actors.errors import ArchiveUnavailable, MnemoError
 from actors.ports import Embedder, Page, ScoredMessage
 from schemas.records import ArchivedMessage, WorkingMemory
+from server.adapters.lance_common import purge, quote, user_filter
+from server.adapters.lance_facts import LanceFacts
 
 __all__ = ["LanceStore", "StoreMismatch", "quote"]
 
 _MESSAGES = "messages"
 _WORKING = "working"
 _EMBEDDER_KEY = b"mnemo.embedder"
-_SAFE_ID = re.compile(r"^[A-Za-z0-9_.:@-]{1,128}$")
 _json = msgspec.json.Encoder()
 _working_decoder = msgspec.json.Decoder(WorkingMemory)
 _meta_decoder: msgspec.json.Decoder[dict[str, Any]] = msgspec.json.Decoder(dict[str, Any])
@@ -42,19 +41,6 @@ class StoreMismatch(MnemoError):
     """The data directory was written with another embedder (vector size differs)."""
 
     code = "store_mismatch"
-
-
-def quote(value: str) -> str:
-    """A SQL string literal for a LanceDB filter: single quotes doubled, no NULs."""
-    if "\x00" in value:
-        raise ValueError("NUL byte in a filter value")
-    return "'" + value.replace("'", "''") + "'"
-
-
-def _user(user_id: str) -> str:
-    if not _SAFE_ID.match(user_id):
-        raise ValueError(f"invalid user id {user_id!r}")
-    return f"user_id = {quote(user_id)}"
 
 
 def _messages_schema(dim: int, embedder: str) -> pa.Schema:
@@ -139,6 +125,14 @@ class LanceStore:
         self._db: Any = None
         self._messages: Any = None
         self._working: Any = None
+        self._facts: LanceFacts | None = None
+
+    @property
+    def facts(self) -> LanceFacts:
+        """Facts, notes, profiles and extraction progress (available once opened)."""
+        if self._facts is None:
+            raise RuntimeError("the store is not open")
+        return self._facts
 
     async def open(self) -> None:
         """Open (creating if needed) the tables and their indexes.
@@ -173,6 +167,8 @@ class LanceStore:
         else:
             self._working = await self._db.create_table(_WORKING, schema=_WORKING_SCHEMA)
         await self._ensure_indexes()
+        self._facts = LanceFacts(self._db, dim=self._dim)
+        await self._facts.open()
 
     async def _ensure_indexes(self) -> None:
         have = {tuple(ix.columns) for ix in await self._messages.list_indices()}
@@ -186,6 +182,8 @@ class LanceStore:
             await self._working.create_index("user_id", config=BTree())
 
     async def aclose(self) -> None:
+        if self._facts is not None:
+            self._facts.close()
         for table in (self._messages, self._working):
             if table is not None:
                 table.close()
@@ -209,7 +207,7 @@ class LanceStore:
             raise ArchiveUnavailable(f"append of {len(rows)} rows failed: {exc}") from exc
 
     async def list_messages(self, user_id: str, *, limit: int, offset: int) -> Page:
-        where = _user(user_id)
+        where = user_filter(user_id)
         total = int(await self._messages.count_rows(where))
         rows = (
             await self._messages.query()
@@ -227,7 +225,7 @@ class LanceStore:
     ) -> list[ArchivedMessage]:
         rows = (
             await self._messages.query()
-            .where(f"{_user(user_id)} AND session_id = {quote(session_id)}")
+            .where(f"{user_filter(user_id)} AND session_id = {quote(session_id)}")
             .select(_COLUMNS)
             .order_by(_NEWEST_FIRST)
             .limit(limit)
@@ -240,7 +238,7 @@ class LanceStore:
     async def get_message(self, user_id: str, message_id: str) -> ArchivedMessage | None:
         rows = (
             await self._messages.query()
-            .where(f"{_user(user_id)} AND id = {quote(message_id)}")
+            .where(f"{user_filter(user_id)} AND id = {quote(message_id)}")
             .select(_COLUMNS)
             .limit(1)
             .to_list()
@@ -248,26 +246,26 @@ class LanceStore:
         return _message(rows[0]) if rows else None
 
     async def delete_message(self, user_id: str, message_id: str) -> bool:
-        where = f"{_user(user_id)} AND id = {quote(message_id)}"
+        where = f"{user_filter(user_id)} AND id = {quote(message_id)}"
         if not await self._messages.count_rows(where):
             return False
         await self._messages.delete(where)
-        await self._purge()
+        await purge(self._messages)
         return True
 
     async def clear_messages(self, user_id: str) -> int:
-        where = _user(user_id)
+        where = user_filter(user_id)
         count = int(await self._messages.count_rows(where))
         if count:
             await self._messages.delete(where)
-            await self._purge()
+            await purge(self._messages)
         return count
 
     async def search_messages(
         self, user_id: str, text: str, vector: Sequence[float], *, k: int
     ) -> list[ScoredMessage]:
         """Hybrid search: exact vector search and BM25, fused by reciprocal rank (k=60)."""
-        where = _user(user_id)
+        where = user_filter(user_id)
         dense = (
             await self._messages.vector_search(list(vector))
             .where(where)
@@ -301,7 +299,7 @@ class LanceStore:
         if not items:
             return
         for user_id, _ in items:
-            _user(user_id)
+            user_filter(user_id)
         data = pa.Table.from_pylist(
             [
                 {"user_id": u, "session_id": w.session_id, "data": _json.encode(w).decode()}
@@ -319,30 +317,22 @@ class LanceStore:
     async def get_working(self, user_id: str, session_id: str) -> WorkingMemory | None:
         rows = (
             await self._working.query()
-            .where(f"{_user(user_id)} AND session_id = {quote(session_id)}")
+            .where(f"{user_filter(user_id)} AND session_id = {quote(session_id)}")
             .limit(1)
             .to_list()
         )
         return _working_decoder.decode(rows[0]["data"]) if rows else None
 
     async def delete_working(self, user_id: str, session_id: str) -> None:
-        await self._working.delete(f"{_user(user_id)} AND session_id = {quote(session_id)}")
+        await self._working.delete(f"{user_filter(user_id)} AND session_id = {quote(session_id)}")
 
     # -- maintenance ---------------------------------------------------------
 
     async def optimize(self, *, cleanup_older_than: float) -> None:
+        older = timedelta(seconds=cleanup_older_than)
         for table in (self._messages, self._working):
-            await table.optimize(cleanup_older_than=timedelta(seconds=cleanup_older_than))
-
-    async def _purge(self) -> None:
-        """Drop every old version so deleted rows are gone from disk, not just hidden.
-
-        Safe only because one writer performs all of this store's writes: no
-        transaction can be in flight while it runs.
-        """
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
-            await self._messages.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+            await table.optimize(cleanup_older_than=older)
+        await self.facts.optimize(cleanup_older_than=older)
 
     async def version_count(self) -> int:
         """How many versions of the messages table exist (for tests and benchmarks)."""

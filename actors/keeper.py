@@ -1,0 +1,279 @@
+"""FactKeeper: applies learned and hand-made facts to the store, through the single writer.
+
+Every change is a read-modify-write of one user's active facts inside the
+writer's task, so two sessions of a user never race each other's dedup. The
+rules themselves (duplicates, conflicts, caps, decay) are pure: ``memory.facts``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import msgspec
+
+from actors.ports import Clock, Embedder, Store
+from actors.writer import ArchiveWriter
+from memory.decay import pin, sweep_fact, touch_accessed
+from memory.facts import (
+    Candidate,
+    Changes,
+    FactPolicy,
+    Stored,
+    apply_candidates,
+    candidate_from_extracted,
+    normalize_category,
+)
+from memory.keywords import expresses_preference
+from memory.rules_extractor import extract_facts
+from schemas.llm import ExtractedFact
+from schemas.records import Fact
+from schemas.settings import Settings
+from schemas.taxonomy import PERMANENCE_DECAY
+from schemas.wire import FactView, MemoryChanged
+
+__all__ = ["FactEdit", "FactKeeper", "changes_frame", "fact_view"]
+
+_log = logging.getLogger("mnemo.facts")
+
+
+def fact_view(fact: Fact) -> FactView:
+    return msgspec.convert(msgspec.to_builtins(fact), FactView)
+
+
+def changes_frame(changes: Changes, ident: str | None = None) -> MemoryChanged | None:
+    """The ``memory`` frame for ``changes``; None when nothing changed (and no request waits)."""
+    frame = MemoryChanged(
+        id=ident,
+        added=[fact_view(s.fact) for s in changes.added],
+        updated=[fact_view(f) for f in changes.updated],
+        superseded=[fact_view(f) for f in changes.superseded],
+        removed=[f.id for f in changes.removed],
+    )
+    if ident is None and not (frame.added or frame.updated or frame.superseded or frame.removed):
+        return None
+    return frame
+
+
+@dataclass(frozen=True, slots=True)
+class FactEdit:
+    """A partial update (seed 000: only the given fields change; ``created_at`` never)."""
+
+    content: str | None = None
+    category: str | None = None
+    confidence: float | None = None
+    pinned: bool | None = None
+
+
+class FactKeeper:
+    """Shared by every session and REST handler of the server."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        writer: ArchiveWriter,
+        settings: Settings,
+        clock: Clock,
+    ) -> None:
+        self._store, self._embedder, self._writer = store, embedder, writer
+        self._settings, self._clock = settings, clock
+        self._policy = FactPolicy.from_settings(settings)
+        self._touched: dict[str, dict[str, int]] = {}
+        writer.add_flusher(self._flush_touches)
+
+    # -- learning ------------------------------------------------------------
+
+    async def learn(
+        self,
+        user_id: str,
+        extracted: Sequence[ExtractedFact],
+        *,
+        session_id: str | None,
+        scope: str,
+        extractor: str,
+        source: str = "inferred",
+    ) -> Changes:
+        """Store what extraction found: unknown categories are rejected and logged (seed 000)."""
+        accepted: list[tuple[ExtractedFact, str]] = []
+        for fact in extracted:
+            category = normalize_category(fact.category, self._settings.categories)
+            if category is None:
+                _log.warning(
+                    "rejected fact with unknown category %r: %s", fact.category, fact.content
+                )
+                continue
+            if fact.permanence is not None and fact.permanence not in PERMANENCE_DECAY:
+                fact = msgspec.structs.replace(fact, permanence=None)  # seed 002: default it
+            accepted.append((fact, category))
+        if not accepted:
+            return Changes()
+        vectors = await self._embedder.embed([f.content for f, _ in accepted])
+        candidates = [
+            candidate_from_extracted(
+                fact,
+                category=category,
+                vector=vector,
+                user_id=user_id,
+                scope=scope,
+                session_id=session_id,
+                source="user_stated" if fact.confidence >= 0.9 else source,
+                extractor=extractor,
+            )
+            for (fact, category), vector in zip(accepted, vectors, strict=True)
+        ]
+        return await self._writer.call(lambda: self._apply(user_id, candidates))
+
+    async def remember(
+        self,
+        user_id: str,
+        content: str,
+        *,
+        category: str | None,
+        pinned: bool,
+        session_id: str | None,
+        scope: str,
+    ) -> Changes:
+        """A fact added by hand. Raises ``ValueError`` for an unknown category or blank content."""
+        if category is None:
+            category = _guess_category(content)
+        name = normalize_category(category, self._settings.categories)
+        if name is None:
+            known = ", ".join(c.name for c in self._settings.categories)
+            raise ValueError(f"unknown category {category!r}; known: {known}")
+        [vector] = await self._embedder.embed([content])
+        candidate = Candidate(
+            user_id=user_id,
+            content=content,
+            category=name,
+            confidence=self._settings.manual_confidence,
+            vector=vector,
+            source="user_stated",
+            extractor="manual",
+            scope=scope,
+            session_id=session_id,
+            pinned=pinned,
+        )
+        return await self._writer.call(lambda: self._apply(user_id, [candidate]))
+
+    async def _apply(self, user_id: str, candidates: Sequence[Candidate]) -> Changes:
+        existing = await self._store.facts.facts_of(user_id)
+        changes = apply_candidates(existing, candidates, policy=self._policy, now=self._clock.now())
+        for content, reason in changes.skipped:
+            _log.info("skipped fact (%s): %s", reason, content)
+        vectors = {s.fact.id: s.vector for s in existing}
+        writes = [
+            *changes.added,
+            *(Stored(f, vectors[f.id]) for f in [*changes.updated, *changes.superseded]),
+        ]
+        await self._store.facts.put_facts(writes)
+        if changes.removed:
+            await self._store.facts.delete_facts(
+                user_id, [f.id for f in changes.removed], purge_now=False
+            )
+        return changes
+
+    # -- editing (REST and the panel) ------------------------------------------
+
+    async def edit(self, user_id: str, fact_id: str, change: FactEdit) -> Fact | None:
+        """Apply a partial update; None when the user has no such fact.
+
+        Raises ``ValueError`` for an unknown category, a confidence outside 0..1,
+        blank content, or pinning past the cap.
+        """
+        if change.category is not None:
+            category = normalize_category(change.category, self._settings.categories)
+            if category is None:
+                raise ValueError(f"unknown category {change.category!r}")
+            change = FactEdit(change.content, category, change.confidence, change.pinned)
+        if change.confidence is not None and not 0.0 <= change.confidence <= 1.0:
+            raise ValueError("confidence must be within 0..1")
+        if change.content is not None and not change.content.strip():
+            raise ValueError("content must not be blank")
+        vector = None
+        if change.content is not None:
+            [vector] = await self._embedder.embed([change.content])
+        return await self._writer.call(lambda: self._edit(user_id, fact_id, change, vector))
+
+    async def _edit(
+        self, user_id: str, fact_id: str, change: FactEdit, vector: list[float] | None
+    ) -> Fact | None:
+        found = await self._store.facts.get_facts(user_id, [fact_id])
+        if not found:
+            return None
+        stored = found[0]
+        now = self._clock.now()
+        fact = stored.fact
+        if change.pinned is not None and change.pinned != fact.pinned:
+            pinned = sum(1 for s in await self._store.facts.facts_of(user_id) if s.fact.pinned)
+            fact = pin(fact, change.pinned, pinned, self._settings.max_pinned, now=now)
+        fields = {
+            k: v
+            for k, v in (
+                ("content", change.content),
+                ("category", change.category),
+                ("confidence", change.confidence),
+            )
+            if v is not None
+        }
+        fact = msgspec.structs.replace(fact, **fields, updated_at=now)
+        await self._store.facts.put_facts([Stored(fact, vector or stored.vector)])
+        return fact
+
+    async def delete(self, user_id: str, fact_id: str) -> bool:
+        """Delete one fact for good (old versions purged); False when there is none."""
+        deleted = await self._writer.call(
+            lambda: self._store.facts.delete_facts(user_id, [fact_id], purge_now=True)
+        )
+        return deleted > 0
+
+    # -- access tracking and decay ---------------------------------------------
+
+    def touch_nowait(self, user_id: str, fact_ids: Sequence[str]) -> None:
+        """Count that these facts went into a context (seed 001); written in coalesced batches."""
+        if not fact_ids:
+            return
+        counts = self._touched.setdefault(user_id, {})
+        for fact_id in fact_ids:
+            counts[fact_id] = counts.get(fact_id, 0) + 1
+        self._writer.request_flush()
+
+    async def _flush_touches(self) -> None:
+        touched, self._touched = self._touched, {}
+        now = self._clock.now()
+        for user_id, counts in touched.items():
+            stored = await self._store.facts.get_facts(user_id, list(counts))
+            writes = []
+            for item in stored:
+                fact = item.fact
+                for _ in range(counts[fact.id]):
+                    [fact] = touch_accessed([fact], now)
+                writes.append(Stored(fact, item.vector))
+            await self._store.facts.put_facts(writes)
+
+    async def sweep(self, user_id: str) -> Changes:
+        """Seed 002's decay sweep and seed 004's category expiry over one user's facts."""
+        return await self._writer.call(lambda: self._sweep(user_id))
+
+    async def _sweep(self, user_id: str) -> Changes:
+        now = self._clock.now()
+        expiry = {c.name: c.expiry_days for c in self._settings.categories}
+        changes = Changes()
+        writes = []
+        for item in await self._store.facts.facts_of(user_id):
+            swept = sweep_fact(item.fact, expiry_days=expiry.get(item.fact.category), now=now)
+            if swept is not None:
+                changes.updated.append(swept)
+                writes.append(Stored(swept, item.vector))
+        await self._store.facts.put_facts(writes)
+        return changes
+
+
+def _guess_category(content: str) -> str:
+    """A category for a fact added without one: the rule extractor's, else a preference
+    when it reads like one, else knowledge."""
+    found = extract_facts(content)
+    if found:
+        return found[0].category
+    return "preference" if expresses_preference(content) else "knowledge"

@@ -1,0 +1,325 @@
+"""The four named context formats: ranked memories turned into prompt text within a budget.
+
+Every builder takes items already ranked best first and only orders, formats and
+trims them. Each returns a :class:`Block`: the text, its ``estimate_tokens`` and
+the ids of the memories that made it in. Newlines and runs of whitespace inside
+a memory are collapsed to single spaces so that one memory is always one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from memory.tokens import estimate_tokens
+from schemas.records import AppNote, Fact, UserProfile
+from schemas.taxonomy import CategorySpec
+
+__all__ = [
+    "ABOUT_USER_HEADING",
+    "DEFAULT_MAX_TOKENS",
+    "FORMATS",
+    "MAX_ABOUT_USER_TOKENS",
+    "MEMORY_CONTEXT_HEADING",
+    "MIN_ABOUT_USER_TOKENS",
+    "TRUNCATION_MARK",
+    "Block",
+    "RuleLine",
+    "about_user",
+    "about_user_budget",
+    "app_memories",
+    "memory_context",
+    "rank_key",
+    "user_context",
+]
+
+#: Names a ``context`` request may ask for in ``format``: seeds 000, 002, 003, 004.
+FORMATS = ("user-context", "memory-context", "app-memories", "about-user")
+
+#: Seed 000's default budget, also used when the model's context size is unknown.
+DEFAULT_MAX_TOKENS = 2000
+#: Seed 004's clamp for the about-user budget.
+MIN_ABOUT_USER_TOKENS = 150
+MAX_ABOUT_USER_TOKENS = 500
+
+#: Seed 000: appended when the text had to be cut at the character level.
+TRUNCATION_MARK = "\n..."
+MEMORY_CONTEXT_HEADING = "# Memory Context"
+ABOUT_USER_HEADING = "## What you know about this user"
+
+_APP_INTRO = "The following are memories from previous conversations with this app:"
+_APP_OUTRO = "Use these memories to provide context-aware responses."
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A formatted context block, its token estimate and the ids of the memories in it."""
+
+    text: str
+    tokens: int
+    memory_ids: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleLine:
+    """One of seed 002's active rules, as the memory-context format shows it."""
+
+    id: str
+    content: str
+    maturity: str
+    effectiveness: float
+
+
+def rank_key(score: float, fact: Fact) -> tuple[float, float, str]:
+    """Sort key for seed 002's stable order: score desc, then created_at desc, then id asc."""
+    return (-score, -fact.created_at.timestamp(), fact.id)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _block(text: str, memory_ids: list[str]) -> Block:
+    return Block(text, estimate_tokens(text), memory_ids)
+
+
+def _longest_fitting(count: int, render: Callable[[int], str], budget: int) -> int:
+    """The largest ``k`` in ``[0, count]`` whose ``render(k)`` fits in ``budget`` tokens.
+
+    ``render(k)`` must be a prefix of ``render(k + 1)``, so the estimate only grows
+    with ``k`` and a binary search finds the answer (``0`` if nothing fits).
+    """
+    low, high = 0, count
+    while low < high:
+        middle = (low + high + 1) // 2
+        if estimate_tokens(render(middle)) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+# -- user-context (seed 000) ---------------------------------------------------------------
+
+
+def _profile_sections(profile: UserProfile | None) -> list[str]:
+    if profile is None:
+        return []
+    groups = (
+        (
+            "User Context:",
+            (
+                ("Work", profile.work),
+                ("Personal", profile.personal),
+                ("Top of mind", profile.top_of_mind),
+            ),
+        ),
+        (
+            "History:",
+            (
+                ("Recent", profile.recent),
+                ("Earlier", profile.earlier),
+                ("Background", profile.background),
+            ),
+        ),
+    )
+    sections = []
+    for heading, fields in groups:
+        lines = [f"- {label}: {_one_line(value)}" for label, value in fields if value.strip()]
+        if lines:
+            sections.append("\n".join([heading, *lines]))
+    return sections
+
+
+def _truncate(text: str, max_tokens: int) -> str:
+    """The longest prefix of ``text`` that fits with the mark appended, or ``""``."""
+    length = _longest_fitting(len(text), lambda n: text[:n] + TRUNCATION_MARK, max_tokens)
+    prefix = text[:length].rstrip()
+    return prefix + TRUNCATION_MARK if prefix else ""
+
+
+def user_context(
+    profile: UserProfile | None, facts: Sequence[Fact], max_tokens: int = DEFAULT_MAX_TOKENS
+) -> Block:
+    """Seed 000's block: ``User Context:``, ``History:`` and ``Facts:`` sections.
+
+    Layout, sections separated by one blank line, empty lines and sections left out::
+
+        User Context:
+        - Work: ...
+        - Personal: ...
+        - Top of mind: ...
+
+        History:
+        - Recent: ...
+        - Earlier: ...
+        - Background: ...
+
+        Facts:
+        - [{category} | {confidence:.2f}] {content}
+
+    Facts are sorted by confidence desc (then created_at desc, id asc). Over
+    ``max_tokens``, facts go from the lowest confidence up; if the profile sections
+    alone are still over, the text is cut at a character and ``"\\n..."`` appended,
+    the mark included in the budget. ``memory_ids`` lists the facts kept (the
+    profile has no memory id). Nothing to show, or a budget below one token: an
+    empty block.
+    """
+    sections = _profile_sections(profile)
+    ranked = sorted(facts, key=lambda fact: rank_key(fact.confidence, fact))
+    lines = [
+        f"- [{fact.category} | {fact.confidence:.2f}] {_one_line(fact.content)}" for fact in ranked
+    ]
+
+    def render(kept: int) -> str:
+        facts_section = ["\n".join(["Facts:", *lines[:kept]])] if kept else []
+        return "\n\n".join([*sections, *facts_section])
+
+    kept = _longest_fitting(len(lines), render, max_tokens)
+    text = render(kept)
+    if estimate_tokens(text) > max_tokens:
+        text = _truncate(text, max_tokens)
+    return _block(text, [fact.id for fact in ranked[:kept]])
+
+
+# -- memory-context (seed 002) -------------------------------------------------------------
+
+
+def _key_fact_line(fact: Fact) -> str:
+    subject = fact.subject or "user"
+    predicate = fact.predicate or fact.category
+    content = _one_line(fact.content)
+    return f"- [{subject}] [{predicate}]: {content} (confidence: {fact.confidence:.2f})"
+
+
+def _rule_line(rule: RuleLine) -> str:
+    content = _one_line(rule.content)
+    return f"- {content} (maturity: {rule.maturity}, effectiveness: {rule.effectiveness:.2f})"
+
+
+def memory_context(
+    facts: Sequence[Fact], token_budget: int, rules: Sequence[RuleLine] = ()
+) -> Block:
+    """Seed 002's block: ``# Memory Context``, then ``## Key Facts`` and ``## Active Rules``.
+
+    Layout, every line ending in ``"\\n"``, a blank line before each section::
+
+        # Memory Context
+
+        ## Key Facts
+        - [{subject}] [{predicate}]: {content} (confidence: {confidence:.2f})
+
+        ## Active Rules
+        - {content} (maturity: {maturity}, effectiveness: {effectiveness:.2f})
+
+    A fact without a subject shows ``user``, without a predicate its category.
+    Facts, then rules, go in in the given order until the next one would push the
+    text past ``token_budget * 4`` characters; nothing after it is added. With
+    nothing to show the text is the heading line alone, as the seed says the
+    output always begins with it; below 17 characters of budget, an empty block.
+    """
+    cap = token_budget * 4
+    parts = [MEMORY_CONTEXT_HEADING + "\n"]
+    length = len(parts[0])
+    if length > cap:
+        return _block("", [])
+    items = [("## Key Facts", fact.id, _key_fact_line(fact)) for fact in facts]
+    items += [("## Active Rules", rule.id, _rule_line(rule)) for rule in rules]
+    ids: list[str] = []
+    section = ""
+    for heading, item_id, line in items:
+        piece = f"{line}\n" if heading == section else f"\n{heading}\n{line}\n"
+        if length + len(piece) > cap:
+            break
+        parts.append(piece)
+        length += len(piece)
+        section = heading
+        ids.append(item_id)
+    return _block("".join(parts), ids)
+
+
+# -- app-memories (seed 003) ---------------------------------------------------------------
+
+
+def app_memories(app_name: str, notes: Sequence[AppNote]) -> Block:
+    """Seed 003's block: numbered, dated notes of one app, newest first.
+
+    Layout (no trailing newline)::
+
+        (memories for app: <app_name>)
+        The following are memories from previous conversations with this app:
+
+        1. [Created: YYYY-MM-DD] content
+        2. [Created: YYYY-MM-DD] content
+
+        Use these memories to provide context-aware responses.
+
+    Ties on created_at go by id. No budget: an app keeps at most 10 short notes.
+    No notes: an empty block.
+    """
+    if not notes:
+        return _block("", [])
+    ordered = sorted(notes, key=lambda note: (-note.created_at.timestamp(), note.id))
+    lines = [
+        f"{number}. [Created: {note.created_at.date().isoformat()}] {_one_line(note.content)}"
+        for number, note in enumerate(ordered, start=1)
+    ]
+    text = "\n".join([f"(memories for app: {app_name})", _APP_INTRO, "", *lines, "", _APP_OUTRO])
+    return _block(text, [note.id for note in ordered])
+
+
+# -- about-user (seed 004) -----------------------------------------------------------------
+
+
+def about_user(facts: Sequence[Fact], categories: Sequence[CategorySpec], budget: int) -> Block:
+    """Seed 004's block: one headed section per category, in ascending ``priority``.
+
+    Layout (no trailing newline)::
+
+        ## What you know about this user
+
+        Current work:
+        - fact
+
+        Preferences:
+        - fact
+
+    Within a section facts keep their given order. Facts of a category missing from
+    ``categories`` are left out. Over ``budget`` tokens, lines go from the end: the
+    lowest-priority section's worst-ranked fact first, and a section whose lines
+    are all gone loses its heading. Nothing fits or nothing to show: an empty block.
+    """
+    specs: dict[str, CategorySpec] = {}
+    for spec in sorted(categories, key=lambda spec: spec.priority):
+        specs.setdefault(spec.name, spec)
+    grouped: dict[str, list[Fact]] = {name: [] for name in specs}
+    for fact in facts:
+        if fact.category in grouped:
+            grouped[fact.category].append(fact)
+    flat = [(spec, fact) for spec in specs.values() for fact in grouped[spec.name]]
+
+    def render(kept: int) -> str:
+        if not kept:
+            return ""
+        sections: list[list[str]] = []
+        current: CategorySpec | None = None
+        for spec, fact in flat[:kept]:
+            if spec is not current:
+                sections.append([spec.heading])
+                current = spec
+            sections[-1].append(f"- {_one_line(fact.content)}")
+        return "\n\n".join([ABOUT_USER_HEADING, *("\n".join(lines) for lines in sections)])
+
+    kept = _longest_fitting(len(flat), render, budget)
+    return _block(render(kept), [fact.id for _, fact in flat[:kept]])
+
+
+def about_user_budget(context_tokens: int | None, used_tokens: int, reserve_for_reply: int) -> int:
+    """Seed 004's budget: 25 % of the context left after the prompt and the reply, 150-500.
+
+    Unknown context size: seed 000's 2000 tokens.
+    """
+    if context_tokens is None:
+        return DEFAULT_MAX_TOKENS
+    remaining = context_tokens - used_tokens - reserve_for_reply
+    return max(MIN_ABOUT_USER_TOKENS, min(MAX_ABOUT_USER_TOKENS, remaining // 4))

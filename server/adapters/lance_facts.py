@@ -1,0 +1,320 @@
+"""LanceDB tables for what mnemo learns: facts, per-app notes, user profiles, extraction progress.
+
+Rows keep the filterable columns (user, scope, validity, ...) as columns and
+the whole record as JSON in ``data``, so records can gain fields without a
+table migration. Facts also carry their embedding and a full-text index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+import pyarrow as pa
+from lancedb.index import FTS, BTree
+
+from actors.ports import FactHit
+from memory.facts import Stored
+from schemas.records import AppNote, Fact, Progress, UserProfile
+from server.adapters.lance_common import purge, quote, user_filter
+
+__all__ = ["LanceFacts"]
+
+_json = msgspec.json.Encoder()
+_fact = msgspec.json.Decoder(Fact)
+_note = msgspec.json.Decoder(AppNote)
+_profile = msgspec.json.Decoder(UserProfile)
+
+
+def _facts_schema(dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("user_id", pa.string(), nullable=False),
+            pa.field("scope", pa.string(), nullable=False),
+            pa.field("validity", pa.string(), nullable=False),
+            pa.field("category", pa.string(), nullable=False),
+            pa.field("content", pa.string(), nullable=False),
+            pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
+            pa.field("data", pa.string(), nullable=False),
+            pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+        ]
+    )
+
+
+_NOTES = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("user_id", pa.string(), nullable=False),
+        pa.field("app_id", pa.string(), nullable=False),
+        pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("data", pa.string(), nullable=False),
+    ]
+)
+_PROFILES = pa.schema(
+    [
+        pa.field("user_id", pa.string(), nullable=False),
+        pa.field("data", pa.string(), nullable=False),
+    ]
+)
+_PROGRESS = pa.schema(
+    [
+        pa.field("user_id", pa.string(), nullable=False),
+        pa.field("session_id", pa.string(), nullable=False),
+        pa.field("scope", pa.string(), nullable=False),
+        pa.field("extracted_through", pa.int32(), nullable=False),
+        pa.field("last_turn", pa.int32(), nullable=False),
+    ]
+)
+_FACT_COLUMNS = ["data", "vector"]
+
+
+def _fact_row(fact: Fact, vector: Sequence[float]) -> dict[str, Any]:
+    return {
+        "id": fact.id,
+        "user_id": fact.user_id,
+        "scope": fact.scope,
+        "validity": fact.validity,
+        "category": fact.category,
+        "content": fact.content,
+        "created_at": fact.created_at,
+        "data": _json.encode(fact).decode(),
+        "vector": list(vector),
+    }
+
+
+def _stored(row: dict[str, Any]) -> Stored:
+    return Stored(_fact.decode(row["data"]), row["vector"])
+
+
+def _ids(ids: Sequence[str]) -> str:
+    return "(" + ", ".join(quote(i) for i in ids) + ")"
+
+
+async def _table(db: Any, names: set[str], name: str, schema: pa.Schema) -> Any:
+    if name in names:
+        return await db.open_table(name)
+    return await db.create_table(name, schema=schema)
+
+
+class LanceFacts:
+    """Implements the ``FactStore`` port on the connection of an opened ``LanceStore``."""
+
+    def __init__(self, db: Any, *, dim: int) -> None:
+        self._db, self._dim = db, dim
+        self._facts: Any = None
+        self._notes: Any = None
+        self._profiles: Any = None
+        self._progress: Any = None
+
+    async def open(self) -> None:
+        names = set((await self._db.list_tables()).tables)
+        self._facts = await _table(self._db, names, "facts", _facts_schema(self._dim))
+        self._notes = await _table(self._db, names, "notes", _NOTES)
+        self._profiles = await _table(self._db, names, "profiles", _PROFILES)
+        self._progress = await _table(self._db, names, "progress", _PROGRESS)
+        have = {tuple(ix.columns) for ix in await self._facts.list_indices()}
+        if ("user_id",) not in have:
+            await self._facts.create_index("user_id", config=BTree())
+        if ("content",) not in have:
+            await self._facts.create_index(
+                "content", config=FTS(base_tokenizer="icu", with_position=True)
+            )
+
+    def close(self) -> None:
+        for table in (self._facts, self._notes, self._profiles, self._progress):
+            if table is not None:
+                table.close()
+
+    # -- facts ---------------------------------------------------------------
+
+    async def facts_of(self, user_id: str, *, active_only: bool = True) -> list[Stored]:
+        where = user_filter(user_id) + (" AND validity = 'active'" if active_only else "")
+        rows = await self._facts.query().where(where).select(_FACT_COLUMNS).to_list()
+        return [_stored(r) for r in rows]
+
+    async def list_facts(
+        self, user_id: str, *, limit: int, offset: int, validity: str | None = "active"
+    ) -> tuple[list[Fact], int]:
+        where = user_filter(user_id)
+        if validity is not None:
+            where += f" AND validity = {quote(validity)}"
+        total = int(await self._facts.count_rows(where))
+        rows = await self._facts.query().where(where).select(["data"]).to_list()
+        facts = sorted((_fact.decode(r["data"]) for r in rows), key=_newest_first)
+        return facts[offset : offset + limit], total
+
+    async def get_facts(self, user_id: str, ids: Sequence[str]) -> list[Stored]:
+        if not ids:
+            return []
+        where = f"{user_filter(user_id)} AND id IN {_ids(ids)}"
+        rows = await self._facts.query().where(where).select(_FACT_COLUMNS).to_list()
+        return [_stored(r) for r in rows]
+
+    async def put_facts(self, items: Sequence[Stored]) -> None:
+        """Insert or replace facts (matched on user and id)."""
+        if not items:
+            return
+        for item in items:
+            user_filter(item.fact.user_id)
+        data = pa.Table.from_pylist(
+            [_fact_row(i.fact, i.vector) for i in items], schema=_facts_schema(self._dim)
+        )
+        await (
+            self._facts.merge_insert(["user_id", "id"])
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(data)
+        )
+
+    async def delete_facts(self, user_id: str, ids: Sequence[str], *, purge_now: bool) -> int:
+        if not ids:
+            return 0
+        where = f"{user_filter(user_id)} AND id IN {_ids(ids)}"
+        count = int(await self._facts.count_rows(where))
+        if count:
+            await self._facts.delete(where)
+            if purge_now:
+                await purge(self._facts)
+        return count
+
+    async def clear_facts(self, user_id: str) -> int:
+        where = user_filter(user_id)
+        count = int(await self._facts.count_rows(where))
+        if count:
+            await self._facts.delete(where)
+            await purge(self._facts)
+        return count
+
+    async def search_facts(
+        self, user_id: str, text: str, vector: Sequence[float], *, k: int, scope: str | None
+    ) -> list[FactHit]:
+        """Active facts by vector and by BM25: (fact, vector rank, text rank), ranks from 1."""
+        where = f"{user_filter(user_id)} AND validity = 'active'"
+        if scope is not None:
+            where += f" AND scope IN ('global', {quote(scope)})"
+        dense = (
+            await self._facts.vector_search(list(vector))
+            .where(where)
+            .distance_type("cosine")
+            .select([*_FACT_COLUMNS, "_distance"])
+            .limit(k)
+            .to_list()
+        )
+        sparse: list[dict[str, Any]] = []
+        if text.strip():
+            sparse = (
+                await self._facts.query()
+                .nearest_to_text(text)
+                .where(where)
+                .select([*_FACT_COLUMNS, "_score"])
+                .limit(k)
+                .to_list()
+            )
+        ranks: dict[str, list[Any]] = {}
+        for rank, row in enumerate(dense, 1):
+            ranks[row["data"]] = [row, rank, None]
+        for rank, row in enumerate(sparse, 1):
+            ranks.setdefault(row["data"], [row, None, None])[2] = rank
+        return [(_stored(row), dr, sr) for row, dr, sr in ranks.values()]
+
+    # -- notes (seed 003) ----------------------------------------------------
+
+    async def notes_of(self, user_id: str, app_id: str) -> list[AppNote]:
+        where = f"{user_filter(user_id)} AND app_id = {quote(app_id)}"
+        rows = await self._notes.query().where(where).select(["data"]).to_list()
+        return sorted((_note.decode(r["data"]) for r in rows), key=lambda n: (n.created_at, n.id))
+
+    async def put_notes(self, notes: Sequence[AppNote]) -> None:
+        if not notes:
+            return
+        rows = [
+            {
+                "id": n.id,
+                "user_id": n.user_id,
+                "app_id": n.app_id,
+                "created_at": n.created_at,
+                "data": _json.encode(n).decode(),
+            }
+            for n in notes
+        ]
+        await (
+            self._notes.merge_insert(["user_id", "id"])
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(pa.Table.from_pylist(rows, schema=_NOTES))
+        )
+
+    async def delete_notes(self, user_id: str, app_id: str, ids: Sequence[str] | None) -> int:
+        where = f"{user_filter(user_id)} AND app_id = {quote(app_id)}"
+        if ids is not None:
+            if not ids:
+                return 0
+            where += f" AND id IN {_ids(ids)}"
+        count = int(await self._notes.count_rows(where))
+        if count:
+            await self._notes.delete(where)
+            await purge(self._notes)
+        return count
+
+    async def clear_notes(self, user_id: str) -> int:
+        where = user_filter(user_id)
+        count = int(await self._notes.count_rows(where))
+        if count:
+            await self._notes.delete(where)
+            await purge(self._notes)
+        return count
+
+    # -- profiles (seed 000) -------------------------------------------------
+
+    async def get_profile(self, user_id: str) -> UserProfile | None:
+        rows = await self._profiles.query().where(user_filter(user_id)).limit(1).to_list()
+        return _profile.decode(rows[0]["data"]) if rows else None
+
+    async def put_profile(self, profile: UserProfile) -> None:
+        row = {"user_id": profile.user_id, "data": _json.encode(profile).decode()}
+        user_filter(profile.user_id)
+        await (
+            self._profiles.merge_insert("user_id")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(pa.Table.from_pylist([row], schema=_PROFILES))
+        )
+
+    async def delete_profile(self, user_id: str) -> None:
+        await self._profiles.delete(user_filter(user_id))
+        await purge(self._profiles)
+
+    # -- extraction progress -------------------------------------------------
+
+    async def put_progress(self, items: Sequence[Progress]) -> None:
+        if not items:
+            return
+        for item in items:
+            user_filter(item.user_id)
+        rows = [msgspec.structs.asdict(i) for i in items]
+        await (
+            self._progress.merge_insert(["user_id", "session_id"])
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(pa.Table.from_pylist(rows, schema=_PROGRESS))
+        )
+
+    async def pending_progress(self) -> list[Progress]:
+        """Sessions of any user with archived turns not yet extracted (for the retry sweep)."""
+        rows = await self._progress.query().where("extracted_through < last_turn").to_list()
+        return [Progress(**r) for r in rows]
+
+    async def get_progress(self, user_id: str, session_id: str) -> Progress | None:
+        where = f"{user_filter(user_id)} AND session_id = {quote(session_id)}"
+        rows = await self._progress.query().where(where).limit(1).to_list()
+        return Progress(**rows[0]) if rows else None
+
+    async def optimize(self, *, cleanup_older_than: Any) -> None:
+        for table in (self._facts, self._notes, self._profiles, self._progress):
+            await table.optimize(cleanup_older_than=cleanup_older_than)
+
+
+def _newest_first(fact: Fact) -> tuple[float, str]:
+    return (-fact.created_at.timestamp(), fact.id)

@@ -1,0 +1,183 @@
+"""Seed 004's two-stage prompt compaction at 80 % of the model context."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memory.compaction import Compacted, compact, trim_history
+from schemas.llm import PromptMessage
+from schemas.records import Fact
+
+T0 = datetime(2026, 5, 1, 9, 30, tzinfo=UTC)
+
+
+def fact(
+    fact_id: str,
+    category: str,
+    confidence: float = 0.9,
+    *,
+    pinned: bool = False,
+    created: datetime = T0,
+) -> Fact:
+    """A fact whose content is 40 characters: 10 tokens."""
+    return Fact(
+        id=fact_id,
+        user_id="u1",
+        content=f"{fact_id:<40}",
+        category=category,
+        confidence=confidence,
+        created_at=created,
+        updated_at=created,
+        last_seen=created,
+        last_confirmed_at=None,
+        pinned=pinned,
+    )
+
+
+def exchange(turns: int) -> list[PromptMessage]:
+    """``turns`` user/assistant pairs, each message 40 characters (10 tokens)."""
+    messages = []
+    for turn in range(1, turns + 1):
+        messages.append(PromptMessage("user", f"{'u' + str(turn):<40}"))
+        messages.append(PromptMessage("assistant", f"{'a' + str(turn):<40}"))
+    return messages
+
+
+def names(messages: list[PromptMessage]) -> list[str]:
+    return [message.content.strip() for message in messages]
+
+
+def ids(facts: list[Fact]) -> list[str]:
+    return [f.id for f in facts]
+
+
+def test_under_the_threshold_nothing_changes() -> None:
+    history = exchange(6)  # 120 tokens
+    facts = [fact("i1", "identity"), fact("r1", "preference")]
+    result = compact(history, facts, system_tokens=100, context_tokens=1000)
+    assert result == Compacted(history, facts, 0, 0, 0, 240)
+
+
+def test_reaching_exactly_the_threshold_compacts() -> None:
+    history = exchange(6)  # 120 tokens; 0.8 * 150 = 120
+    result = compact(history, [], system_tokens=0, context_tokens=150)
+    assert result.stage == 1
+    just_under = compact(history, [], system_tokens=0, context_tokens=151)
+    assert just_under.stage == 0
+
+
+def test_stage_one_keeps_first_exchange_and_last_six_messages_in_order() -> None:
+    history = exchange(6)
+    facts = [fact("i1", "identity")]
+    result = compact(history, facts, system_tokens=20, context_tokens=180)  # 150 >= 144
+    assert names(result.history) == ["u1", "a1", "u4", "a4", "u5", "a5", "u6", "a6"]
+    assert (result.trimmed_messages, result.stage, result.tokens) == (4, 1, 110)
+    assert result.facts == facts
+    assert result.dropped_facts == 0
+
+
+def test_keep_last_is_configurable() -> None:
+    result = compact(exchange(5), [], system_tokens=0, context_tokens=10, keep_last=2)
+    assert names(result.history) == ["u1", "a1", "u5", "a5"]
+    assert result.trimmed_messages == 6
+
+
+def test_first_exchange_starts_at_the_first_user_message() -> None:
+    greeting = PromptMessage("assistant", "Hi! How can I help?")
+    history = [greeting, *exchange(5)]
+    assert names(trim_history(history)) == ["u1", "a1", "u3", "a3", "u4", "a4", "u5", "a5"]
+
+
+def test_first_exchange_without_an_assistant_reply_is_the_user_message_alone() -> None:
+    history = [PromptMessage("user", "first"), PromptMessage("user", "again"), *exchange(4)]
+    kept = trim_history(history, keep_last=2)
+    assert names(kept) == ["first", "u4", "a4"]
+
+
+def test_short_history_overlapping_first_exchange_is_kept_whole() -> None:
+    history = exchange(4)  # first exchange + last 6 cover all 8
+    assert trim_history(history) == history
+    assert trim_history([]) == []
+
+
+def test_stage_two_drops_identity_then_halves_preferences_keeping_high_confidence() -> None:
+    history = exchange(4)  # 80 tokens, nothing to trim
+    facts = [
+        fact("i1", "identity"),
+        fact("r1", "preference", 0.9),
+        fact("r2", "preference", 0.6),
+        fact("j1", "project", 0.3),
+        fact("r3", "preference", 0.8),
+        fact("r4", "preference", 0.5),
+        fact("k1", "knowledge", 0.2),
+    ]
+    # 150 tokens >= 0.8 * 160 = 128; without identity 140, still over; halved 120.
+    result = compact(history, facts, system_tokens=0, context_tokens=160)
+    assert ids(result.facts) == ["r1", "j1", "r3", "k1"]
+    assert (result.stage, result.trimmed_messages, result.dropped_facts) == (2, 0, 3)
+    assert result.tokens == 120
+    assert result.history == history
+
+
+def test_stage_two_stops_after_dropping_identity_when_that_is_enough() -> None:
+    facts = [fact("i1", "identity"), fact("i2", "identity"), fact("r1", "preference", 0.2)]
+    facts += [fact("r2", "preference", 0.1), fact("j1", "project")]
+    # 80 + 50 = 130 >= 0.8 * 150 = 120; without identity 110.
+    result = compact(exchange(4), facts, system_tokens=0, context_tokens=150)
+    assert ids(result.facts) == ["r1", "r2", "j1"]
+    assert (result.stage, result.dropped_facts, result.tokens) == (2, 2, 110)
+
+
+def test_stage_two_runs_after_stage_one_when_trimming_is_not_enough() -> None:
+    facts = [fact("i1", "identity"), fact("r1", "preference")]
+    result = compact(exchange(6), facts, system_tokens=0, context_tokens=100)
+    assert names(result.history) == ["u1", "a1", "u4", "a4", "u5", "a5", "u6", "a6"]
+    assert (result.trimmed_messages, result.dropped_facts, result.stage) == (4, 1, 2)
+    assert ids(result.facts) == ["r1"]  # one unpinned preference: its half rounds up to 1
+
+
+def test_pinned_facts_survive_stage_two() -> None:
+    facts = [
+        fact("i1", "identity", pinned=True),
+        fact("i2", "identity"),
+        fact("r1", "preference", 0.1, pinned=True),
+        fact("r2", "preference", 0.9),
+        fact("r3", "preference", 0.2),
+    ]
+    result = compact(exchange(4), facts, system_tokens=0, context_tokens=10)
+    assert ids(result.facts) == ["i1", "r1", "r2"]
+    assert result.dropped_facts == 2
+    assert result.stage == 2
+
+
+def test_halving_breaks_confidence_ties_by_newest_then_lowest_id() -> None:
+    older = T0 - timedelta(days=3)
+    facts = [
+        fact("r_old", "preference", 0.7, created=older),
+        fact("r_b", "preference", 0.7),
+        fact("r_a", "preference", 0.7),
+        fact("r_c", "preference", 0.7, created=older),
+    ]
+    result = compact([], facts, system_tokens=0, context_tokens=10)
+    assert ids(result.facts) == ["r_b", "r_a"]
+
+
+def test_memory_that_cannot_shrink_further_is_reported_still_over() -> None:
+    facts = [fact("j1", "project"), fact("k1", "knowledge")]
+    result = compact(exchange(2), facts, system_tokens=500, context_tokens=100)
+    assert result.facts == facts
+    assert (result.stage, result.dropped_facts, result.tokens) == (2, 0, 560)
+
+
+@pytest.mark.parametrize(
+    ("threshold", "keep_last"),
+    [(0.0, 6), (1.5, 6), (0.8, -1)],
+    ids=["zero-threshold", "threshold-above-one", "negative-keep-last"],
+)
+def test_invalid_threshold_or_keep_last_is_rejected(threshold: float, keep_last: int) -> None:
+    with pytest.raises(ValueError, match="must"):
+        compact(
+            [], [], system_tokens=0, context_tokens=100, threshold=threshold, keep_last=keep_last
+        )
