@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
@@ -30,6 +31,7 @@ class SessionRegistry:
         self._tg = task_group
         self._deps = deps
         self._live: dict[_Key, SessionActor] = {}
+        self._subscribers: dict[_Key, set[MemoryObjectSendStream[ServerMessage]]] = {}
         self._lock = anyio.Lock()
         self.crashes = 0
 
@@ -39,7 +41,9 @@ class SessionRegistry:
     def live(self) -> list[SessionActor]:
         return list(self._live.values())
 
-    async def open(self, user_id: str, session_id: str) -> tuple[SessionActor, bool]:
+    async def open(
+        self, user_id: str, session_id: str, scope: str = "global"
+    ) -> tuple[SessionActor, bool]:
         """The session's actor, started if needed, and whether the session already existed
         (live here, or a working-memory snapshot left by an earlier process)."""
         key = (user_id, session_id)
@@ -59,10 +63,56 @@ class SessionRegistry:
                     history = [PromptMessage(r.role, r.text) for r in rows if r.role != "other"]
             except MnemoError as exc:
                 _log.warning("could not load session %s: %s", session_id, exc)
-            actor = SessionActor(user_id, session_id, self._deps, memory=memory, history=history)
+            actor = SessionActor(
+                user_id,
+                session_id,
+                self._deps,
+                memory=memory,
+                history=history,
+                scope=scope,
+                publish=lambda message: self._publish(key, message),
+                spawn=self.spawn,
+            )
             self._live[key] = actor
             await self._tg.start(self._supervise, key, actor)
             return actor, memory is not None
+
+    def subscribe(
+        self, user_id: str, session_id: str, stream: MemoryObjectSendStream[ServerMessage]
+    ) -> Callable[[], None]:
+        """Push the session's ``memory`` frames into ``stream`` until the returned
+        function is called (which also closes ``stream``)."""
+        key = (user_id, session_id)
+        self._subscribers.setdefault(key, set()).add(stream)
+
+        def unsubscribe() -> None:
+            found = self._subscribers.get(key)
+            if found is not None:
+                found.discard(stream)
+                if not found:
+                    del self._subscribers[key]
+            stream.close()
+
+        return unsubscribe
+
+    def _publish(self, key: _Key, message: ServerMessage) -> None:
+        for stream in list(self._subscribers.get(key, ())):
+            try:
+                stream.send_nowait(message)
+            except anyio.WouldBlock:
+                _log.warning("dropped a push to a slow client of session %s", key[1])
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._subscribers.get(key, set()).discard(stream)
+
+    def spawn(self, work: Callable[[], Awaitable[None]]) -> None:
+        """Run ``work`` in the background (end-of-session notes); failures are logged."""
+        self._tg.start_soon(self._background, work)
+
+    async def _background(self, work: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await work()
+        except Exception:
+            _log.exception("background work failed")
 
     async def submit(
         self,

@@ -10,18 +10,23 @@ from __future__ import annotations
 import logging
 import secrets
 from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import anyio
-from anyio.abc import TaskStatus
+from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from actors.context import FORMAT_NAMES, ContextBuilder, chat_context
 from actors.errors import ArchiveUnavailable, LlmFailure, MnemoError, Overloaded, SessionClosed
+from actors.keeper import changes_frame
+from actors.learning import Extracted, LearningDeps, SessionLearning
 from actors.ports import Clock, Embedder, Llm, Store
 from actors.writer import ArchiveWriter
-from memory.recall import CONTEXT_FORMATS, RecalledBlock, format_recalled
+from memory.prompts import Exchange
+from memory.tokens import estimate_tokens
 from memory.working import apply_set, record_message
 from schemas.llm import PromptMessage
 from schemas.records import ArchivedMessage, Role, WorkingMemory
@@ -35,6 +40,7 @@ from schemas.wire import (
     Done,
     End,
     ErrorFrame,
+    Remember,
     ServerMessage,
     Set,
     Turn,
@@ -45,9 +51,8 @@ __all__ = ["ActorMessage", "Mail", "SessionActor", "SessionDeps"]
 
 _log = logging.getLogger("mnemo.session")
 _FINAL_TIMEOUT = 10.0
-_RECALL_K = 8
 
-ActorMessage = Chat | Turn | ContextRequest | Set | End
+ActorMessage = Chat | Turn | ContextRequest | Remember | Set | End
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +73,16 @@ class SessionDeps:
     store: Store
     writer: ArchiveWriter
     clock: Clock
+    context: ContextBuilder
+    learning: LearningDeps
+
+
+def _ignore(_: ServerMessage) -> None:
+    pass
+
+
+def _run_inline(_: Callable[[], Awaitable[None]]) -> None:
+    pass
 
 
 def new_message_id() -> str:
@@ -85,22 +100,38 @@ class SessionActor:
         *,
         memory: WorkingMemory | None = None,
         history: list[PromptMessage] | None = None,
+        scope: str = "global",
+        publish: Callable[[ServerMessage], None] = _ignore,
+        spawn: Callable[[Callable[[], Awaitable[None]]], None] = _run_inline,
     ) -> None:
-        self.user_id, self.session_id = user_id, session_id
+        self.user_id, self.session_id, self.scope = user_id, session_id, scope
+        #: Reads see ``global`` plus this session's scope (DESIGN: scope filter).
+        self._scope_filter = None if scope == "global" else scope
         self._deps = deps
         self._settings = deps.settings
-        self._mailbox: MemoryObjectSendStream[Mail]
-        self._inbox: MemoryObjectReceiveStream[Mail]
-        self._mailbox, self._inbox = anyio.create_memory_object_stream[Mail](
+        self._mailbox: MemoryObjectSendStream[Mail | Extracted]
+        self._inbox: MemoryObjectReceiveStream[Mail | Extracted]
+        self._mailbox, self._inbox = anyio.create_memory_object_stream[Mail | Extracted](
             deps.settings.mailbox_size
         )
+        #: The extraction tasks' way in; stays open after the mailbox closes to clients.
+        self._internal = self._mailbox.clone()
+        self._learning = SessionLearning(
+            user_id, session_id, scope, deps.learning, publish=publish, spawn=spawn
+        )
+        self._tg: TaskGroup | None = None
         self._memory = memory
         self._history: deque[PromptMessage] = deque(
             history or [], maxlen=max(deps.settings.history_messages, 0)
         )
         self._current: Mail | None = None
-        self.state = "idle"
+        self._state = "idle"
         self.ended = False
+
+    @property
+    def state(self) -> str:
+        """``streaming`` while a reply streams, ``extracting`` while facts are extracted."""
+        return self._state if self._state != "idle" else self._learning.state
 
     @property
     def memory(self) -> WorkingMemory | None:
@@ -127,29 +158,44 @@ class SessionActor:
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Handle mail until ``end``, idle expiry (``Settings.idle_timeout``) or cancellation.
 
-        ``end`` and expiry finish the session: queued archive writes are awaited,
-        then its working memory is forgotten. On cancellation (server shutdown)
-        the working memory is kept, so the session resumes after a restart.
+        ``end`` and expiry finish the session: pending extraction runs, queued
+        archive writes land, then its working memory is forgotten. On cancellation
+        (server shutdown) the working memory is kept, so the session resumes later.
         """
         task_status.started()
         try:
-            while not self.ended:
-                mail: Mail | None = None
-                with anyio.move_on_after(self._settings.idle_timeout):
-                    mail = await self._inbox.receive()
-                if mail is None:
-                    _log.info("session %s expired after idle timeout", self.session_id)
-                    self._close_mailbox()
-                    await self._end_session()
-                    break
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                await self._loop()
+        finally:
+            self._tg = None
+            self._close_mailbox()
+            self._internal.close()
+            if not self.ended and self._memory is not None:
+                self._deps.writer.put_working(self.user_id, self._memory)
+
+    async def _loop(self) -> None:
+        while not self.ended:
+            mail: Mail | Extracted | None = None
+            with anyio.move_on_after(self._settings.idle_timeout):
+                mail = await self._inbox.receive()
+            if mail is None:
+                _log.info("session %s expired after idle timeout", self.session_id)
+                await self._end_session()
+            elif isinstance(mail, Extracted):
+                await self._extracted(mail)
+            else:
                 self._current = mail  # answered by _close_mailbox if handling fails
                 await self._handle(mail)
                 mail.reply_to.close()
                 self._current = None
-        finally:
-            self._close_mailbox()
-            if not self.ended and self._memory is not None:
-                self._deps.writer.put_working(self.user_id, self._memory)
+
+    async def _extracted(self, mail: Extracted) -> None:
+        self._memory = await self._learning.apply(mail, self._memory)
+        if self._memory is not None:
+            self._deps.writer.put_working(self.user_id, self._memory)
+        if self._tg is not None and not self.ended:
+            self._learning.start(self._tg, self._deliver)
 
     def _close_mailbox(self) -> None:
         """Stop accepting mail and answer whatever is still queued (no await)."""
@@ -157,24 +203,30 @@ class SessionActor:
         pending = [self._current] if self._current is not None else []
         while True:
             try:
-                pending.append(self._inbox.receive_nowait())
+                mail = self._inbox.receive_nowait()
             except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
                 break
+            if isinstance(mail, Mail):
+                pending.append(mail)
         self._inbox.close()
         for mail in pending:
-            ident = getattr(mail.message, "id", None)
-            try:
-                mail.reply_to.send_nowait(
-                    ErrorFrame(id=ident, code="session_closed", message="the session has ended")
-                )
-            except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                pass
-            mail.reply_to.close()
+            _answer_closed(mail)
         self._current = None
 
     async def _end_session(self) -> None:
-        """Final archive (every queued write of this session lands), then forget."""
+        """Finish the session: wait for a running extraction and extract what is pending,
+        start the end-of-conversation note, let every queued write land, then forget."""
         self.ended = True
+        self._mailbox.close()  # clients now get session_closed; extraction still delivers
+        with anyio.move_on_after(_FINAL_TIMEOUT * 12):
+            while self._learning.state == "extracting":
+                mail = await self._inbox.receive()
+                if isinstance(mail, Extracted):
+                    self._memory = await self._learning.apply(mail, self._memory)
+                else:
+                    _answer_closed(mail)
+        exchanges = _exchanges(self._history)
+        await self._learning.finish(self._memory, exchanges)
         try:
             with anyio.fail_after(_FINAL_TIMEOUT):
                 await self._deps.writer.forget_working(self.user_id, self.session_id)
@@ -191,6 +243,8 @@ class SessionActor:
                 await self._turn(turn, mail.reply_to)
             case ContextRequest() as request:
                 await self._context(request, mail.reply_to)
+            case Remember() as request:
+                await self._remember_fact(request, mail.reply_to)
             case Set(topic=topic, variables=variables):
                 self._memory = apply_set(
                     self._memory, self.session_id, self._now(), topic=topic, variables=variables
@@ -209,7 +263,7 @@ class SessionActor:
             id=new_message_id(),
             user_id=self.user_id,
             session_id=self.session_id,
-            scope="global",
+            scope=self.scope,
             turn=turn,
             role=role,
             speaker=role,
@@ -238,26 +292,43 @@ class SessionActor:
                 id=turn.id, code="archive_unavailable", message=f"turn not yet durable: {exc}"
             )
         await _send(reply, answer)
+        if isinstance(answer, Ack):
+            self._learn(number, turn.user, turn.assistant)
+
+    def _learn(self, turn: int, user: str, assistant: str) -> None:
+        """Queue the exchange for extraction; off the reply's critical path."""
+        self._learning.add(Exchange(turn, user, assistant))
+        if self._tg is not None:
+            self._learning.start(self._tg, self._deliver)
+
+    async def _deliver(self, mail: Extracted) -> None:
+        """Mail an extraction result to this actor (called from its extraction task)."""
+        try:
+            await self._internal.send(mail)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            _log.warning("session %s stopped before its extraction result", self.session_id)
 
     async def _chat(self, chat: Chat, reply: MemoryObjectSendStream[ServerMessage]) -> None:
         self._memory = record_message(self._memory, self.session_id, self._now())
         number = self._memory.turn_count
         user_row = self._row(number, "user", chat.content, chat.id, chat.meta)
         self._deps.writer.put_working(self.user_id, self._memory)
-        recalled = await self._recall(
-            chat.content, self._settings.context_budget, skip_history=True
+        memory = await chat_context(
+            self._deps.context,
+            self.user_id,
+            chat.content,
+            scope=self._scope_filter,
+            topic=self._memory.current_topic,
+            history=[*self._history, PromptMessage("user", chat.content)],
+            system_tokens=estimate_tokens(self._settings.system_prompt),
         )
         system = self._settings.system_prompt
-        if recalled.text:
-            system = f"{system}\n\n{recalled.text}"
-        prompt = [
-            PromptMessage("system", system),
-            *self._history,
-            PromptMessage("user", chat.content),
-        ]
+        if memory.memory_text:
+            system = f"{system}\n\n{memory.memory_text}"
+        prompt = [PromptMessage("system", system), *memory.history]
         parts: list[str] = []
-        usage = Usage(context_tokens=recalled.tokens)
-        self.state = "streaming"
+        usage = Usage(context_tokens=memory.memory_tokens)
+        self._state = "streaming"
         try:
             stream = self._deps.llm.stream_chat(prompt, model=self._settings.chat_model)
             async for chunk in stream:
@@ -268,7 +339,7 @@ class SessionActor:
                     usage = Usage(
                         prompt_tokens=chunk.prompt_tokens,
                         completion_tokens=chunk.completion_tokens,
-                        context_tokens=recalled.tokens,
+                        context_tokens=memory.memory_tokens,
                     )
         except LlmFailure as exc:
             _log.warning("chat in session %s failed: %s (%s)", self.session_id, exc.code, exc)
@@ -283,34 +354,35 @@ class SessionActor:
             )
             return
         finally:
-            self.state = "idle"
+            self._state = "idle"
         assistant_row = self._row(number, "assistant", "".join(parts), chat.id, chat.meta)
         self._archive([user_row, assistant_row])
         self._remember([user_row, assistant_row])
         await _send(reply, Done(id=chat.id, turn=number, usage=usage))
+        self._learn(number, chat.content, assistant_row.text)
 
     async def _context(
         self, request: ContextRequest, reply: MemoryObjectSendStream[ServerMessage]
     ) -> None:
         budget = request.budget if request.budget is not None else self._settings.context_budget
-        if request.format not in (None, *CONTEXT_FORMATS):
-            known = ", ".join(CONTEXT_FORMATS)
-            await _send(
-                reply,
-                ErrorFrame(
-                    id=request.id,
-                    code="bad_request",
-                    message=f"unknown context format {request.format!r}; known: {known}",
-                ),
-            )
+        name = request.format or self._settings.context_format
+        problem = None
+        if name not in FORMAT_NAMES:
+            problem = f"unknown context format {name!r}; known: {', '.join(FORMAT_NAMES)}"
+        elif budget <= 0:
+            problem = "budget must be positive"
+        if problem is not None:
+            await _send(reply, ErrorFrame(id=request.id, code="bad_request", message=problem))
             return
-        if budget <= 0:
-            await _send(
-                reply,
-                ErrorFrame(id=request.id, code="bad_request", message="budget must be positive"),
-            )
-            return
-        block = await self._recall(request.query, budget)
+        topic = self._memory.current_topic if self._memory else None
+        block = await self._deps.context.build(
+            self.user_id,
+            request.query,
+            format=name,
+            budget=budget,
+            scope=self._scope_filter,
+            topic=topic,
+        )
         await _send(
             reply,
             ContextBlock(
@@ -318,26 +390,27 @@ class SessionActor:
             ),
         )
 
-    async def _recall(
-        self, query: str, budget: int, *, skip_history: bool = False
-    ) -> RecalledBlock:
-        """Relevant archived messages of this user, best first, within ``budget`` tokens.
-
-        ``skip_history`` leaves out what the prompt already carries as history.
-        A failing embedder or store degrades to an empty block: recall helps a
-        reply but must never block it.
-        """
-        recent = {(m.role, m.content) for m in self._history} if skip_history else set()
+    async def _remember_fact(
+        self, request: Remember, reply: MemoryObjectSendStream[ServerMessage]
+    ) -> None:
         try:
-            [vector] = await self._deps.embedder.embed([query])
-            found = await self._deps.store.search_messages(
-                self.user_id, query, vector, k=_RECALL_K + len(recent)
+            changes = await self._deps.learning.keeper.remember(
+                self.user_id,
+                request.content,
+                category=request.category,
+                pinned=request.pinned,
+                session_id=self.session_id,
+                scope=self.scope,
             )
+        except ValueError as exc:
+            await _send(reply, ErrorFrame(id=request.id, code="bad_request", message=str(exc)))
+            return
         except MnemoError as exc:
-            _log.warning("recall failed in session %s: %s", self.session_id, exc)
-            return format_recalled([], budget)
-        fresh = [m for m, _ in found if (m.role, m.text) not in recent][:_RECALL_K]
-        return format_recalled(fresh, budget)
+            await _send(reply, ErrorFrame(id=request.id, code=exc.code, message=str(exc)))
+            return
+        frame = changes_frame(changes, request.id)
+        if frame is not None:
+            await _send(reply, frame)
 
     def _archive(self, rows: list[ArchivedMessage]) -> None:
         try:
@@ -357,3 +430,26 @@ async def _send(reply: MemoryObjectSendStream[ServerMessage], message: ServerMes
         await reply.send(message)
     except (anyio.BrokenResourceError, anyio.ClosedResourceError):
         pass
+
+
+def _answer_closed(mail: Mail) -> None:
+    ident = getattr(mail.message, "id", None)
+    try:
+        mail.reply_to.send_nowait(
+            ErrorFrame(id=ident, code="session_closed", message="the session has ended")
+        )
+    except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        pass
+    mail.reply_to.close()
+
+
+def _exchanges(history: Sequence[PromptMessage]) -> list[Exchange]:
+    """The session's recent conversation as exchanges (turn numbers are positions)."""
+    out: list[Exchange] = []
+    for message in history:
+        if message.role == "user":
+            out.append(Exchange(len(out) + 1, message.content, ""))
+        elif message.role == "assistant" and out and not out[-1].assistant:
+            last = out[-1]
+            out[-1] = Exchange(last.turn, last.user, message.content)
+    return out

@@ -18,7 +18,8 @@ Deliberately not handled, to keep false facts out of memory:
   nationality or a state ("I'm tired", "I'm French", "call me later" give
   nothing); "I'm a/an X" is a role only when X names an occupation, and so is
   我是X. 我是小明 (a name) and 我是上海人 (an origin) are not understood.
-- Requests that look like goals: "I want to know/ask/say ...", "我想问/知道/要...".
+- Requests that look like goals: "I want to know/ask/say ...", "I hope to see
+  you soon", "我想问/知道/要...", and any 我想 phrase that mentions 你.
 - Lists and clauses: "I like tea and coffee" keeps only "tea"; in "I'm from
   Lyon but live in Paris" the second clause has no subject and is missed.
 - 我在X工作 is an employer even when X is a city.
@@ -330,6 +331,7 @@ _I_AM = r"\bi(?:'m|\s+am)\s+"
 _ADVERB = r"(?:(?:really|also|just|absolutely|truly|totally|still|actually|do)\s+)?"
 _ZH_ADVERB = r"(?:也|很|非常|特别|真的|真|超|一直|都|还|确实)?"
 _THIRD = {"like": "likes", "love": "loves", "enjoy": "enjoys", "adore": "adores"}
+_DISLIKE = {"hate": "hates", "": "dislikes"}
 _GOAL_VERB = {"want": "wants", "plan": "plans", "hope": "hopes", "intend": "intends"}
 _ZH_PLACE = r"(?P<place>[^,.!?;\n我" + _ZH_PUNCT + r"]{1,30}?)"
 
@@ -350,147 +352,73 @@ def _verb_shape(template: str, verbs: dict[str, str], check: Callable[[str], boo
     return shape
 
 
+# One rule a line or two: pattern, category, predicate, shape. Order breaks ties between
+# rules that match at the same place (the first one's content is kept).
+# fmt: off
 _RULES: tuple[_Rule, ...] = (
     # identity
     _rule(r"\bmy\s+name(?:\s+is|'s)\s+", "identity", "name", _name(capitalised=False)),
     _rule(r"\bcall\s+me\s+", "identity", "name", _name(capitalised=True)),
     _rule(_I_AM, "identity", "name", _name(capitalised=True)),
     _rule(_I_AM + r"(?P<age>\d{1,3})\s*(?:years?\s+old|y/?o)\b", "identity", "age", _age),
-    _rule(
-        r"我(?:今年)?(?P<age>\d{1,3}|[零一二两三四五六七八九十百]{1,4})岁", "identity", "age", _age
-    ),
+    _rule(r"我(?:今年)?(?P<age>\d{1,3}|[零一二两三四五六七八九十百]{1,4})岁",
+          "identity", "age", _age),
     _rule(r"我叫|我的名字(?:是|叫)", "identity", "name", _chinese_name),
-    _rule(
-        r"\bi\s+(?:currently\s+|now\s+)?live\s+in\s+",
-        "identity",
-        "location",
-        _place("User lives in {value}"),
-    ),
-    _rule(
-        r"(?:" + _I_AM + r"|\bi\s+come\s+)from\s+",
-        "identity",
-        "location",
-        _place("User is from {value}"),
-    ),
+    _rule(r"\bi\s+(?:currently\s+|now\s+)?live\s+in\s+",
+          "identity", "location", _place("User lives in {value}")),
+    _rule(r"(?:" + _I_AM + r"|\bi\s+come\s+)from\s+",
+          "identity", "location", _place("User is from {value}")),
     _rule(_I_AM + r"based\s+in\s+", "identity", "location", _place("User is based in {value}")),
-    _rule(
-        r"\bi\s+(?:just\s+|recently\s+)?(?:moved|relocated)\s+to\s+",
-        "identity",
-        "location",
-        _place("User moved to {value}"),
-    ),
+    _rule(r"\bi\s+(?:just\s+|recently\s+)?(?:moved|relocated)\s+to\s+",
+          "identity", "location", _place("User moved to {value}")),
     _rule(r"我(?:现在)?住在", "identity", "location", _chinese("用户住在{value}")),
     _rule(r"我来自", "identity", "location", _chinese("用户来自{value}")),
     _rule(r"我(?:刚|最近)?搬到了?", "identity", "location", _chinese("用户搬到{value}")),
     # work
-    _rule(
-        r"\bi\s+(?:currently\s+|now\s+)?work\s+(?P<prep>at|for)\s+",
-        "project",
-        "employer",
-        _employer,
-    ),
-    _rule(
-        r"\bi\s+(?:currently\s+|now\s+)?work\s+as\s+(?P<art>an?\s+)?",
-        "project",
-        "role",
-        _work_as,
-    ),
+    _rule(r"\bi\s+(?:currently\s+|now\s+)?work\s+(?P<prep>at|for)\s+",
+          "project", "employer", _employer),
+    _rule(r"\bi\s+(?:currently\s+|now\s+)?work\s+as\s+(?P<art>an?\s+)?",
+          "project", "role", _work_as),
     _rule(_I_AM + r"(?P<art>an?)\s+", "project", "role", _english_role),
-    _rule(
-        _I_AM + r"(?:currently\s+|now\s+|still\s+)?(?P<verb>working\s+on|building)\s+",
-        "project",
-        "working_on",
-        _english("User is {verb} {value}"),
-    ),
-    _rule(
-        r"我(?:现在)?在" + _ZH_PLACE + r"(?P<verb>工作|上班)",
-        "project",
-        "employer",
-        _chinese_employer,
-    ),
+    _rule(_I_AM + r"(?:currently\s+|now\s+|still\s+)?(?P<verb>working\s+on|building)\s+",
+          "project", "working_on", _english("User is {verb} {value}")),
+    _rule(r"我(?:现在)?在" + _ZH_PLACE + r"(?P<verb>工作|上班)",
+          "project", "employer", _chinese_employer),
     _rule(r"我是(?P<mw>一名|一个|一位|一)?", "project", "role", _chinese_role),
-    _rule(
-        r"我(?:正在|在)(?P<verb>做|开发|搞)",
-        "project",
-        "working_on",
-        _chinese("用户在{verb}{value}", min_length=2),
-    ),
+    _rule(r"我(?:正在|在)(?P<verb>做|开发|搞)",
+          "project", "working_on", _chinese("用户在{verb}{value}", min_length=2)),
     # preferences
-    _rule(
-        r"\bi\s+" + _ADVERB + r"(?P<verb>like|love|enjoy|adore)\s+",
-        "preference",
-        "likes",
-        _verb_shape("User {verb} {value}", _THIRD, _english_object),
-    ),
-    _rule(
-        r"\bi\s+" + _ADVERB + r"(?:(?:don't|dont|do\s+not)\s+(?:really\s+)?"
-        r"(?:like|love|enjoy)|(?P<verb>hate)|dislike|(?:can't|cannot|can\s+not)\s+stand)\s+",
-        "preference",
-        "dislikes",
-        _verb_shape("User {verb} {value}", {"hate": "hates", "": "dislikes"}, _english_object),
-    ),
-    _rule(
-        r"\bi\s+(?:(?:really|much|generally|usually|always|also|still)\s+)?prefer\s+",
-        "preference",
-        "prefers",
-        _preference,
-    ),
+    _rule(r"\bi\s+" + _ADVERB + r"(?P<verb>like|love|enjoy|adore)\s+",
+          "preference", "likes", _verb_shape("User {verb} {value}", _THIRD, _english_object)),
+    _rule(r"\bi\s+" + _ADVERB + r"(?:(?:don't|dont|do\s+not)\s+(?:really\s+)?(?:like|love|enjoy)"
+          r"|(?P<verb>hate)|dislike|(?:can't|cannot|can\s+not)\s+stand)\s+",
+          "preference", "dislikes", _verb_shape("User {verb} {value}", _DISLIKE, _english_object)),
+    _rule(r"\bi\s+(?:(?:really|much|generally|usually|always|also|still)\s+)?prefer\s+",
+          "preference", "prefers", _preference),
+    _rule(r"\bmy\s+(?:all-time\s+)?(?P<what>favou?rite\s+[^\W\d_]+(?:\s+[^\W\d_]+)?)\s+is\s+",
+          "preference", "likes", _english("User's {what} is {value}")),
     # Before the general 喜欢 rule, which gives the same content with a worse value.
-    _rule(
-        r"我(?P<verb>最喜欢|最爱)的(?P<what>[^\s\d" + _ZH_PUNCT + r"]{1,6}?)是",
-        "preference",
-        "likes",
-        _chinese("用户{verb}的{what}是{value}"),
-    ),
-    _rule(
-        r"我" + _ZH_ADVERB + r"(?P<verb>最喜欢|喜欢|喜爱|热爱|爱(?![好人]))",
-        "preference",
-        "likes",
-        _chinese("用户{verb}{value}"),
-    ),
-    _rule(
-        r"\bmy\s+(?:all-time\s+)?(?P<what>favou?rite\s+[^\W\d_]+(?:\s+[^\W\d_]+)?)\s+is\s+",
-        "preference",
-        "likes",
-        _english("User's {what} is {value}"),
-    ),
+    _rule(r"我(?P<verb>最喜欢|最爱)的(?P<what>[^\s\d" + _ZH_PUNCT + r"]{1,6}?)是",
+          "preference", "likes", _chinese("用户{verb}的{what}是{value}")),
+    _rule(r"我" + _ZH_ADVERB + r"(?P<verb>最喜欢|喜欢|喜爱|热爱|爱(?![好人]))",
+          "preference", "likes", _chinese("用户{verb}{value}")),
     _rule(r"我的爱好是", "preference", "likes", _chinese("用户的爱好是{value}")),
-    _rule(
-        r"我" + _ZH_ADVERB + r"(?P<verb>不喜欢|不爱|讨厌|受不了|反感)",
-        "preference",
-        "dislikes",
-        _chinese("用户{verb}{value}"),
-    ),
-    _rule(
-        r"我(?:也|还是)?(?P<verb>更喜欢|更爱|偏好|宁愿|更倾向于?)",
-        "preference",
-        "prefers",
-        _chinese("用户{verb}{value}"),
-    ),
+    _rule(r"我" + _ZH_ADVERB + r"(?P<verb>不喜欢|不爱|讨厌|受不了|反感)",
+          "preference", "dislikes", _chinese("用户{verb}{value}")),
+    _rule(r"我(?:也|还是)?(?P<verb>更喜欢|更爱|偏好|宁愿|更倾向于?)",
+          "preference", "prefers", _chinese("用户{verb}{value}")),
     # goals
-    _rule(
-        r"\bi\s+(?:(?:really|also|still)\s+)?(?P<verb>want|plan|hope|intend)\s+to\s+",
-        "goal",
-        "goal",
-        _verb_shape("User {verb} to {value}", _GOAL_VERB, _goal_check),
-    ),
-    _rule(
-        _I_AM + r"(?P<verb>planning|trying|hoping|aiming)\s+to\s+",
-        "goal",
-        "goal",
-        _english("User is {verb} to {value}", check=_goal_check),
-    ),
-    _rule(
-        r"\bmy\s+(?:main\s+|big\s+)?goal\s+is\s+(?P<to>to\s+)?",
-        "goal",
-        "goal",
-        _english("User's goal is {to}{value}", check=_goal_check),
-    ),
-    _rule(
-        r"我(?P<verb>想|打算|计划|希望|准备)", "goal", "goal", _chinese_goal("用户{verb}{value}")
-    ),
+    _rule(r"\bi\s+(?:(?:really|also|still)\s+)?(?P<verb>want|plan|hope|intend)\s+to\s+",
+          "goal", "goal", _verb_shape("User {verb} to {value}", _GOAL_VERB, _goal_check)),
+    _rule(_I_AM + r"(?P<verb>planning|trying|hoping|aiming)\s+to\s+",
+          "goal", "goal", _english("User is {verb} to {value}", check=_goal_check)),
+    _rule(r"\bmy\s+(?:main\s+|big\s+)?goal\s+is\s+(?P<to>to\s+)?",
+          "goal", "goal", _english("User's goal is {to}{value}", check=_goal_check)),
+    _rule(r"我(?P<verb>想|打算|计划|希望|准备)",
+          "goal", "goal", _chinese_goal("用户{verb}{value}")),
     _rule(r"我的目标是", "goal", "goal", _chinese_goal("用户的目标是{value}")),
 )
+# fmt: on
 
 
 def extract_facts(user_text: str, *, confidence: float = 0.6) -> list[ExtractedFact]:

@@ -19,6 +19,7 @@ from starlette.routing import WebSocketRoute
 from actors.ports import Clock, Embedder, Llm, Store
 from actors.registry import SessionRegistry
 from actors.session import SessionDeps
+from actors.wiring import build_deps
 from actors.writer import ArchiveWriter
 from schemas.settings import Settings
 from server import rest, ws
@@ -38,6 +39,7 @@ class AppState(TypedDict):
     store: Store
     writer: ArchiveWriter
     registry: SessionRegistry
+    deps: SessionDeps
 
 
 async def _supervise_writer(
@@ -82,8 +84,8 @@ def create_app(
             optimize_interval=settings.optimize_interval,
             cleanup_older_than=settings.cleanup_older_than,
         )
-        deps = SessionDeps(
-            settings=settings,
+        deps = build_deps(
+            settings,
             llm=llm,
             embedder=embedder,
             store=store,
@@ -95,7 +97,13 @@ def create_app(
                 await writer_group.start(_supervise_writer, writer)
                 async with anyio.create_task_group() as sessions:
                     registry = SessionRegistry(sessions, deps)
-                    yield AppState(settings=settings, store=store, writer=writer, registry=registry)
+                    yield AppState(
+                        settings=settings,
+                        store=store,
+                        writer=writer,
+                        registry=registry,
+                        deps=deps,
+                    )
                     sessions.cancel_scope.cancel()
                 # Sessions are gone and have queued their snapshots: now stop the writer,
                 # which flushes everything still queued before it returns.

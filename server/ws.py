@@ -69,16 +69,26 @@ async def chat_socket(websocket: WebSocket) -> None:
     if not SESSION_ID.match(session_id):
         await _refuse(websocket, 400, "bad_request", "session id: 1-128 of A-Z a-z 0-9 _ . : -")
         return
+    scope = websocket.query_params.get("app", "global")
+    if not SESSION_ID.match(scope):
+        await _refuse(websocket, 400, "bad_request", "app id: 1-128 of A-Z a-z 0-9 _ . : -")
+        return
     await websocket.accept()
-    actor, resumed = await registry.open(user_id, session_id)
+    actor, resumed = await registry.open(user_id, session_id, scope)
     outbox, replies = anyio.create_memory_object_stream[ServerMessage](_OUTBOX_SIZE)
+    unsubscribe = registry.subscribe(user_id, session_id, outbox.clone())
     async with anyio.create_task_group() as tg:
         tg.start_soon(_send_replies, websocket, replies)
         with outbox:
             await outbox.send(
                 Ready(session_id=session_id, turn_count=actor.turn_count, resumed=resumed)
             )
-            ended = await _receive_loop(websocket, settings, registry, user_id, session_id, outbox)
+            try:
+                ended = await _receive_loop(
+                    websocket, settings, registry, user_id, session_id, outbox
+                )
+            finally:
+                unsubscribe()
         if ended:
             # The sender stops once every answer is sent (all send streams closed).
             tg.cancel_scope.deadline = anyio.current_time() + _END_TIMEOUT
@@ -131,7 +141,7 @@ async def _receive_loop(
             case _:
                 try:
                     await registry.submit(user_id, session_id, message, outbox)
-                except Overloaded as exc:
+                except (Overloaded, SessionClosed) as exc:
                     ident = getattr(message, "id", None)
                     await outbox.send(ErrorFrame(id=ident, code=exc.code, message=str(exc)))
 

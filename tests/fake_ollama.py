@@ -99,9 +99,13 @@ class FakeOllama:
     default_reply: str | Json = "OK"
     responder: Callable[[str, Json], Any] | None = None  # (path, body) -> str|dict|Reply
     requests: list[tuple[str, str, Json]] = field(default_factory=list)  # (method, path, body)
+    #: Structured-output requests (a ``format`` in the body) take ``script_json`` replies,
+    #: then this default, and leave the plain ``script`` queue to chat. None: one queue.
+    json_default: str | Json | None = None
 
     def __post_init__(self) -> None:
         self._replies: list[Reply] = []
+        self._json_replies: list[Reply] = []
         self._faults: list[Fault] = []
         self._server: asyncio.Server | None = None
         self._conns: set[asyncio.Task[Any]] = set()
@@ -114,6 +118,11 @@ class FakeOllama:
         """Queue replies for the next chat/generate requests, in order."""
         for r in replies:
             self._replies.append(r if isinstance(r, Reply) else Reply(content=r))
+
+    def script_json(self, *replies: str | Json | list[Any] | Reply) -> None:
+        """Queue replies for the next structured-output requests (needs ``json_default``)."""
+        for r in replies:
+            self._json_replies.append(r if isinstance(r, Reply) else Reply(content=r))
 
     def fault(self, **kw: Any) -> None:
         """Queue a ``Fault(**kw)`` for the next matching request."""
@@ -238,6 +247,10 @@ class FakeOllama:
         return None
 
     def _next_reply(self, path: str, body: Json) -> Reply:
+        if self.json_default is not None and "format" in body:
+            if self._json_replies:
+                return self._json_replies.pop(0)
+            return Reply(content=self.json_default)
         if self._replies:
             return self._replies.pop(0)
         r = self.responder(path, body) if self.responder else self.default_reply

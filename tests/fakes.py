@@ -5,15 +5,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import anyio
 
 from actors.errors import ArchiveUnavailable, LlmFailure
-from actors.ports import Page, ScoredMessage
+from actors.ports import FactHit, Page, ScoredMessage
+from memory.facts import Stored
 from schemas.llm import ChatChunk, PromptMessage
-from schemas.records import ArchivedMessage, WorkingMemory
+from schemas.records import AppNote, ArchivedMessage, Fact, Progress, UserProfile, WorkingMemory
 
-__all__ = ["MemoryStore", "ScriptedLlm", "SteppingClock"]
+__all__ = ["MemoryFacts", "MemoryStore", "ScriptedLlm", "SteppingClock"]
 
 
 @dataclass
@@ -24,6 +26,22 @@ class ScriptedLlm:
     script: list[str | BaseException] = field(default_factory=list)
     prompts: list[list[PromptMessage]] = field(default_factory=list)
     chunk_delay: float = 0.0
+    #: Answers of ``generate_json`` calls, in order; when empty, ``json_default``.
+    json_script: list[str | BaseException] = field(default_factory=list)
+    json_default: str = '{"facts": [], "memory_update": {}, "analysis": {}}'
+    json_prompts: list[tuple[str | None, str]] = field(default_factory=list)
+    json_delay: float = 0.0
+
+    async def generate_json(
+        self, prompt: str, *, model: str, schema: dict[str, Any], system: str | None = None
+    ) -> str:
+        self.json_prompts.append((system, prompt))
+        if self.json_delay:
+            await anyio.sleep(self.json_delay)
+        answer = self.json_script.pop(0) if self.json_script else self.json_default
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
 
     async def stream_chat(
         self, messages: Sequence[PromptMessage], *, model: str
@@ -55,10 +73,118 @@ class SteppingClock:
 
 
 @dataclass
+class MemoryFacts:
+    """The FactStore port in dicts."""
+
+    facts: dict[tuple[str, str], Stored] = field(default_factory=dict)
+    notes: dict[tuple[str, str], AppNote] = field(default_factory=dict)
+    profiles: dict[str, UserProfile] = field(default_factory=dict)
+    progress: dict[tuple[str, str], Progress] = field(default_factory=dict)
+
+    async def facts_of(self, user_id: str, *, active_only: bool = True) -> list[Stored]:
+        return [
+            s
+            for (u, _), s in self.facts.items()
+            if u == user_id and (s.fact.validity == "active" or not active_only)
+        ]
+
+    async def list_facts(
+        self, user_id: str, *, limit: int, offset: int, validity: str | None = "active"
+    ) -> tuple[list[Fact], int]:
+        mine = [
+            s.fact
+            for (u, _), s in self.facts.items()
+            if u == user_id and (validity is None or s.fact.validity == validity)
+        ]
+        mine.sort(key=lambda f: (-f.created_at.timestamp(), f.id))
+        return mine[offset : offset + limit], len(mine)
+
+    async def get_facts(self, user_id: str, ids: Sequence[str]) -> list[Stored]:
+        return [self.facts[(user_id, i)] for i in ids if (user_id, i) in self.facts]
+
+    async def put_facts(self, items: Sequence[Stored]) -> None:
+        for item in items:
+            self.facts[(item.fact.user_id, item.fact.id)] = item
+
+    async def delete_facts(self, user_id: str, ids: Sequence[str], *, purge_now: bool) -> int:
+        return sum(1 for i in ids if self.facts.pop((user_id, i), None) is not None)
+
+    async def clear_facts(self, user_id: str) -> int:
+        mine = [k for k in self.facts if k[0] == user_id]
+        for key in mine:
+            del self.facts[key]
+        return len(mine)
+
+    async def search_facts(
+        self, user_id: str, text: str, vector: Sequence[float], *, k: int, scope: str | None
+    ) -> list[FactHit]:
+        active = [
+            s
+            for s in await self.facts_of(user_id)
+            if scope is None or s.fact.scope in ("global", scope)
+        ]
+        dense = sorted(
+            active, key=lambda s: -sum(a * b for a, b in zip(s.vector, vector, strict=True))
+        )
+        words = set(text.lower().split())
+        sparse = [s for s in active if words & set(s.fact.content.lower().split())]
+        hits: dict[str, list[Any]] = {}
+        for rank, s in enumerate(dense[:k], 1):
+            hits[s.fact.id] = [s, rank, None]
+        for rank, s in enumerate(sparse[:k], 1):
+            hits.setdefault(s.fact.id, [s, None, None])[2] = rank
+        return [(s, d, t) for s, d, t in hits.values()]
+
+    async def notes_of(self, user_id: str, app_id: str) -> list[AppNote]:
+        mine = [n for (u, _), n in self.notes.items() if u == user_id and n.app_id == app_id]
+        return sorted(mine, key=lambda n: (n.created_at, n.id))
+
+    async def put_notes(self, notes: Sequence[AppNote]) -> None:
+        for note in notes:
+            self.notes[(note.user_id, note.id)] = note
+
+    async def delete_notes(self, user_id: str, app_id: str, ids: Sequence[str] | None) -> int:
+        doomed = [
+            k
+            for k, n in self.notes.items()
+            if k[0] == user_id and n.app_id == app_id and (ids is None or n.id in ids)
+        ]
+        for key in doomed:
+            del self.notes[key]
+        return len(doomed)
+
+    async def clear_notes(self, user_id: str) -> int:
+        doomed = [k for k in self.notes if k[0] == user_id]
+        for key in doomed:
+            del self.notes[key]
+        return len(doomed)
+
+    async def get_profile(self, user_id: str) -> UserProfile | None:
+        return self.profiles.get(user_id)
+
+    async def put_profile(self, profile: UserProfile) -> None:
+        self.profiles[profile.user_id] = profile
+
+    async def delete_profile(self, user_id: str) -> None:
+        self.profiles.pop(user_id, None)
+
+    async def put_progress(self, items: Sequence[Progress]) -> None:
+        for item in items:
+            self.progress[(item.user_id, item.session_id)] = item
+
+    async def get_progress(self, user_id: str, session_id: str) -> Progress | None:
+        return self.progress.get((user_id, session_id))
+
+    async def pending_progress(self) -> list[Progress]:
+        return [p for p in self.progress.values() if p.extracted_through < p.last_turn]
+
+
+@dataclass
 class MemoryStore:
     """The Store port in a dict. ``fail_appends`` makes that many appends fail first."""
 
     messages: list[ArchivedMessage] = field(default_factory=list)
+    facts: MemoryFacts = field(default_factory=MemoryFacts)
     working: dict[tuple[str, str], WorkingMemory] = field(default_factory=dict)
     fail_appends: int = 0
     appends: list[int] = field(default_factory=list)
@@ -130,3 +256,7 @@ class MemoryStore:
 
 def llm_error(message: str = "boom") -> LlmFailure:
     return LlmFailure(message)
+
+
+def _dot(a: Sequence[float], b: Sequence[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))

@@ -18,8 +18,9 @@ from schemas.settings import Settings
 from server.adapters.lance_store import LanceStore
 from server.adapters.ollama import OllamaLlm
 from server.app import create_app
+from tests.fake_ollama import FakeOllama
 
-__all__ = ["Client", "make_app", "serve", "settings_for"]
+__all__ = ["Client", "chat_bodies", "make_app", "serve", "settings_for"]
 
 
 def settings_for(data_dir: Path, ollama_url: str, **changes: Any) -> Settings:
@@ -101,3 +102,12 @@ class Client:
                 if frame["type"] == kind:
                     return frame, before
                 before.append(frame)
+
+
+#: A valid, empty extraction: what the fake answers structured-output calls by default.
+EMPTY_EXTRACTION = {"facts": [], "memory_update": {"should_store": False}, "analysis": {}}
+
+
+def chat_bodies(fake: FakeOllama) -> list[dict[str, Any]]:
+    """Bodies of the streamed chat calls the server made (not extraction or note calls)."""
+    return [b for _, path, b in fake.requests if path == "/api/chat" and "format" not in b]

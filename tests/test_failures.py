@@ -12,17 +12,11 @@ import httpx
 import pytest
 
 from tests.fake_ollama import FakeOllama, Reply
-from tests.harness import Client, make_app, serve, settings_for
+from tests.harness import Client, chat_bodies, make_app, serve, settings_for
 
 pytestmark = pytest.mark.anyio
 
 TIMEOUT = 0.5
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeOllama]:
-    async with FakeOllama(models=["llama3.2"]) as fake:
-        yield fake
 
 
 @pytest.fixture
@@ -100,7 +94,7 @@ async def test_ollama_down_gives_llm_unavailable_but_turns_and_context_work(
             error, _ = await client.until("error")
             await client.send(type="turn", id="t1", user="tea please", assistant="here")
             ack, _ = await client.until("ack")
-            await client.send(type="context", id="q", query="tea")
+            await client.send(type="context", id="q", query="tea", format="conversation")
             block = await client.receive()
         await wait_archived(server, "is anyone there")
     assert error["code"] == "llm_unavailable"
@@ -204,7 +198,7 @@ async def test_acked_turn_survives_a_server_restart(tmp_path: Path, fake: FakeOl
             await client.until("done")
     assert ready["resumed"] is True
     assert ready["turn_count"] == 1
-    history = [m["content"] for m in fake.requests[-1][2]["messages"][1:]]
+    history = [m["content"] for m in chat_bodies(fake)[-1]["messages"][1:]]
     assert history == ["remember the blue door", "ok", "what door?"]
 
 

@@ -19,12 +19,6 @@ KEYS = {"key-alice": "alice", "key-bob": "bob"}
 
 
 @pytest.fixture
-async def fake() -> AsyncIterator[FakeOllama]:
-    async with FakeOllama(models=["llama3.2"]) as fake:
-        yield fake
-
-
-@pytest.fixture
 async def server(tmp_path: Path, fake: FakeOllama) -> AsyncIterator[str]:
     async with serve(make_app(settings_for(tmp_path, fake.url, api_keys=KEYS))) as address:
         yield address
@@ -163,6 +157,6 @@ async def test_two_users_never_see_each_others_rows_through_any_endpoint(server:
         assert (await alice.get(f"/memory/long-term/{alice_id}")).status_code == 200
     async with Client.connect(server, "shared", token="key-bob") as client:
         await client.receive()
-        await client.send(type="context", id="q", query="secret tulips")
+        await client.send(type="context", id="q", query="secret tulips", format="conversation")
         block = await client.receive()
     assert "tulips" not in block["text"]

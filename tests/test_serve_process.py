@@ -72,7 +72,9 @@ async def test_serve_on_embedded_defaults_acks_turns_recalls_them_and_stops_clea
             type="turn", id="t1", user="My sister Mia lives in Kyoto", assistant="Nice"
         )
         ack = await client.receive()
-        await client.send(type="context", id="q", query="Where does my sibling live?")
+        await client.send(
+            type="context", id="q", query="Where does my sibling live?", format="conversation"
+        )
         block = await client.receive()
         await client.send(type="chat", id="c1", content="hello?")
         error, _ = await client.until("error")

@@ -13,7 +13,8 @@ from trio.testing import MockClock
 
 from actors.errors import LlmTimeout, LlmUnavailable, Overloaded
 from actors.registry import SessionRegistry
-from actors.session import ActorMessage, SessionDeps
+from actors.session import ActorMessage
+from actors.wiring import build_deps
 from actors.writer import ArchiveWriter
 from memory.hashing import HashEmbedder
 from schemas.settings import Settings
@@ -61,13 +62,14 @@ async def world(**changes: Any) -> AsyncIterator[World]:
     settings = Settings(**{"idle_timeout": 1800.0, "ack_timeout": 5.0, **changes})
     store, llm = MemoryStore(), ScriptedLlm()
     writer = ArchiveWriter(store, HashEmbedder(), linger=0.0, optimize_interval=60.0)
-    deps = SessionDeps(
-        settings=settings,
+    deps = build_deps(
+        settings,
         llm=llm,
         embedder=HashEmbedder(),
         store=store,
         writer=writer,
         clock=SteppingClock(),
+        extract_backoff=0.01,
     )
     async with anyio.create_task_group() as tg:
         await tg.start(writer.run)

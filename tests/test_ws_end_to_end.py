@@ -10,15 +10,9 @@ import httpx
 import pytest
 
 from tests.fake_ollama import FakeOllama, Reply
-from tests.harness import Client, make_app, serve, settings_for
+from tests.harness import Client, chat_bodies, make_app, serve, settings_for
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeOllama]:
-    async with FakeOllama(models=["llama3.2"]) as fake:
-        yield fake
 
 
 @pytest.fixture
@@ -69,7 +63,7 @@ async def test_chat_sends_history_and_recalled_memories_to_the_model(
         await client.until("done")
         await client.send(type="chat", id="c2", content="and again?")
         await client.until("done")
-    chats = [body for _, path, body in fake.requests if path == "/api/chat"]
+    chats = chat_bodies(fake)
     first, second = chats[-2], chats[-1]
     assert first["messages"][0]["role"] == "system"
     assert "my cat is called Miso" in first["messages"][0]["content"]
@@ -113,7 +107,9 @@ async def test_context_returns_a_block_of_relevant_memories(server: str) -> None
         await client.until("ack")
         await client.send(type="turn", id="t2", user="My car is red", assistant="OK.")
         await client.until("ack")
-        await client.send(type="context", id="q1", query="green tea", budget=200)
+        await client.send(
+            type="context", id="q1", query="green tea", budget=200, format="conversation"
+        )
         block = await client.receive()
     assert block["type"] == "context"
     assert block["id"] == "q1"
@@ -128,7 +124,7 @@ async def test_context_with_tiny_budget_is_empty_not_over_budget(server: str) ->
         await client.receive()
         await client.send(type="turn", id="t1", user="I love green tea", assistant="Noted.")
         await client.until("ack")
-        await client.send(type="context", id="q1", query="tea", budget=5)
+        await client.send(type="context", id="q1", query="tea", budget=5, format="conversation")
         block = await client.receive()
     assert block == {"type": "context", "id": "q1", "text": "", "tokens": 0, "memory_ids": []}
 

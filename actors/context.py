@@ -1,0 +1,231 @@
+"""Recall and context blocks: hybrid search scored by seeds 001 and 002, then a named format.
+
+Failures of the embedder or the store degrade to an empty block: memory helps
+a reply but never blocks it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from actors.errors import MnemoError
+from actors.keeper import FactKeeper
+from actors.ports import Clock, Embedder, FactHit, Store
+from memory import formats
+from memory.compaction import compact
+from memory.decay import effective_confidence
+from memory.formats import Block
+from memory.keywords import expresses_preference, extract_keywords, mentions_personal
+from memory.recall import format_recalled
+from memory.scoring import (
+    composite_score,
+    frequency_score,
+    normalized_rrf,
+    recency_score,
+    relevance_score,
+    rrf_score,
+)
+from memory.tokens import estimate_tokens
+from schemas.llm import PromptMessage
+from schemas.records import Fact
+from schemas.settings import Settings
+
+__all__ = ["FORMAT_NAMES", "ChatContext", "ContextBuilder", "ScoredFact", "chat_context"]
+
+_log = logging.getLogger("mnemo.context")
+
+#: Every name a ``context`` request may give in ``format``.
+FORMAT_NAMES = (*formats.FORMATS, "conversation")
+_CANDIDATES = 50
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredFact:
+    fact: Fact
+    score: float
+
+
+class ContextBuilder:
+    """Builds context blocks for one server; stateless apart from its collaborators."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        keeper: FactKeeper,
+        settings: Settings,
+        clock: Clock,
+    ) -> None:
+        self._store, self._embedder, self._keeper = store, embedder, keeper
+        self.settings, self._clock = settings, clock
+        self._boosts = {c.name: c.retrieval_boost for c in settings.categories}
+
+    async def recall_facts(
+        self, user_id: str, query: str, *, scope: str | None, limit: int, topic: str | None = None
+    ) -> list[ScoredFact]:
+        """The user's best active facts for ``query``, best first (score desc, created_at
+        desc, id asc). Raises ``MnemoError`` when the embedder or store fails."""
+        text = f"{query} {topic}" if topic else query
+        [vector] = await self._embedder.embed([text])
+        hits = await self._store.facts.search_facts(
+            user_id, text, vector, k=_CANDIDATES, scope=scope
+        )
+        scored = self.score(hits, query=query, topic=topic, limit=_CANDIDATES)
+        return scored[:limit]
+
+    def score(
+        self, hits: Sequence[FactHit], *, query: str, topic: str | None, limit: int
+    ) -> list[ScoredFact]:
+        """Seed 001's relevance and seed 002's composite score, averaged."""
+        now = self._clock.now()
+        keywords = [k.casefold() for k in extract_keywords(query)]
+        topic_words = [k.casefold() for k in extract_keywords(topic)] if topic else []
+        preference = expresses_preference(query)
+        most = max((h[0].fact.access_count for h in hits), default=0)
+        out = []
+        for stored, dense_rank, text_rank in hits:
+            fact = stored.fact
+            body = fact.content.casefold()
+            matched = sum(1 for k in keywords if k in body)
+            keyword = matched / len(keywords) if keywords else 0.0
+            boost = self._boosts.get(fact.category, 1.0)
+            if fact.category == "preference" and not preference:
+                boost = 1.0
+            recency = recency_score(fact.last_accessed or fact.last_seen, now)
+            seed001 = relevance_score(
+                keyword=keyword,
+                category_boost=boost,
+                recency=recency,
+                frequency=frequency_score(fact.access_count, most),
+                confidence=fact.confidence,
+                on_topic=any(w in body for w in topic_words),
+            )
+            seed002 = composite_score(
+                relevance=normalized_rrf(rrf_score(dense_rank, text_rank, limit=limit)),
+                importance=fact.importance,
+                recency=recency,
+                effective_confidence=effective_confidence(fact, now),
+            )
+            out.append(ScoredFact(fact, 0.5 * seed001 + 0.5 * seed002))
+        out.sort(key=lambda s: formats.rank_key(s.score, s.fact))
+        return out
+
+    async def build(
+        self,
+        user_id: str,
+        query: str,
+        *,
+        format: str,
+        budget: int,
+        scope: str | None,
+        topic: str | None = None,
+        exclude: frozenset[tuple[str, str]] = frozenset(),
+    ) -> Block:
+        """A context block in the named format (see ``FORMAT_NAMES``), never over ``budget``.
+
+        The facts it includes count as accessed. ``exclude`` holds (role, text) pairs
+        the prompt already carries, left out of the ``conversation`` format.
+        """
+        try:
+            block = await self._build(user_id, query, format, budget, scope, topic, exclude)
+        except MnemoError as exc:
+            _log.warning("context for user %s degraded to empty: %s", user_id, exc)
+            return Block("", 0, [])
+        self.touch(user_id, block.memory_ids)
+        return block
+
+    def touch(self, user_id: str, memory_ids: Sequence[str]) -> None:
+        """Seed 001's access tracking for the facts a context included."""
+        self._keeper.touch_nowait(user_id, [i for i in memory_ids if i.startswith("fact_")])
+
+    async def _build(
+        self,
+        user_id: str,
+        query: str,
+        format: str,
+        budget: int,
+        scope: str | None,
+        topic: str | None,
+        exclude: frozenset[tuple[str, str]],
+    ) -> Block:
+        if format == "conversation":
+            [vector] = await self._embedder.embed([query])
+            found = await self._store.search_messages(user_id, query, vector, k=8 + len(exclude))
+            fresh = [m for m, _ in found if (m.role, m.text) not in exclude][:8]
+            recalled = format_recalled(fresh, budget)
+            return Block(recalled.text, recalled.tokens, recalled.memory_ids)
+        if format == "app-memories":
+            app = scope or "global"
+            return formats.app_memories(app, await self._store.facts.notes_of(user_id, app))
+        facts = [
+            s.fact
+            for s in await self.recall_facts(
+                user_id, query, scope=scope, limit=_CANDIDATES, topic=topic
+            )
+        ]
+        if format == "user-context":
+            profile = await self._store.facts.get_profile(user_id)
+            return formats.user_context(profile, facts, budget)
+        if format == "memory-context":
+            return formats.memory_context(facts, budget)
+        if not mentions_personal(query):  # seed 004: identity only when the query is personal
+            facts = [f for f in facts if f.category != "identity" or f.pinned]
+        return formats.about_user(facts, self.settings.categories, budget)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatContext:
+    """What a chat prompt gets from memory, after seed 004's compaction."""
+
+    memory_text: str
+    history: list[PromptMessage]
+    memory_tokens: int
+    compaction_stage: int
+
+
+async def chat_context(
+    builder: ContextBuilder,
+    user_id: str,
+    query: str,
+    *,
+    scope: str | None,
+    topic: str | None,
+    history: Sequence[PromptMessage],
+    system_tokens: int,
+) -> ChatContext:
+    """Facts (``about-user``, within seed 004's budget) and recalled conversation for a chat
+    prompt; over 80 % of the model's context, history is trimmed middle-out, then memory
+    shrinks (seed 004's two stages)."""
+    settings = builder.settings
+    context_tokens = settings.chat_context_tokens
+    used = system_tokens + sum(estimate_tokens(m.content) for m in history)
+    budget = formats.about_user_budget(context_tokens, used, reserve_for_reply=1024)
+    try:
+        facts = [
+            s.fact
+            for s in await builder.recall_facts(
+                user_id, query, scope=scope, limit=settings.retrieval_limit, topic=topic
+            )
+        ]
+    except MnemoError as exc:
+        _log.warning("no facts for chat of user %s: %s", user_id, exc)
+        facts = []
+    if not mentions_personal(query):
+        facts = [f for f in facts if f.category != "identity" or f.pinned]
+    compacted = compact(
+        history,
+        facts,
+        system_tokens=system_tokens,
+        context_tokens=context_tokens,
+        threshold=settings.compaction_threshold,
+    )
+    block = formats.about_user(compacted.facts, settings.categories, budget)
+    exclude = frozenset((m.role, m.content) for m in compacted.history)
+    recalled = await builder.build(
+        user_id, query, format="conversation", budget=budget, scope=scope, exclude=exclude
+    )
+    builder.touch(user_id, block.memory_ids)
+    text = "\n\n".join(t for t in (block.text, recalled.text) if t)
+    return ChatContext(text, compacted.history, block.tokens + recalled.tokens, compacted.stage)

@@ -1,0 +1,181 @@
+"""End-of-conversation summaries: seed 003's per-app notes and seed 000's user profile.
+
+Both run after a conversation ended, in the background; a failing model only
+means no new note (or a FIFO compaction) and an unchanged profile.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import msgspec
+
+from actors.errors import LlmFailure, MnemoError
+from actors.ports import Clock, Llm, Store
+from actors.writer import ArchiveWriter
+from memory.prompts import Exchange, note_decision_prompt, note_prompt, profile_prompt
+from schemas.llm import NoteDecision, NoteText, ProfileSummary
+from schemas.records import AppNote, UserProfile
+from schemas.settings import Settings
+
+__all__ = ["NoteKeeper", "NoteStats"]
+
+_log = logging.getLogger("mnemo.notes")
+_NOTE_TIMEOUT = 30.0  # seed 003: a 30-second timeout, then skip
+_note = msgspec.json.Decoder(NoteText)
+_decision = msgspec.json.Decoder(NoteDecision)
+_profile = msgspec.json.Decoder(ProfileSummary)
+_SCHEMAS: dict[type, dict[str, Any]] = {
+    t: msgspec.json.schema(t) for t in (NoteText, NoteDecision, ProfileSummary)
+}
+
+
+class NoteStats:
+    def __init__(self) -> None:
+        self.created = 0
+        self.skipped = 0
+        self.compacted_by_model = 0
+        self.compacted_fifo = 0
+        self.profiles = 0
+
+
+class NoteKeeper:
+    def __init__(
+        self, llm: Llm, store: Store, writer: ArchiveWriter, settings: Settings, clock: Clock
+    ) -> None:
+        self._llm, self._store, self._writer = llm, store, writer
+        self._settings, self._clock = settings, clock
+        self.stats = NoteStats()
+
+    async def conversation_ended(
+        self, user_id: str, scope: str, session_id: str, exchanges: Sequence[Exchange]
+    ) -> None:
+        """Write the app's note (when the session belongs to an app) and refresh the profile."""
+        if scope != "global":
+            await self.create_note(user_id, scope, session_id, exchanges)
+        await self.update_profile(user_id, exchanges)
+
+    async def _ask(self, system: str, prompt: str, kind: type) -> str:
+        with anyio.fail_after(_NOTE_TIMEOUT):
+            return await self._llm.generate_json(
+                prompt, model=self._settings.extract_model, schema=_SCHEMAS[kind], system=system
+            )
+
+    async def create_note(
+        self, user_id: str, app_id: str, session_id: str, exchanges: Sequence[Exchange]
+    ) -> AppNote | None:
+        """Seed 003: one 2-4 sentence note per ended conversation; past the limit, compact."""
+        system, prompt = note_prompt(app_id, exchanges)
+        try:
+            text = _note.decode(await self._ask(system, prompt, NoteText))
+        except (LlmFailure, TimeoutError, msgspec.DecodeError) as exc:
+            self.stats.skipped += 1
+            _log.warning("no note for session %s of app %s: %s", session_id, app_id, exc)
+            return None
+        now = self._clock.now()
+        note = AppNote(
+            id="note_" + secrets.token_hex(4),
+            user_id=user_id,
+            app_id=app_id,
+            content=" ".join(text.content.split()),
+            created_at=now,
+            updated_at=now,
+            source_session_id=session_id,
+        )
+        await self._writer.call(lambda: self._store.facts.put_notes([note]))
+        self.stats.created += 1
+        _log.info("created note %s for app %s from session %s", note.id, app_id, session_id)
+        await self.compact(user_id, app_id, note)
+        return note
+
+    async def compact(self, user_id: str, app_id: str, new: AppNote) -> None:
+        """Keep at most ``notes_per_app``: the model picks one note to delete or edit; when
+        it fails or answers something invalid, the oldest goes (FIFO)."""
+        limit = self._settings.notes_per_app
+        notes = await self._store.facts.notes_of(user_id, app_id)
+        if len(notes) <= limit:
+            return
+        existing = [n for n in notes if n.id != new.id]
+        decision = await self._decide(existing, new, limit)
+        if decision is not None:
+            await self._writer.call(lambda: self._apply(user_id, app_id, notes, decision))
+            self.stats.compacted_by_model += 1
+        notes = await self._store.facts.notes_of(user_id, app_id)
+        if len(notes) > limit:
+            oldest = [n.id for n in notes[: len(notes) - limit]]
+            await self._writer.call(lambda: self._store.facts.delete_notes(user_id, app_id, oldest))
+            self.stats.compacted_fifo += 1
+            _log.info("compacted notes of app %s by FIFO: deleted %s", app_id, oldest)
+
+    async def _decide(
+        self, existing: Sequence[AppNote], new: AppNote, limit: int
+    ) -> NoteDecision | None:
+        system, prompt = note_decision_prompt(existing, new, keep=limit)
+        try:
+            decision = _decision.decode(await self._ask(system, prompt, NoteDecision))
+        except (LlmFailure, TimeoutError, msgspec.DecodeError) as exc:
+            _log.warning("note compaction decision failed, falling back to FIFO: %s", exc)
+            return None
+        ids = {n.id for n in existing} | {new.id}
+        if decision.target_id not in ids:
+            _log.warning("note compaction named unknown note %r: FIFO", decision.target_id)
+            return None
+        if decision.action == "edit" and not (decision.new_content or "").strip():
+            _log.warning("note compaction edit without content: FIFO")
+            return None
+        if decision.action == "edit" and decision.target_id == new.id:
+            _log.warning("note compaction edit of the new note keeps 11: FIFO")
+            return None
+        return decision
+
+    async def _apply(
+        self, user_id: str, app_id: str, notes: Sequence[AppNote], decision: NoteDecision
+    ) -> None:
+        """Delete the target, or (edit) merge: rewrite the target and drop the newest note,
+        whose content the rewrite now carries."""
+        if decision.action == "delete":
+            await self._store.facts.delete_notes(user_id, app_id, [decision.target_id])
+            _log.info(
+                "compacted notes of app %s: deleted %s (%s)",
+                app_id,
+                decision.target_id,
+                decision.reason,
+            )
+            return
+        target = next(n for n in notes if n.id == decision.target_id)
+        newest = max(notes, key=lambda n: (n.created_at, n.id))
+        edited = msgspec.structs.replace(
+            target,
+            content=" ".join((decision.new_content or "").split()),
+            updated_at=self._clock.now(),
+        )
+        await self._store.facts.put_notes([edited])
+        await self._store.facts.delete_notes(user_id, app_id, [newest.id])
+        _log.info(
+            "compacted notes of app %s: merged %s into %s (%s)",
+            app_id,
+            newest.id,
+            target.id,
+            decision.reason,
+        )
+
+    async def update_profile(self, user_id: str, exchanges: Sequence[Exchange]) -> None:
+        """Seed 000's summaries (work, personal, top of mind; recent, earlier, background)."""
+        try:
+            previous = await self._store.facts.get_profile(user_id)
+            facts = [s.fact for s in await self._store.facts.facts_of(user_id)][:50]
+            shown = msgspec.json.encode(previous).decode() if previous else ""
+            system, prompt = profile_prompt(facts, exchanges, shown)
+            summary = _profile.decode(await self._ask(system, prompt, ProfileSummary))
+        except (MnemoError, TimeoutError, msgspec.DecodeError) as exc:
+            _log.warning("profile of user %s not updated: %s", user_id, exc)
+            return
+        profile = UserProfile(
+            user_id=user_id, updated_at=self._clock.now(), **msgspec.structs.asdict(summary)
+        )
+        await self._writer.call(lambda: self._store.facts.put_profile(profile))
+        self.stats.profiles += 1

@@ -1,0 +1,43 @@
+"""Assembling what session actors share from the ports: one place, for the app and the tests."""
+
+from __future__ import annotations
+
+from actors.context import ContextBuilder
+from actors.extraction import Extractor
+from actors.keeper import FactKeeper
+from actors.learning import LearningDeps, ProgressBook
+from actors.notes import NoteKeeper
+from actors.ports import Clock, Embedder, Llm, Store
+from actors.session import SessionDeps
+from actors.writer import ArchiveWriter
+from schemas.settings import Settings
+
+__all__ = ["build_deps"]
+
+
+def build_deps(
+    settings: Settings,
+    *,
+    llm: Llm,
+    embedder: Embedder,
+    store: Store,
+    writer: ArchiveWriter,
+    clock: Clock,
+    extract_backoff: float = 0.5,
+) -> SessionDeps:
+    keeper = FactKeeper(store, embedder, writer, settings, clock)
+    return SessionDeps(
+        settings=settings,
+        llm=llm,
+        embedder=embedder,
+        store=store,
+        writer=writer,
+        clock=clock,
+        context=ContextBuilder(store, embedder, keeper, settings, clock),
+        learning=LearningDeps(
+            extractor=Extractor(llm, settings, backoff=extract_backoff),
+            keeper=keeper,
+            notes=NoteKeeper(llm, store, writer, settings, clock),
+            progress=ProgressBook(store, writer),
+        ),
+    )
