@@ -160,6 +160,8 @@ class SessionLearning:
         self.state = "idle"
         result = mail.result
         if result is None:
+            # Keep the turns: they go into the next extraction (or the sweeper's retry).
+            self._pending[:0] = mail.batch
             return memory
         analysis = result.extraction.analysis
         if memory is not None and not result.by_rules:

@@ -112,6 +112,10 @@ class FactStore(Protocol):
 
     async def get_progress(self, user_id: str, session_id: str) -> Progress | None: ...
 
+    async def users_with_facts(self) -> list[str]:
+        """Every user with an active fact: for the scheduled decay sweep only."""
+        ...
+
     async def pending_progress(self) -> list[Progress]:
         """Sessions of every user with turns not yet extracted: for the retry sweep only."""
         ...

@@ -69,8 +69,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: Seconds an extraction call may take; at most this many run at once.
     extract_timeout: float = 60.0
     extract_concurrency: int = 2
-    #: Seconds between decay/expiry sweeps and retries of pending extractions.
+    #: Seconds between decay/expiry sweeps of every user's facts.
     sweep_interval: float = 3600.0
+    #: Seconds between retries of extractions that failed (turns left pending).
+    retry_interval: float = 300.0
     #: Seed 001's MEMORY_RETRIEVAL_LIMIT: facts put into a chat prompt.
     retrieval_limit: int = 5
     #: The chat model's context size when Ollama does not say (tokens).

@@ -19,10 +19,11 @@ from starlette.routing import WebSocketRoute
 from actors.ports import Clock, Embedder, Llm, Store
 from actors.registry import SessionRegistry
 from actors.session import SessionDeps
+from actors.sweeper import Sweeper
 from actors.wiring import build_deps
 from actors.writer import ArchiveWriter
 from schemas.settings import Settings
-from server import rest, ws
+from server import http, rest, ws
 
 __all__ = ["AppState", "SystemClock", "create_app"]
 
@@ -40,6 +41,7 @@ class AppState(TypedDict):
     writer: ArchiveWriter
     registry: SessionRegistry
     deps: SessionDeps
+    sweeper: Sweeper
 
 
 async def _supervise_writer(
@@ -97,12 +99,15 @@ def create_app(
                 await writer_group.start(_supervise_writer, writer)
                 async with anyio.create_task_group() as sessions:
                     registry = SessionRegistry(sessions, deps)
+                    sweeper = Sweeper(deps, registry)
+                    await sessions.start(sweeper.run)
                     yield AppState(
                         settings=settings,
                         store=store,
                         writer=writer,
                         registry=registry,
                         deps=deps,
+                        sweeper=sweeper,
                     )
                     sessions.cancel_scope.cancel()
                 # Sessions are gone and have queued their snapshots: now stop the writer,
@@ -127,9 +132,9 @@ def create_app(
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-    return rest.error(exc.status_code, code, str(exc.detail))
+    return http.error(exc.status_code, code, str(exc.detail))
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:
     _log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    return rest.error(500, "internal", "internal server error")
+    return http.error(500, "internal", "internal server error")

@@ -1,4 +1,4 @@
-"""REST: seed 001's ``/memory/...`` endpoints and ``/healthz``. JSON in, JSON out.
+"""REST: seed 001's ``/memory/...`` endpoints (facts and archived messages) and ``/healthz``.
 
 Errors are ``{"error": {"code", "message"}}``. Another user's resources answer
 404 exactly as if they did not exist.
@@ -7,7 +7,7 @@ Errors are ``{"error": {"code", "message"}}``. Another user's resources answer
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -15,67 +15,50 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from actors.errors import ArchiveUnavailable
-from actors.ports import Store
+from actors.keeper import FactEdit, FactKeeper, changes_frame, fact_view
 from actors.registry import SessionRegistry
+from actors.session import SessionDeps
 from actors.writer import ArchiveWriter
 from schemas.records import ArchivedMessage
-from schemas.settings import Settings
-from server.auth import bearer, user_for_token
+from server import rest_apps
+from server.http import BadRequest, authenticated, decode_body, error, int_param, json
 from server.ws import SESSION_ID
 
-__all__ = ["error", "json", "routes"]
+__all__ = ["routes"]
 
-_encoder = msgspec.json.Encoder()
 _MESSAGE_ID = re.compile(r"^msg_[0-9a-f]{16}$")
+_FACT_ID = re.compile(r"^fact_[0-9a-f]{8}$")
 _MAX_LIMIT = 200
-
-Handler = Callable[[Request, str], Awaitable[Response]]
-
-
-def json(body: Any, status: int = 200) -> Response:
-    return Response(_encoder.encode(body), status, media_type="application/json")
+_KINDS = ("all", "facts", "messages")
 
 
-def error(status: int, code: str, message: str) -> Response:
-    return json({"error": {"code": code, "message": message}}, status)
+class NewFact(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    content: str
+    category: str | None = None
+    pinned: bool = False
+    scope: str = "global"
 
 
-def _authenticated(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
-    async def endpoint(request: Request) -> Response:
-        settings: Settings = request.state.settings
-        user_id = user_for_token(settings, bearer(request.headers.get("authorization")))
-        if user_id is None:
-            return error(401, "unauthorized", "send Authorization: Bearer <api key>")
-        try:
-            return await handler(request, user_id)
-        except ArchiveUnavailable as exc:
-            return error(503, exc.code, str(exc))
-
-    return endpoint
+class FactPatch(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    content: str | None = None
+    category: str | None = None
+    confidence: float | None = None
+    pinned: bool | None = None
 
 
-def _item(message: ArchivedMessage) -> dict[str, Any]:
+def _message_item(message: ArchivedMessage) -> dict[str, Any]:
     item: dict[str, Any] = msgspec.to_builtins(message)
     del item["user_id"]
     return {"kind": "message", **item}
 
 
-def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
-    raw = request.query_params.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise _BadRequest(f"{name} must be an integer") from None
-    if not low <= value <= high:
-        raise _BadRequest(f"{name} must be between {low} and {high}")
-    return value
+def _deps(request: Request) -> SessionDeps:
+    deps: SessionDeps = request.state.deps
+    return deps
 
 
-class _BadRequest(Exception):
-    pass
+def _keeper(request: Request) -> FactKeeper:
+    return _deps(request).learning.keeper
 
 
 async def healthz(request: Request) -> Response:
@@ -84,48 +67,115 @@ async def healthz(request: Request) -> Response:
 
 
 async def list_long_term(request: Request, user_id: str) -> Response:
-    try:
-        limit = _int_param(request, "limit", 50, 1, _MAX_LIMIT)
-        offset = _int_param(request, "offset", 0, 0, 2**31)
-    except _BadRequest as exc:
-        return error(400, "bad_request", str(exc))
-    store: Store = request.state.store
-    items, total = await store.list_messages(user_id, limit=limit, offset=offset)
-    return json(
-        {"items": [_item(m) for m in items], "total": total, "limit": limit, "offset": offset}
-    )
-
-
-def _memory_id(request: Request) -> str | None:
-    memory_id: str = request.path_params["memory_id"]
-    return memory_id if _MESSAGE_ID.match(memory_id) else None
+    """Facts and archived messages, newest first; ``kind`` picks one of them."""
+    limit = int_param(request, "limit", 50, 1, _MAX_LIMIT)
+    offset = int_param(request, "offset", 0, 0, 2**31)
+    kind = request.query_params.get("kind", "all")
+    if kind not in _KINDS:
+        raise BadRequest(f"kind must be one of {', '.join(_KINDS)}")
+    validity = request.query_params.get("validity", "active")
+    if validity not in ("active", "superseded", "expired", "retracted", "any"):
+        raise BadRequest("validity must be active, superseded, expired, retracted or any")
+    store = _deps(request).store
+    rows: list[tuple[datetime, str, dict[str, Any]]] = []
+    total = 0
+    window = offset + limit  # the first offset+limit of each kind decide the merged page
+    if kind in ("all", "facts"):
+        facts, count = await store.facts.list_facts(
+            user_id, limit=window, offset=0, validity=None if validity == "any" else validity
+        )
+        total += count
+        rows += [(f.created_at, f.id, msgspec.to_builtins(fact_view(f))) for f in facts]
+    if kind in ("all", "messages"):
+        messages, count = await store.list_messages(user_id, limit=window, offset=0)
+        total += count
+        rows += [(m.at, m.id, _message_item(m)) for m in messages]
+    rows.sort(key=lambda r: (-r[0].timestamp(), r[1]))
+    items = [r[2] for r in rows[offset:window]]
+    return json({"items": items, "total": total, "limit": limit, "offset": offset})
 
 
 async def get_long_term(request: Request, user_id: str) -> Response:
-    memory_id = _memory_id(request)
-    store: Store = request.state.store
-    found = await store.get_message(user_id, memory_id) if memory_id else None
-    if found is None:
-        return error(404, "not_found", "no such memory")
-    return json(_item(found))
+    memory_id: str = request.path_params["memory_id"]
+    store = _deps(request).store
+    if _FACT_ID.match(memory_id):
+        found = await store.facts.get_facts(user_id, [memory_id])
+        if found:
+            return json(fact_view(found[0].fact))
+    elif _MESSAGE_ID.match(memory_id):
+        message = await store.get_message(user_id, memory_id)
+        if message is not None:
+            return json(_message_item(message))
+    return error(404, "not_found", "no such memory")
+
+
+async def create_fact(request: Request, user_id: str) -> Response:
+    """Add a fact by hand; a duplicate reinforces the existing fact instead (201 either way)."""
+    body = await decode_body(request, NewFact)
+    if not SESSION_ID.match(body.scope):
+        raise BadRequest("scope: 1-128 of A-Z a-z 0-9 _ . : -")
+    try:
+        changes = await _keeper(request).remember(
+            user_id,
+            body.content,
+            category=body.category,
+            pinned=body.pinned,
+            session_id=None,
+            scope=body.scope,
+        )
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
+    frame = changes_frame(changes, "rest")
+    assert frame is not None
+    result = msgspec.to_builtins(frame)
+    del result["type"], result["id"]
+    return json(result, 201)
+
+
+async def patch_fact(request: Request, user_id: str) -> Response:
+    memory_id: str = request.path_params["memory_id"]
+    if not _FACT_ID.match(memory_id):
+        return error(404, "not_found", "no such fact")
+    body = await decode_body(request, FactPatch)
+    edit = FactEdit(body.content, body.category, body.confidence, body.pinned)
+    try:
+        fact = await _keeper(request).edit(user_id, memory_id, edit)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
+    if fact is None:
+        return error(404, "not_found", "no such fact")
+    return json(fact_view(fact))
 
 
 async def delete_long_term(request: Request, user_id: str) -> Response:
-    memory_id = _memory_id(request)
-    if memory_id is None:
-        return error(404, "not_found", "no such memory")
-    store: Store = request.state.store
-    writer: ArchiveWriter = request.state.writer
-    if not await writer.call(lambda: store.delete_message(user_id, memory_id)):
+    memory_id: str = request.path_params["memory_id"]
+    deps = _deps(request)
+    deleted = False
+    if _FACT_ID.match(memory_id):
+        deleted = await deps.learning.keeper.delete(user_id, memory_id)
+    elif _MESSAGE_ID.match(memory_id):
+        store = deps.store
+        deleted = await deps.writer.call(lambda: store.delete_message(user_id, memory_id))
+    if not deleted:
         return error(404, "not_found", "no such memory")
     return json({"deleted": memory_id})
 
 
 async def clear_long_term(request: Request, user_id: str) -> Response:
-    store: Store = request.state.store
-    writer: ArchiveWriter = request.state.writer
-    count = await writer.call(lambda: store.clear_messages(user_id))
-    return json({"deleted": count})
+    """Everything long-term of this user: facts, messages, app notes, profile. Working
+    memory of live sessions stays (seed 001)."""
+    deps = _deps(request)
+    store = deps.store
+    writer: ArchiveWriter = deps.writer
+
+    async def clear() -> int:
+        count = await store.clear_messages(user_id)
+        count += await store.facts.clear_facts(user_id)
+        count += await store.facts.clear_notes(user_id)
+        await store.facts.delete_profile(user_id)
+        return count
+
+    return json({"deleted": await writer.call(clear)})
 
 
 async def get_working(request: Request, user_id: str) -> Response:
@@ -136,8 +186,7 @@ async def get_working(request: Request, user_id: str) -> Response:
     actor = registry.get(user_id, session_id)
     memory = actor.memory if actor is not None else None
     if memory is None and actor is None:
-        store: Store = request.state.store
-        memory = await store.get_working(user_id, session_id)
+        memory = await _deps(request).store.get_working(user_id, session_id)
     if memory is None:
         return error(404, "not_found", "no working memory for this session")
     return json(memory)
@@ -145,9 +194,12 @@ async def get_working(request: Request, user_id: str) -> Response:
 
 routes = [
     Route("/healthz", healthz, methods=["GET"]),
-    Route("/memory/long-term", _authenticated(list_long_term), methods=["GET"]),
-    Route("/memory/long-term", _authenticated(clear_long_term), methods=["DELETE"]),
-    Route("/memory/long-term/{memory_id}", _authenticated(get_long_term), methods=["GET"]),
-    Route("/memory/long-term/{memory_id}", _authenticated(delete_long_term), methods=["DELETE"]),
-    Route("/memory/working/{session_id}", _authenticated(get_working), methods=["GET"]),
+    Route("/memory/long-term", authenticated(list_long_term), methods=["GET"]),
+    Route("/memory/long-term", authenticated(create_fact), methods=["POST"]),
+    Route("/memory/long-term", authenticated(clear_long_term), methods=["DELETE"]),
+    Route("/memory/long-term/{memory_id}", authenticated(get_long_term), methods=["GET"]),
+    Route("/memory/long-term/{memory_id}", authenticated(patch_fact), methods=["PATCH"]),
+    Route("/memory/long-term/{memory_id}", authenticated(delete_long_term), methods=["DELETE"]),
+    Route("/memory/working/{session_id}", authenticated(get_working), methods=["GET"]),
+    *rest_apps.routes,
 ]

@@ -175,6 +175,9 @@ class MemoryFacts:
     async def get_progress(self, user_id: str, session_id: str) -> Progress | None:
         return self.progress.get((user_id, session_id))
 
+    async def users_with_facts(self) -> list[str]:
+        return sorted({u for (u, _), s in self.facts.items() if s.fact.validity == "active"})
+
     async def pending_progress(self) -> list[Progress]:
         return [p for p in self.progress.values() if p.extracted_through < p.last_turn]
 

@@ -301,6 +301,10 @@ class LanceFacts:
             .execute(pa.Table.from_pylist(rows, schema=_PROGRESS))
         )
 
+    async def users_with_facts(self) -> list[str]:
+        rows = await self._facts.query().where("validity = 'active'").select(["user_id"]).to_list()
+        return sorted({r["user_id"] for r in rows})
+
     async def pending_progress(self) -> list[Progress]:
         """Sessions of any user with archived turns not yet extracted (for the retry sweep)."""
         rows = await self._progress.query().where("extracted_through < last_turn").to_list()

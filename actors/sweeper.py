@@ -1,0 +1,127 @@
+"""Scheduled upkeep inside the server: decay/expiry sweeps and retries of failed extraction."""
+
+from __future__ import annotations
+
+import logging
+
+import anyio
+from anyio.abc import TaskStatus
+
+from actors.errors import MnemoError
+from actors.registry import SessionRegistry
+from actors.session import SessionDeps
+from memory.prompts import Exchange
+from schemas.records import Progress
+
+__all__ = ["Sweeper"]
+
+_log = logging.getLogger("mnemo.sweeper")
+
+
+class Sweeper:
+    """Runs ``sweep_once`` every ``sweep_interval`` and ``retry_once`` every ``retry_interval``."""
+
+    def __init__(self, deps: SessionDeps, registry: SessionRegistry) -> None:
+        self._deps, self._registry = deps, registry
+        self.sweeps = 0
+        self.retried = 0
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        settings = self._deps.settings
+        task_status.started()
+        next_sweep = anyio.current_time() + settings.sweep_interval
+        next_retry = anyio.current_time() + settings.retry_interval
+        while True:
+            await anyio.sleep(max(0.0, min(next_sweep, next_retry) - anyio.current_time()))
+            now = anyio.current_time()
+            if now >= next_retry:
+                await self.retry_once()
+                next_retry = now + settings.retry_interval
+            if now >= next_sweep:
+                await self.sweep_once()
+                next_sweep = now + settings.sweep_interval
+
+    async def sweep_once(self) -> int:
+        """Seed 002's decay sweep and seed 004's category expiry for every user; returns
+        how many facts changed."""
+        keeper = self._deps.learning.keeper
+        changed = 0
+        try:
+            users = await self._deps.store.facts.users_with_facts()
+        except MnemoError as exc:
+            _log.warning("decay sweep skipped: %s", exc)
+            return 0
+        for user_id in users:
+            try:
+                changed += len((await keeper.sweep(user_id)).updated)
+            except MnemoError as exc:
+                _log.warning("decay sweep of user %s failed: %s", user_id, exc)
+        self.sweeps += 1
+        _log.info("decay sweep over %d users changed %d facts", len(users), changed)
+        return changed
+
+    async def retry_once(self) -> int:
+        """Extract the pending turns of sessions that are no longer live; returns how many
+        sessions caught up. Live sessions retry on their own next turn or at their end."""
+        try:
+            pending = await self._deps.store.facts.pending_progress()
+        except MnemoError as exc:
+            _log.warning("extraction retry skipped: %s", exc)
+            return 0
+        done = 0
+        for progress in pending:
+            if self._registry.get(progress.user_id, progress.session_id) is not None:
+                continue
+            if await self._retry(progress):
+                done += 1
+        self.retried += done
+        return done
+
+    async def _retry(self, progress: Progress) -> bool:
+        deps = self._deps
+        missing = progress.last_turn - progress.extracted_through
+        try:
+            rows = await deps.store.session_messages(
+                progress.user_id, progress.session_id, limit=max(2, 2 * missing + 2)
+            )
+        except MnemoError as exc:
+            _log.warning("could not load session %s for retry: %s", progress.session_id, exc)
+            return False
+        exchanges: dict[int, Exchange] = {}
+        for row in rows:
+            if row.turn <= progress.extracted_through:
+                continue
+            old = exchanges.get(row.turn, Exchange(row.turn, "", ""))
+            if row.role == "user":
+                exchanges[row.turn] = Exchange(row.turn, row.text, old.assistant)
+            elif row.role == "assistant":
+                exchanges[row.turn] = Exchange(row.turn, old.user, row.text)
+        batch = [exchanges[t] for t in sorted(exchanges)]
+        if not batch:
+            deps.learning.progress.extracted(
+                progress.user_id, progress.session_id, progress.scope, progress.last_turn
+            )
+            return True
+        try:
+            result = await deps.learning.extractor.extract(batch)
+        except MnemoError as exc:
+            _log.info("retry of session %s still failing: %s", progress.session_id, exc)
+            return False
+        if result.by_rules:
+            return False  # the model is still unreachable; keep waiting for it
+        changes = await deps.learning.keeper.learn(
+            progress.user_id,
+            result.extraction.facts,
+            session_id=progress.session_id,
+            scope=progress.scope,
+            extractor="llm",
+        )
+        deps.learning.progress.extracted(
+            progress.user_id, progress.session_id, progress.scope, batch[-1].turn
+        )
+        _log.info(
+            "caught up extraction of session %s: %d facts added",
+            progress.session_id,
+            len(changes.added),
+        )
+        return True

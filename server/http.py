@@ -1,0 +1,79 @@
+"""Shared pieces of the REST handlers: JSON responses, errors, authentication, parameters."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+
+from actors.errors import ArchiveUnavailable, MnemoError
+from schemas.settings import Settings
+from server.auth import bearer, user_for_token
+
+__all__ = ["BadRequest", "authenticated", "decode_body", "error", "int_param", "json"]
+
+_encoder = msgspec.json.Encoder()
+_T = TypeVar("_T")
+_MAX_BODY = 1 << 20
+
+Handler = Callable[[Request, str], Awaitable[Response]]
+
+
+class BadRequest(Exception):
+    """Answered with 400 and the exception's message."""
+
+
+def json(body: Any, status: int = 200) -> Response:
+    return Response(_encoder.encode(body), status, media_type="application/json")
+
+
+def error(status: int, code: str, message: str) -> Response:
+    return json({"error": {"code": code, "message": message}}, status)
+
+
+def authenticated(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    """Resolve the caller's user id from the bearer key (401 without a valid one), and turn
+    ``BadRequest`` into 400 and an unavailable store into 503."""
+
+    async def endpoint(request: Request) -> Response:
+        settings: Settings = request.state.settings
+        user_id = user_for_token(settings, bearer(request.headers.get("authorization")))
+        if user_id is None:
+            return error(401, "unauthorized", "send Authorization: Bearer <api key>")
+        try:
+            return await handler(request, user_id)
+        except BadRequest as exc:
+            return error(400, "bad_request", str(exc))
+        except ArchiveUnavailable as exc:
+            return error(503, exc.code, str(exc))
+        except MnemoError as exc:
+            return error(503, exc.code, str(exc))
+
+    return endpoint
+
+
+def int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadRequest(f"{name} must be an integer") from None
+    if not low <= value <= high:
+        raise BadRequest(f"{name} must be between {low} and {high}")
+    return value
+
+
+async def decode_body(request: Request, kind: type[_T]) -> _T:
+    """The JSON body as ``kind``; ``BadRequest`` for bad JSON, wrong fields, or over 1 MiB."""
+    body = await request.body()
+    if len(body) > _MAX_BODY:
+        raise BadRequest("body larger than 1 MiB")
+    try:
+        return msgspec.json.decode(body, type=kind)
+    except msgspec.DecodeError as exc:
+        raise BadRequest(str(exc)) from None

@@ -1,0 +1,76 @@
+"""Seed 003's admin endpoints for per-app notes: list, purge, delete one.
+
+Response bodies keep seed 003's camelCase keys. Apps are per user: one user's
+app ``x`` is not another user's.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from actors.session import SessionDeps
+from schemas.records import AppNote
+from server.http import authenticated, error, json
+from server.ws import SESSION_ID
+
+__all__ = ["routes"]
+
+_NOTE_ID = re.compile(r"^note_[0-9a-f]{8}$")
+
+
+def _note(note: AppNote) -> dict[str, Any]:
+    return {
+        "id": note.id,
+        "content": note.content,
+        "createdAt": note.created_at.isoformat().replace("+00:00", "Z"),
+        "updatedAt": note.updated_at.isoformat().replace("+00:00", "Z"),
+        "sourceConversationId": note.source_session_id,
+    }
+
+
+def _app(request: Request) -> str | None:
+    app_id: str = request.path_params["app_id"]
+    return app_id if SESSION_ID.match(app_id) else None
+
+
+async def list_notes(request: Request, user_id: str) -> Response:
+    app_id = _app(request)
+    deps: SessionDeps = request.state.deps
+    notes = await deps.store.facts.notes_of(user_id, app_id) if app_id else []
+    newest_first = sorted(notes, key=lambda n: (n.updated_at, n.id), reverse=True)
+    return json({"memories": [_note(n) for n in newest_first]})
+
+
+async def purge_notes(request: Request, user_id: str) -> Response:
+    app_id = _app(request)
+    if app_id is None:
+        return json({"success": True, "deletedCount": 0})
+    deps: SessionDeps = request.state.deps
+    facts = deps.store.facts
+    count = await deps.writer.call(lambda: facts.delete_notes(user_id, app_id, None))
+    return json({"success": True, "deletedCount": count})
+
+
+async def delete_note(request: Request, user_id: str) -> Response:
+    app_id = _app(request)
+    note_id: str = request.path_params["note_id"]
+    if app_id is None or not _NOTE_ID.match(note_id):
+        return error(404, "not_found", "no such memory")
+    deps: SessionDeps = request.state.deps
+    facts = deps.store.facts
+    count = await deps.writer.call(lambda: facts.delete_notes(user_id, app_id, [note_id]))
+    if not count:
+        return error(404, "not_found", "no such memory")
+    return json({"success": True})
+
+
+routes = [
+    Route("/apps/{app_id}/memories", authenticated(list_notes), methods=["GET"]),
+    Route("/apps/{app_id}/memories", authenticated(purge_notes), methods=["DELETE"]),
+    Route("/apps/{app_id}/memories/{note_id}", authenticated(delete_note), methods=["DELETE"]),
+]
