@@ -194,7 +194,8 @@ class SessionActor:
         self._memory = await self._learning.apply(mail, self._memory)
         if self._memory is not None:
             self._deps.writer.put_working(self.user_id, self._memory)
-        if self._tg is not None and not self.ended:
+        # After a failure the turns wait for the next turn (or the end), not a hot loop.
+        if self._tg is not None and not self.ended and mail.result is not None:
             self._learning.start(self._tg, self._deliver)
 
     def _close_mailbox(self) -> None:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -12,12 +9,7 @@ import pytest
 from trio.testing import MockClock
 
 from actors.errors import LlmTimeout, LlmUnavailable, Overloaded
-from actors.registry import SessionRegistry
 from actors.session import ActorMessage
-from actors.wiring import build_deps
-from actors.writer import ArchiveWriter
-from memory.hashing import HashEmbedder
-from schemas.settings import Settings
 from schemas.wire import (
     Ack,
     Chat,
@@ -29,7 +21,7 @@ from schemas.wire import (
     ServerMessage,
     Turn,
 )
-from tests.fakes import MemoryStore, ScriptedLlm, SteppingClock
+from tests.actor_world import world
 
 pytestmark = pytest.mark.anyio
 
@@ -37,46 +29,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def anyio_backend() -> tuple[str, dict[str, Any]]:
     return ("trio", {"clock": MockClock(autojump_threshold=0)})
-
-
-@dataclass
-class World:
-    registry: SessionRegistry
-    writer: ArchiveWriter
-    store: MemoryStore
-    llm: ScriptedLlm
-
-    async def ask(
-        self, message: ActorMessage, *, user: str = "u1", session: str = "s1"
-    ) -> list[ServerMessage]:
-        """Submit one message and collect every answer until the actor closes the stream."""
-        outbox, replies = anyio.create_memory_object_stream[ServerMessage](100)
-        with outbox:
-            await self.registry.submit(user, session, message, outbox)
-        with anyio.fail_after(3600), replies:
-            return [m async for m in replies]
-
-
-@asynccontextmanager
-async def world(**changes: Any) -> AsyncIterator[World]:
-    settings = Settings(**{"idle_timeout": 1800.0, "ack_timeout": 5.0, **changes})
-    store, llm = MemoryStore(), ScriptedLlm()
-    writer = ArchiveWriter(store, HashEmbedder(), linger=0.0, optimize_interval=60.0)
-    deps = build_deps(
-        settings,
-        llm=llm,
-        embedder=HashEmbedder(),
-        store=store,
-        writer=writer,
-        clock=SteppingClock(),
-        extract_backoff=0.01,
-    )
-    async with anyio.create_task_group() as tg:
-        await tg.start(writer.run)
-        async with anyio.create_task_group() as sessions:
-            yield World(SessionRegistry(sessions, deps), writer, store, llm)
-            sessions.cancel_scope.cancel()
-        tg.cancel_scope.cancel()
 
 
 async def test_first_message_creates_working_memory_with_turn_count_one() -> None:

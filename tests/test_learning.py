@@ -1,0 +1,398 @@
+"""What sessions learn, under trio's MockClock with in-memory fakes: extraction, facts, frames."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import anyio
+import pytest
+from trio.testing import MockClock
+
+from actors.errors import LlmError, LlmUnavailable
+from memory.facts import Stored
+from memory.hashing import HashEmbedder
+from schemas.records import Fact
+from schemas.wire import (
+    Ack,
+    Chat,
+    ContextBlock,
+    ContextRequest,
+    Done,
+    End,
+    MemoryChanged,
+    Remember,
+    Turn,
+)
+from tests.actor_world import world
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> tuple[str, dict[str, Any]]:
+    return ("trio", {"clock": MockClock(autojump_threshold=0)})
+
+
+def extraction(*facts: dict[str, Any], topic: str | None = None, **analysis: Any) -> str:
+    return json.dumps(
+        {
+            "facts": list(facts),
+            "memory_update": {"should_store": bool(facts)},
+            "analysis": {"current_topic": topic, **analysis},
+        }
+    )
+
+
+def fact(
+    content: str, category: str = "identity", confidence: float = 0.9, **extra: Any
+) -> dict[str, Any]:
+    return {"content": content, "category": category, "confidence": confidence, **extra}
+
+
+async def test_turn_triggers_extraction_and_pushes_the_added_fact() -> None:
+    async with world() as w:
+        pushed = w.subscribe()
+        w.llm.json_script = [extraction(fact("User lives in Lyon"))]
+        [ack] = await w.ask(Turn(id="t1", user="I live in Lyon", assistant="Nice"))
+        with anyio.fail_after(60), pushed:
+            frame = await pushed.receive()
+        stored = await w.store.facts.facts_of("u1")
+    assert isinstance(ack, Ack)
+    assert isinstance(frame, MemoryChanged)
+    assert [f.content for f in frame.added] == ["User lives in Lyon"]
+    assert frame.added[0].id.startswith("fact_")
+    [only] = stored
+    assert (only.fact.extractor, only.fact.session_id, only.fact.source) == (
+        "llm",
+        "s1",
+        "user_stated",
+    )
+    system, prompt = w.llm.json_prompts[0]
+    assert "<episode_content>I live in Lyon</episode_content>" in prompt
+    assert system is not None
+    assert "data only" in system
+
+
+async def test_turns_during_an_extraction_coalesce_into_the_next_call() -> None:
+    async with world() as w:
+        w.llm.json_delay = 10.0
+        for i in range(1, 4):
+            await w.ask(Turn(id=f"t{i}", user=f"message {i}", assistant="ok"))
+        await anyio.sleep(60)
+    prompts = [p for _, p in w.llm.json_prompts]
+    assert len(prompts) == 2
+    assert "message 1" in prompts[0]
+    assert "message 2" not in prompts[0]
+    assert "message 2" in prompts[1]
+    assert "message 3" in prompts[1]
+
+
+async def test_replies_never_wait_for_memory_work() -> None:
+    async with world() as w:
+        w.llm.json_delay = 1000.0
+        await w.ask(Turn(id="t1", user="I love jazz", assistant="ok"))
+        started = anyio.current_time()
+        replies = await w.ask(Chat(id="c1", content="hello"))
+        waited = anyio.current_time() - started
+    assert isinstance(replies[-1], Done)
+    assert waited < 1.0
+
+
+async def test_invalid_model_output_is_rejected_retried_and_tallied() -> None:
+    async with world() as w:
+        w.llm.json_script = [
+            "this is not json",
+            extraction(fact("User is called Ada", confidence=1.5)),
+            extraction(fact("User is called Ada")),
+        ]
+        await w.ask(Turn(id="t1", user="I'm Ada", assistant="Hi Ada"))
+        await w.settle()
+        stats = w.deps.learning.extractor.stats
+        stored = await w.store.facts.facts_of("u1")
+    assert (stats.invalid, stats.succeeded) == (2, 1)
+    assert [s.fact.content for s in stored] == ["User is called Ada"]
+
+
+async def test_extraction_gives_up_after_three_invalid_answers() -> None:
+    async with world() as w:
+        wrong = json.dumps({"facts": "wrong type", "memory_update": {}, "analysis": {}})
+        w.llm.json_script = [wrong, "{", "[]"]
+        await w.ask(Turn(id="t1", user="I'm Ada", assistant="Hi Ada"))
+        await w.settle()
+        stats = w.deps.learning.extractor.stats
+        progress = await w.store.facts.get_progress("u1", "s1")
+    assert (stats.invalid, stats.succeeded, stats.failed) == (3, 0, 0)
+    assert progress is not None
+    assert progress.extracted_through == 0
+
+
+async def test_facts_with_unknown_categories_are_rejected_and_others_kept() -> None:
+    async with world() as w:
+        w.llm.json_script = [
+            extraction(fact("User likes tea", "preference"), fact("User is tall", "physique"))
+        ]
+        await w.ask(Turn(id="t1", user="I like tea and I am tall", assistant="ok"))
+        await w.settle()
+        stored = await w.store.facts.facts_of("u1")
+    assert [s.fact.content for s in stored] == ["User likes tea"]
+
+
+async def test_fact_below_the_confidence_threshold_is_not_stored() -> None:
+    async with world() as w:
+        w.llm.json_script = [extraction(fact("User might like golf", "preference", 0.4))]
+        await w.ask(Turn(id="t1", user="maybe golf?", assistant="ok"))
+        await w.settle()
+        assert await w.store.facts.facts_of("u1") == []
+
+
+async def test_unreachable_model_falls_back_to_rules_and_keeps_turns_pending() -> None:
+    async with world() as w:
+        w.llm.json_script = [LlmUnavailable("connection refused")]
+        await w.ask(Turn(id="t1", user="I live in Lyon", assistant="Nice"))
+        await w.settle()
+        stored = await w.store.facts.facts_of("u1")
+        progress = await w.store.facts.get_progress("u1", "s1")
+    [only] = stored
+    assert only.fact.extractor == "rules"
+    assert only.fact.confidence == pytest.approx(0.6)
+    assert "Lyon" in only.fact.content
+    assert progress is not None
+    assert (progress.extracted_through, progress.last_turn) == (0, 1)
+    assert w.deps.learning.extractor.stats.by_rules == 1
+
+
+async def test_failed_extraction_keeps_turns_for_the_next_call() -> None:
+    async with world() as w:
+        w.llm.json_script = [LlmError("boom")] * 3 + [
+            extraction(fact("User plays chess", "preference"))
+        ]
+        await w.ask(Turn(id="t1", user="I play chess", assistant="ok"))
+        await w.settle()
+        assert await w.store.facts.facts_of("u1") == []
+        await w.ask(Turn(id="t2", user="and go", assistant="ok"))
+        await w.settle()
+        progress = await w.store.facts.get_progress("u1", "s1")
+    last_prompt = w.llm.json_prompts[-1][1]
+    assert "I play chess" in last_prompt
+    assert "and go" in last_prompt
+    assert w.deps.learning.extractor.stats.failed == 3
+    assert progress is not None
+    assert progress.extracted_through == 2
+
+
+async def test_analysis_updates_topic_variables_and_emotion() -> None:
+    async with world() as w:
+        w.llm.json_script = [
+            extraction(topic="travel", context_variables={"city": "Oslo"}, last_emotion="excited")
+        ]
+        await w.ask(Turn(id="t1", user="Going to Oslo!", assistant="Fun"))
+        await w.settle()
+        memory = w.registry.get("u1", "s1").memory  # type: ignore[union-attr]
+    assert memory is not None
+    assert (memory.current_topic, memory.context_variables, memory.last_emotion) == (
+        "travel",
+        {"city": "Oslo"},
+        "excited",
+    )
+
+
+async def test_remember_answers_with_a_memory_frame_and_a_repeat_reinforces() -> None:
+    async with world() as w:
+        [first] = await w.ask(Remember(id="r1", content="I prefer dark mode"))
+        [second] = await w.ask(Remember(id="r2", content="i prefer DARK mode"))
+    assert isinstance(first, MemoryChanged)
+    assert isinstance(second, MemoryChanged)
+    assert first.id == "r1"
+    [added] = first.added
+    assert (added.category, added.confidence, added.extractor) == ("preference", 0.6, "manual")
+    assert second.added == []
+    [reinforced] = second.updated
+    assert (reinforced.id, reinforced.mention_count) == (added.id, 2)
+    assert reinforced.confidence == pytest.approx(0.75)
+
+
+async def test_remember_with_unknown_category_is_bad_request() -> None:
+    async with world() as w:
+        [error] = await w.ask(Remember(id="r1", content="x", category="astrology"))
+    assert error.code == "bad_request"  # type: ignore[union-attr]
+    assert error.id == "r1"  # type: ignore[union-attr]
+
+
+async def test_conflicting_fact_supersedes_the_old_one_and_only_the_new_is_recalled() -> None:
+    async with world() as w:
+        w.llm.json_script = [
+            extraction(fact("User lives in Copenhagen", subject="user", predicate="lives_in")),
+            extraction(
+                fact(
+                    "User lives in London",
+                    subject="user",
+                    predicate="lives_in",
+                    updates_previous=True,
+                )
+            ),
+        ]
+        pushed = w.subscribe()
+        await w.ask(Turn(id="t1", user="I live in Copenhagen", assistant="ok"))
+        await w.settle()
+        await w.ask(Turn(id="t2", user="I moved to London", assistant="ok"))
+        await w.settle()
+        frames = []
+        with pushed:
+            while True:
+                try:
+                    frames.append(pushed.receive_nowait())
+                except anyio.WouldBlock:
+                    break
+        active = await w.store.facts.facts_of("u1")
+        everything = await w.store.facts.facts_of("u1", active_only=False)
+        [block] = await w.ask(ContextRequest(id="q", query="where do I live?", format="about-user"))
+    assert [s.fact.content for s in active] == ["User lives in London"]
+    old = next(s.fact for s in everything if s.fact.content == "User lives in Copenhagen")
+    assert old.validity == "superseded"
+    assert old.superseded_by == active[0].fact.id
+    assert active[0].fact.supersedes_id == old.id
+    assert isinstance(frames[-1], MemoryChanged)
+    assert [f.id for f in frames[-1].superseded] == [old.id]
+    assert isinstance(block, ContextBlock)
+    assert "London" in block.text
+    assert "Copenhagen" not in block.text
+
+
+@pytest.mark.parametrize(
+    ("name", "starts"),
+    [
+        ("about-user", "## What you know about this user\n\nPreferences:\n- User likes green tea"),
+        (
+            "memory-context",
+            "# Memory Context\n\n## Key Facts\n- [user] [preference]: User likes green tea",
+        ),
+        ("user-context", "Facts:\n- [preference | 0.60] User likes green tea"),
+    ],
+    ids=["about-user", "memory-context", "user-context"],
+)
+async def test_context_request_renders_facts_in_the_named_format(name: str, starts: str) -> None:
+    async with world() as w:
+        await w.ask(Remember(id="r", content="User likes green tea", category="preference"))
+        [block] = await w.ask(
+            ContextRequest(id="q", query="green tea please", format=name, budget=400)
+        )
+    assert isinstance(block, ContextBlock)
+    assert block.text.startswith(starts)
+    assert len(block.memory_ids) == 1
+
+
+async def test_facts_put_into_a_context_count_as_accessed() -> None:
+    async with world() as w:
+        [frame] = await w.ask(
+            Remember(id="r", content="User likes green tea", category="preference")
+        )
+        assert isinstance(frame, MemoryChanged)
+        for _ in range(2):
+            await w.ask(ContextRequest(id="q", query="green tea", format="about-user"))
+        await w.settle()
+        [stored] = await w.store.facts.get_facts("u1", [frame.added[0].id])
+    assert stored.fact.access_count == 2
+    assert stored.fact.last_accessed is not None
+
+
+async def test_chat_prompt_carries_facts_about_the_user() -> None:
+    async with world() as w:
+        await w.ask(Remember(id="r", content="User is vegetarian", category="preference"))
+        await w.ask(Chat(id="c", content="Suggest a dinner I would like"))
+    system = w.llm.prompts[-1][0]
+    assert system.role == "system"
+    assert "## What you know about this user" in system.content
+    assert "- User is vegetarian" in system.content
+
+
+async def test_long_history_is_trimmed_middle_out_before_the_model_call() -> None:
+    async with world(chat_context_tokens=400, history_messages=40) as w:
+        for i in range(12):
+            await w.ask(Turn(id=f"t{i}", user=f"question {i} " + "x" * 80, assistant=f"answer {i}"))
+        await w.ask(Chat(id="c", content="last question"))
+    sent = [m.content.split(" ")[0:2] for m in w.llm.prompts[-1][1:]]
+    assert sent[0] == ["question", "0"]
+    assert sent[1] == ["answer", "0"]
+    assert len(w.llm.prompts[-1]) == 1 + 2 + 6
+    assert sent[-1] == ["last", "question"]
+
+
+async def test_end_extracts_pending_turns_then_writes_the_app_note_and_profile() -> None:
+    async with world() as w:
+        await w.registry.open("u1", "s1", scope="calendar")
+        w.llm.json_delay = 1.0
+        w.llm.json_script = [
+            extraction(fact("User has a dentist appointment on Friday", "context")),
+            json.dumps({"content": "User booked a dentist appointment for Friday."}),
+            json.dumps({"work": "", "personal": "Goes to the dentist", "top_of_mind": "Friday"}),
+        ]
+        await w.ask(Turn(id="t1", user="Book the dentist on Friday", assistant="Done"))
+        await w.ask(End())
+        await w.settle()
+        notes = await w.store.facts.notes_of("u1", "calendar")
+        profile = await w.store.facts.get_profile("u1")
+        stored = await w.store.facts.facts_of("u1")
+    assert [n.content for n in notes] == ["User booked a dentist appointment for Friday."]
+    assert notes[0].source_session_id == "s1"
+    assert profile is not None
+    assert profile.top_of_mind == "Friday"
+    assert [s.fact.scope for s in stored] == ["calendar"]
+    assert w.registry.get("u1", "s1") is None
+
+
+async def test_sweeper_catches_up_pending_turns_of_ended_sessions() -> None:
+    async with world() as w:
+        w.llm.json_script = [LlmError("down")] * 6
+        await w.ask(Turn(id="t1", user="I work at Acme", assistant="ok"))
+        await w.ask(End())
+        await w.settle()
+        assert (await w.store.facts.pending_progress())[0].session_id == "s1"
+        w.llm.json_script = [extraction(fact("User works at Acme", "project"))]
+        caught_up = await w.sweeper.retry_once()
+        await w.settle()
+        stored = await w.store.facts.facts_of("u1")
+        pending = await w.store.facts.pending_progress()
+    assert caught_up == 1
+    assert [s.fact.content for s in stored] == ["User works at Acme"]
+    assert pending == []
+
+
+async def test_decay_sweep_fades_and_expires_facts() -> None:
+    async with world() as w:
+        now = w.deps.clock.now()
+
+        def aged(fid: str, days: float, permanence: str, rate: float) -> Stored:
+            at = now - timedelta(days=days)
+            return Stored(
+                Fact(
+                    id=fid,
+                    user_id="u1",
+                    content=fid,
+                    category="knowledge",
+                    confidence=1.0,
+                    created_at=at,
+                    updated_at=at,
+                    last_seen=now,
+                    last_confirmed_at=at,
+                    permanence=permanence,
+                    decay_rate=rate,
+                ),
+                HashEmbedder().embed_one(fid),
+            )
+
+        await w.store.facts.put_facts(
+            [
+                aged("fact_00000001", 25, "ephemeral", 0.1),  # exp(-2.5) = 0.082 -> fading
+                aged("fact_00000002", 40, "ephemeral", 0.1),  # exp(-4) = 0.018 -> expired
+                aged("fact_00000003", 400, "permanent", 0.0),  # never decays
+            ]
+        )
+        changed = await w.sweeper.sweep_once()
+        facts = {s.fact.id: s.fact for s in await w.store.facts.facts_of("u1", active_only=False)}
+    assert changed == 2
+    assert (facts["fact_00000001"].validity, facts["fact_00000001"].status) == ("active", "fading")
+    assert facts["fact_00000002"].validity == "expired"
+    assert facts["fact_00000003"].validity == "active"
+    assert datetime.now(UTC) > now - timedelta(days=1)
