@@ -1,0 +1,79 @@
+"""Learning end to end: real uvicorn, websockets, LanceDB, and the real Ollama client on a fake."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.fake_ollama import FakeOllama
+from tests.harness import Client, make_app, serve, settings_for
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def server(tmp_path: Path, fake: FakeOllama) -> AsyncIterator[str]:
+    async with serve(make_app(settings_for(tmp_path, fake.url))) as address:
+        yield address
+
+
+def extraction(*facts: dict[str, object]) -> dict[str, object]:
+    return {"facts": list(facts), "memory_update": {"should_store": True}, "analysis": {}}
+
+
+async def test_a_turn_teaches_a_fact_pushed_listed_and_used_in_context(
+    server: str, fake: FakeOllama
+) -> None:
+    fake.script_json(
+        extraction(
+            {"content": "User is allergic to peanuts", "category": "identity", "confidence": 0.95}
+        )
+    )
+    async with Client.connect(server, "s1") as client:
+        await client.receive()
+        await client.send(type="turn", id="t1", user="I'm allergic to peanuts", assistant="Noted")
+        memory, _ = await client.until("memory")
+        await client.send(type="context", id="q", query="what am I allergic to?", budget=300)
+        block = await client.receive()
+    [added] = memory["added"]
+    assert added["content"] == "User is allergic to peanuts"
+    assert added["kind"] == "fact"
+    async with httpx.AsyncClient(base_url=f"http://{server}") as http:
+        facts = (await http.get("/memory/long-term", params={"kind": "facts"})).json()
+    assert [f["id"] for f in facts["items"]] == [added["id"]]
+    assert block["text"] == (
+        "## What you know about this user\n\nAbout user:\n- User is allergic to peanuts"
+    )
+    assert block["memory_ids"] == [added["id"]]
+    structured = [b for _, path, b in fake.requests if path == "/api/chat" and "format" in b]
+    assert structured[0]["options"]["temperature"] == 0
+    assert structured[0]["format"]["$defs"]["ExtractedFact"]["properties"]["confidence"] == {
+        "type": "number",
+        "minimum": 0.0,
+        "maximum": 1.0,
+    }
+
+
+async def test_facts_are_recalled_in_a_later_session_and_sent_to_the_model(
+    server: str, fake: FakeOllama
+) -> None:
+    fake.script_json(
+        extraction(
+            {"content": "User prefers short answers", "category": "preference", "confidence": 0.9}
+        )
+    )
+    async with Client.connect(server, "first") as client:
+        await client.receive()
+        await client.send(type="turn", id="t1", user="Keep answers short please", assistant="OK")
+        await client.until("memory")
+    fake.script("Sure.")
+    async with Client.connect(server, "second") as client:
+        await client.receive()
+        await client.send(type="chat", id="c1", content="Which answers do I prefer?")
+        await client.until("done")
+    chats = [b for _, path, b in fake.requests if path == "/api/chat" and "format" not in b]
+    system = chats[-1]["messages"][0]["content"]
+    assert "Preferences:\n- User prefers short answers" in system
