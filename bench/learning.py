@@ -1,0 +1,171 @@
+"""Memory work off the critical path: extraction throughput and chat's wait before its first delta.
+
+    python -m bench.learning [--sessions 100] [--turns 10] [--chats 200] [--embedder hash]
+
+Starts ``mnemo serve`` in its own process (real LanceDB in a temp dir) against
+a fake Ollama (``tests/fake_ollama.py``) that answers instantly: chat replies
+stream at once, every extraction call returns one fact about the last turn it
+saw. Phase 1: ``--sessions`` sessions each send ``--turns`` turns (waiting for
+each ack) and the fake counts how many turns reached extraction and when.
+Phase 2: chats alone, then chats while phase-1-style turn load runs, timing
+``chat`` → first ``delta``. Writes ``bench/results/learning.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import threading
+import time
+from typing import Any
+
+from websockets.asyncio.client import connect
+
+from bench.common import machine, percentiles, server_process, write_result
+from tests.fake_ollama import FakeOllama
+
+_TURN = re.compile(r"Turn (\d+) user: <episode_content>session (\S+) turn")
+
+
+class _Recorder:
+    """Answers the fake's requests and records which turns reached extraction, and when."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.extracted: set[tuple[str, int]] = set()
+        self.calls = 0
+        self.last_at = 0.0
+
+    def __call__(self, path: str, body: dict[str, Any]) -> Any:
+        if "format" not in body:
+            return "Sure, here is a short answer."
+        prompt = body["messages"][-1]["content"]
+        seen = [(s, int(t)) for t, s in _TURN.findall(prompt)]
+        with self.lock:
+            self.calls += 1
+            self.extracted.update(seen)
+            self.last_at = time.perf_counter()
+        if not seen:
+            return {"facts": [], "memory_update": {}, "analysis": {}}
+        session, turn = seen[-1]
+        fact = {
+            "content": f"User mentioned item {turn} in {session}",
+            "category": "knowledge",
+            "confidence": 0.9,
+        }
+        return {"facts": [fact], "memory_update": {"should_store": True}, "analysis": {}}
+
+
+async def _turns(address: str, session: str, count: int) -> None:
+    async with connect(f"ws://{address}/ws/{session}", max_queue=None) as ws:
+        await ws.recv()
+        for i in range(1, count + 1):
+            await ws.send(
+                json.dumps(
+                    {
+                        "type": "turn",
+                        "id": f"t{i}",
+                        "user": f"session {session} turn {i}: I like item {i}",
+                        "assistant": "Noted.",
+                    }
+                )
+            )
+            while json.loads(await ws.recv())["type"] != "ack":
+                pass
+
+
+async def _chats(address: str, session: str, count: int, samples: list[float]) -> None:
+    async with connect(f"ws://{address}/ws/{session}", max_queue=None) as ws:
+        await ws.recv()
+        for i in range(count):
+            started = time.perf_counter()
+            await ws.send(json.dumps({"type": "chat", "id": f"c{i}", "content": f"question {i}"}))
+            first = None
+            while True:
+                frame = json.loads(await ws.recv())
+                if frame["type"] == "delta" and first is None:
+                    first = time.perf_counter()
+                if frame["type"] in ("done", "error"):
+                    break
+            if first is not None:
+                samples.append((first - started) * 1000)
+
+
+async def _run(address: str, recorder: _Recorder, args: argparse.Namespace) -> dict[str, Any]:
+    started = time.perf_counter()
+    await asyncio.gather(*(_turns(address, f"s{i}", args.turns) for i in range(args.sessions)))
+    acked = time.perf_counter() - started
+    total = args.sessions * args.turns
+    deadline = time.perf_counter() + 300
+    while len(recorder.extracted) < total and time.perf_counter() < deadline:
+        await asyncio.sleep(0.05)
+    extraction_seconds = recorder.last_at - started
+
+    quiet: list[float] = []
+    await _chats(address, "quiet", args.chats, quiet)
+    loaded: list[float] = []
+    await asyncio.gather(
+        _chats(address, "loaded", args.chats, loaded),
+        *(_turns(address, f"l{i}", args.turns) for i in range(args.sessions)),
+    )
+    return {
+        "extraction": {
+            "sessions": args.sessions,
+            "turns": total,
+            "turns_extracted": len(recorder.extracted),
+            "extraction_calls": recorder.calls,
+            "turns_per_call": len(recorder.extracted) / max(recorder.calls, 1),
+            "seconds": extraction_seconds,
+            "turns_per_s": len(recorder.extracted) / extraction_seconds,
+            "acks_seconds": acked,
+        },
+        "first_delta_ms": {
+            "quiet": percentiles(quiet),
+            "under_turn_and_extraction_load": percentiles(loaded),
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", type=int, default=100)
+    parser.add_argument("--turns", type=int, default=10)
+    parser.add_argument("--chats", type=int, default=200)
+    parser.add_argument("--embedder", default="hash")
+    args = parser.parse_args()
+    recorder = _Recorder()
+    fake = FakeOllama(models=["llama3.2"], responder=recorder).start_in_thread()
+    try:
+        env = {
+            "MNEMO_EMBEDDER": args.embedder,
+            "MNEMO_OLLAMA_URL": fake.url,
+            "MNEMO_RATE_LIMIT": "100000",
+            "MNEMO_RATE_BURST": "100000",
+            "MNEMO_EXTRACT_CONCURRENCY": "4",
+        }
+        with server_process(env) as address:
+            result = asyncio.run(_run(address, recorder, args))
+    finally:
+        fake.stop_thread()
+    result["setup"] = {**machine(), "embedder": args.embedder, "fake_ollama": "instant"}
+    path = write_result("learning", result)
+    ex = result["extraction"]
+    print(
+        f"extraction through the coalescing extractor, {args.sessions} sessions x "
+        f"{args.turns} turns, embedder {args.embedder}, {result['setup']['cores']} cores"
+    )
+    print(
+        f"  {ex['turns_extracted']}/{ex['turns']} turns extracted in {ex['seconds']:.2f} s "
+        f"= {ex['turns_per_s']:.0f} turns/s, {ex['extraction_calls']} calls "
+        f"({ex['turns_per_call']:.1f} turns per call)"
+    )
+    print("chat -> first delta (fake Ollama answers at once), ms")
+    for name, row in result["first_delta_ms"].items():
+        print(f"  {name:<32} p50 {row['p50']:7.2f}  p99 {row['p99']:7.2f}  max {row['max']:7.2f}")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
