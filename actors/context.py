@@ -152,7 +152,9 @@ class ContextBuilder:
     ) -> Block:
         if format == "conversation":
             [vector] = await self._embedder.embed([query])
-            found = await self._store.search_messages(user_id, query, vector, k=8 + len(exclude))
+            found = await self._store.search_messages(
+                user_id, query, vector, k=8 + len(exclude), scope=scope
+            )
             fresh = [m for m, _ in found if (m.role, m.text) not in exclude][:8]
             recalled = format_recalled(fresh, budget)
             return Block(recalled.text, recalled.tokens, recalled.memory_ids)
@@ -227,5 +229,11 @@ async def chat_context(
         user_id, query, format="conversation", budget=budget, scope=scope, exclude=exclude
     )
     builder.touch(user_id, block.memory_ids)
-    text = "\n\n".join(t for t in (block.text, recalled.text) if t)
-    return ChatContext(text, compacted.history, block.tokens + recalled.tokens, compacted.stage)
+    notes = Block("", 0, [])
+    if scope is not None:  # seed 003: an app's conversations see that app's notes
+        notes = await builder.build(
+            user_id, query, format="app-memories", budget=budget, scope=scope
+        )
+    text = "\n\n".join(t for t in (block.text, notes.text, recalled.text) if t)
+    tokens = block.tokens + notes.tokens + recalled.tokens
+    return ChatContext(text, compacted.history, tokens, compacted.stage)

@@ -11,6 +11,7 @@ __all__ = [
     "LlmUnavailable",
     "MnemoError",
     "Overloaded",
+    "Rejected",
     "SessionClosed",
 ]
 
@@ -19,6 +20,12 @@ class MnemoError(Exception):
     """Root of mnemo's errors; ``code`` is what an error frame or REST body carries."""
 
     code = "internal"
+
+
+class Rejected(MnemoError):
+    """A request breaks a rule of the domain (e.g. too many pinned facts): a 400, not a fault."""
+
+    code = "bad_request"
 
 
 class SessionClosed(MnemoError):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from actors.errors import Rejected
 from actors.ports import Clock, Embedder, Store
 from actors.writer import ArchiveWriter
 from memory.decay import pin, sweep_fact, touch_accessed
@@ -207,7 +208,10 @@ class FactKeeper:
         fact = stored.fact
         if change.pinned is not None and change.pinned != fact.pinned:
             pinned = sum(1 for s in await self._store.facts.facts_of(user_id) if s.fact.pinned)
-            fact = pin(fact, change.pinned, pinned, self._settings.max_pinned, now=now)
+            try:
+                fact = pin(fact, change.pinned, pinned, self._settings.max_pinned, now=now)
+            except ValueError as exc:  # raised inside the writer: must not look like a disk fault
+                raise Rejected(str(exc)) from None
         fields = {
             k: v
             for k, v in (

@@ -150,8 +150,10 @@ class Store(Protocol):
     async def clear_messages(self, user_id: str) -> int: ...
 
     async def search_messages(
-        self, user_id: str, text: str, vector: Sequence[float], *, k: int
-    ) -> list[ScoredMessage]: ...
+        self, user_id: str, text: str, vector: Sequence[float], *, k: int, scope: str | None = None
+    ) -> list[ScoredMessage]:
+        """With a ``scope``: messages of ``global`` and that scope only."""
+        ...
 
     async def put_working(self, items: Sequence[tuple[str, WorkingMemory]]) -> None:
         """Upsert working-memory snapshots, each keyed by (user id, session id)."""

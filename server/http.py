@@ -9,7 +9,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from actors.errors import ArchiveUnavailable, MnemoError
+from actors.errors import ArchiveUnavailable, MnemoError, Rejected
 from schemas.settings import Settings
 from server.auth import bearer, user_for_token
 
@@ -45,7 +45,7 @@ def authenticated(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
             return error(401, "unauthorized", "send Authorization: Bearer <api key>")
         try:
             return await handler(request, user_id)
-        except BadRequest as exc:
+        except (BadRequest, Rejected) as exc:
             return error(400, "bad_request", str(exc))
         except ArchiveUnavailable as exc:
             return error(503, exc.code, str(exc))

@@ -237,10 +237,11 @@ class MemoryStore:
         return before - len(self.messages)
 
     async def search_messages(
-        self, user_id: str, text: str, vector: Sequence[float], *, k: int
+        self, user_id: str, text: str, vector: Sequence[float], *, k: int, scope: str | None = None
     ) -> list[ScoredMessage]:
         words = set(text.lower().split())
-        hits = [(m, float(len(words & set(m.text.lower().split())))) for m in self._of(user_id)]
+        mine = [m for m in self._of(user_id) if scope is None or m.scope in ("global", scope)]
+        hits = [(m, float(len(words & set(m.text.lower().split())))) for m in mine]
         return sorted((h for h in hits if h[1] > 0), key=lambda h: -h[1])[:k]
 
     async def put_working(self, items: Sequence[tuple[str, WorkingMemory]]) -> None:

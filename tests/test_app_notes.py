@@ -321,16 +321,6 @@ async def test_app_memories_block_lists_the_apps_notes_newest_first(
     assert block["memory_ids"] == [note["id"] for note in listed]
 
 
-@pytest.mark.xfail(
-    reason=(
-        "seed 003 gap (conformance 003-02/003-23): a `chat` in an app session builds its "
-        "system prompt from about-user facts and recalled messages only "
-        "(actors/session.py SessionActor._chat -> actors/context.py chat_context); the "
-        "app's notes are never injected, so they reach the model only if the client asks "
-        "for an app-memories context block itself"
-    ),
-    strict=True,
-)
 async def test_a_chat_in_an_app_session_gets_that_apps_notes_in_the_system_prompt(
     server: str, fake: FakeOllama
 ) -> None:

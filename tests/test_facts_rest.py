@@ -313,15 +313,6 @@ async def test_ten_facts_can_be_pinned_and_unpinning_frees_a_slot(
     assert sum(item["pinned"] for item in listed["items"]) == 10
 
 
-@pytest.mark.xfail(
-    reason=(
-        "product bug: FactKeeper._edit (actors/keeper.py:210) raises the pin cap's "
-        "ValueError inside ArchiveWriter.call, whose _handle (actors/writer.py:201) turns "
-        "every ValueError into ArchiveUnavailable: PATCH answers 503 archive_unavailable "
-        "(and logs 'store call failed') instead of 400 bad_request"
-    ),
-    strict=True,
-)
 async def test_pinning_an_eleventh_fact_is_a_400_and_leaves_it_unpinned(
     alice: httpx.AsyncClient,
 ) -> None:

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from memory.hashing import HashEmbedder
@@ -154,3 +155,15 @@ async def test_optimize_compacts_many_small_appends(store: LanceStore) -> None:
 
 def _fields(memory: WorkingMemory) -> dict[str, object]:
     return {f: getattr(memory, f) for f in memory.__struct_fields__}
+
+
+async def test_search_with_a_scope_sees_global_and_that_scope_only(store: LanceStore) -> None:
+    def scoped(n: int, scope: str) -> ArchivedMessage:
+        return msgspec.structs.replace(message(n, f"dentist appointment {scope}"), scope=scope)
+
+    await put(store, scoped(1, "global"), scoped(2, "calendar"), scoped(3, "mail"))
+    vector = _embedder.embed_one("dentist appointment")
+    hits = await store.search_messages("u1", "dentist", vector, k=10, scope="calendar")
+    assert sorted(m.scope for m, _ in hits) == ["calendar", "global"]
+    everything = await store.search_messages("u1", "dentist", vector, k=10)
+    assert len(everything) == 3

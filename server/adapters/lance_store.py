@@ -262,10 +262,13 @@ class LanceStore:
         return count
 
     async def search_messages(
-        self, user_id: str, text: str, vector: Sequence[float], *, k: int
+        self, user_id: str, text: str, vector: Sequence[float], *, k: int, scope: str | None = None
     ) -> list[ScoredMessage]:
-        """Hybrid search: exact vector search and BM25, fused by reciprocal rank (k=60)."""
+        """Hybrid search: exact vector search and BM25, fused by reciprocal rank (k=60).
+        With a ``scope``, only ``global`` messages and that scope's."""
         where = user_filter(user_id)
+        if scope is not None:
+            where += f" AND scope IN ('global', {quote(scope)})"
         dense = (
             await self._messages.vector_search(list(vector))
             .where(where)
