@@ -6,6 +6,7 @@ Errors are ``{"error": {"code", "message"}}``. Another user's resources answer
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from datetime import datetime
 from typing import Any
@@ -62,8 +63,16 @@ def _keeper(request: Request) -> FactKeeper:
 
 
 async def healthz(request: Request) -> Response:
+    """Liveness plus the tallies an operator checks first (no credentials needed, no user data)."""
     registry: SessionRegistry = request.state.registry
-    return json({"status": "ok", "live_sessions": len(registry.live())})
+    learning = _deps(request).learning
+    return json(
+        {
+            "status": "ok",
+            "live_sessions": len(registry.live()),
+            "extraction": dataclasses.asdict(learning.extractor.stats),
+        }
+    )
 
 
 async def list_long_term(request: Request, user_id: str) -> Response:

@@ -396,3 +396,18 @@ async def test_decay_sweep_fades_and_expires_facts() -> None:
     assert facts["fact_00000002"].validity == "expired"
     assert facts["fact_00000003"].validity == "active"
     assert datetime.now(UTC) > now - timedelta(days=1)
+
+
+@pytest.mark.parametrize(
+    ("query", "shown"),
+    [("What should I cook tonight?", True), ("Summarise the news", False)],
+    ids=["personal-query", "impersonal-query"],
+)
+async def test_identity_facts_appear_only_for_personal_queries(query: str, shown: bool) -> None:
+    async with world() as w:
+        await w.ask(Remember(id="r1", content="User is called Ada", category="identity"))
+        await w.ask(Remember(id="r2", content="User is building a compiler", category="project"))
+        [block] = await w.ask(ContextRequest(id="q", query=query, format="about-user"))
+    assert isinstance(block, ContextBlock)
+    assert "Current work:\n- User is building a compiler" in block.text
+    assert ("About user:\n- User is called Ada" in block.text) is shown

@@ -42,6 +42,12 @@ async def test_healthz_answers_without_credentials(server: str) -> None:
         response = await client.get("/healthz")
     assert response.status_code == 200
     assert response.json()["status"] == "ok"
+    assert response.json()["extraction"] == {
+        "succeeded": 0,
+        "invalid": 0,
+        "failed": 0,
+        "by_rules": 0,
+    }
 
 
 @pytest.mark.parametrize(
