@@ -9,6 +9,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import anyio
 
 from actors.errors import MnemoError
 from actors.keeper import FactKeeper
@@ -204,36 +207,50 @@ async def chat_context(
     context_tokens = settings.chat_context_tokens
     used = system_tokens + sum(estimate_tokens(m.content) for m in history)
     budget = formats.about_user_budget(context_tokens, used, reserve_for_reply=1024)
-    try:
-        facts = [
-            s.fact
-            for s in await builder.recall_facts(
-                user_id, query, scope=scope, limit=settings.retrieval_limit, topic=topic
-            )
-        ]
-    except MnemoError as exc:
-        _log.warning("no facts for chat of user %s: %s", user_id, exc)
-        facts = []
+    found: dict[str, Any] = {"facts": [], "notes": Block("", 0, [])}
+
+    async def facts() -> None:
+        try:
+            found["facts"] = [
+                s.fact
+                for s in await builder.recall_facts(
+                    user_id, query, scope=scope, limit=settings.retrieval_limit, topic=topic
+                )
+            ]
+        except MnemoError as exc:
+            _log.warning("no facts for chat of user %s: %s", user_id, exc)
+
+    async def conversation() -> None:
+        exclude = frozenset((m.role, m.content) for m in history)
+        found["recalled"] = await builder.build(
+            user_id, query, format="conversation", budget=budget, scope=scope, exclude=exclude
+        )
+
+    async def notes() -> None:  # seed 003: an app's conversations see that app's notes
+        found["notes"] = await builder.build(
+            user_id, query, format="app-memories", budget=budget, scope=scope
+        )
+
+    # Independent lookups, each a few LanceDB queries: run them at once.
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(facts)
+        tg.start_soon(conversation)
+        if scope is not None:
+            tg.start_soon(notes)
+    recalled: Block = found["recalled"]
+    notes_block: Block = found["notes"]
+    chosen: list[Fact] = found["facts"]
     if not mentions_personal(query):
-        facts = [f for f in facts if f.category != "identity" or f.pinned]
+        chosen = [f for f in chosen if f.category != "identity" or f.pinned]
     compacted = compact(
         history,
-        facts,
+        chosen,
         system_tokens=system_tokens,
         context_tokens=context_tokens,
         threshold=settings.compaction_threshold,
     )
     block = formats.about_user(compacted.facts, settings.categories, budget)
-    exclude = frozenset((m.role, m.content) for m in compacted.history)
-    recalled = await builder.build(
-        user_id, query, format="conversation", budget=budget, scope=scope, exclude=exclude
-    )
     builder.touch(user_id, block.memory_ids)
-    notes = Block("", 0, [])
-    if scope is not None:  # seed 003: an app's conversations see that app's notes
-        notes = await builder.build(
-            user_id, query, format="app-memories", budget=budget, scope=scope
-        )
-    text = "\n\n".join(t for t in (block.text, notes.text, recalled.text) if t)
-    tokens = block.tokens + notes.tokens + recalled.tokens
+    text = "\n\n".join(t for t in (block.text, notes_block.text, recalled.text) if t)
+    tokens = block.tokens + notes_block.tokens + recalled.tokens
     return ChatContext(text, compacted.history, tokens, compacted.stage)

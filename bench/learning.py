@@ -42,6 +42,8 @@ class _Recorder:
         if "format" not in body:
             return "Sure, here is a short answer."
         prompt = body["messages"][-1]["content"]
+        if "extract durable facts" not in body["messages"][0]["content"]:
+            return {"content": "A short note.", "work": "", "personal": ""}  # note / profile
         seen = [(s, int(t)) for t, s in _TURN.findall(prompt)]
         with self.lock:
             self.calls += 1
@@ -102,6 +104,8 @@ async def _run(address: str, recorder: _Recorder, args: argparse.Namespace) -> d
     while len(recorder.extracted) < total and time.perf_counter() < deadline:
         await asyncio.sleep(0.05)
     extraction_seconds = recorder.last_at - started
+    with recorder.lock:
+        extracted, calls = len(recorder.extracted), recorder.calls
 
     quiet: list[float] = []
     await _chats(address, "quiet", args.chats, quiet)
@@ -114,11 +118,11 @@ async def _run(address: str, recorder: _Recorder, args: argparse.Namespace) -> d
         "extraction": {
             "sessions": args.sessions,
             "turns": total,
-            "turns_extracted": len(recorder.extracted),
-            "extraction_calls": recorder.calls,
-            "turns_per_call": len(recorder.extracted) / max(recorder.calls, 1),
+            "turns_extracted": extracted,
+            "extraction_calls": calls,
+            "turns_per_call": extracted / max(calls, 1),
             "seconds": extraction_seconds,
-            "turns_per_s": len(recorder.extracted) / extraction_seconds,
+            "turns_per_s": extracted / extraction_seconds,
             "acks_seconds": acked,
         },
         "first_delta_ms": {

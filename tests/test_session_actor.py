@@ -207,3 +207,11 @@ async def test_sessions_of_different_users_with_equal_ids_are_separate_actors() 
 
 async def _noop() -> None:
     return None
+
+
+async def test_writer_optimizes_on_schedule_even_under_constant_load() -> None:
+    async with world() as w:
+        for i in range(15):
+            await w.ask(Turn(id=f"t{i}", user="a", assistant="b"))
+            await anyio.sleep(10)
+        assert w.store.optimizes >= 2

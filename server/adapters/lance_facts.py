@@ -17,7 +17,7 @@ from lancedb.index import FTS, BTree
 from actors.ports import FactHit
 from memory.facts import Stored
 from schemas.records import AppNote, Fact, Progress, UserProfile
-from server.adapters.lance_common import purge, quote, user_filter
+from server.adapters.lance_common import hybrid_rows, purge, quote, user_filter
 
 __all__ = ["LanceFacts"]
 
@@ -194,24 +194,9 @@ class LanceFacts:
         where = f"{user_filter(user_id)} AND validity = 'active'"
         if scope is not None:
             where += f" AND scope IN ('global', {quote(scope)})"
-        dense = (
-            await self._facts.vector_search(list(vector))
-            .where(where)
-            .distance_type("cosine")
-            .select([*_FACT_COLUMNS, "_distance"])
-            .limit(k)
-            .to_list()
+        dense, sparse = await hybrid_rows(
+            self._facts, vector, text, where=where, columns=_FACT_COLUMNS, limit=k
         )
-        sparse: list[dict[str, Any]] = []
-        if text.strip():
-            sparse = (
-                await self._facts.query()
-                .nearest_to_text(text)
-                .where(where)
-                .select([*_FACT_COLUMNS, "_score"])
-                .limit(k)
-                .to_list()
-            )
         ranks: dict[str, list[Any]] = {}
         for rank, row in enumerate(dense, 1):
             ranks[row["data"]] = [row, rank, None]

@@ -24,7 +24,7 @@ from lancedb.query import ColumnOrdering
 from actors.errors import ArchiveUnavailable, MnemoError
 from actors.ports import Embedder, Page, ScoredMessage
 from schemas.records import ArchivedMessage, WorkingMemory
-from server.adapters.lance_common import purge, quote, user_filter
+from server.adapters.lance_common import hybrid_rows, purge, quote, user_filter
 from server.adapters.lance_facts import LanceFacts
 
 __all__ = ["LanceStore", "StoreMismatch", "quote"]
@@ -269,24 +269,9 @@ class LanceStore:
         where = user_filter(user_id)
         if scope is not None:
             where += f" AND scope IN ('global', {quote(scope)})"
-        dense = (
-            await self._messages.vector_search(list(vector))
-            .where(where)
-            .distance_type("cosine")
-            .select([*_COLUMNS, "_distance"])
-            .limit(k * 2)
-            .to_list()
+        dense, sparse = await hybrid_rows(
+            self._messages, vector, text, where=where, columns=_COLUMNS, limit=k * 2
         )
-        sparse: list[dict[str, Any]] = []
-        if text.strip():
-            sparse = (
-                await self._messages.query()
-                .nearest_to_text(text)
-                .where(where)
-                .select([*_COLUMNS, "_score"])
-                .limit(k * 2)
-                .to_list()
-            )
         scores: dict[str, float] = {}
         rows: dict[str, dict[str, Any]] = {}
         for ranked in (dense, sparse):
