@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
@@ -86,7 +86,9 @@ class NoteKeeper:
             updated_at=now,
             source_session_id=session_id,
         )
-        await self._writer.call(lambda: self._store.facts.put_notes([note]))
+        if not await self._store_twice(lambda: self._store.facts.put_notes([note])):
+            self.stats.skipped += 1
+            return None
         self.stats.created += 1
         _log.info("created note %s for app %s from session %s", note.id, app_id, session_id)
         await self.compact(user_id, app_id, note)
@@ -101,15 +103,26 @@ class NoteKeeper:
             return
         existing = [n for n in notes if n.id != new.id]
         decision = await self._decide(existing, new, limit)
-        if decision is not None:
-            await self._writer.call(lambda: self._apply(user_id, app_id, notes, decision))
+        if decision is not None and await self._store_twice(
+            lambda: self._apply(user_id, app_id, notes, decision)
+        ):
             self.stats.compacted_by_model += 1
         notes = await self._store.facts.notes_of(user_id, app_id)
         if len(notes) > limit:
             oldest = [n.id for n in notes[: len(notes) - limit]]
-            await self._writer.call(lambda: self._store.facts.delete_notes(user_id, app_id, oldest))
+            await self._store_twice(lambda: self._store.facts.delete_notes(user_id, app_id, oldest))
             self.stats.compacted_fifo += 1
             _log.info("compacted notes of app %s by FIFO: deleted %s", app_id, oldest)
+
+    async def _store_twice(self, write: Callable[[], Awaitable[object]]) -> bool:
+        """Seed 003: a database error is logged and the write retried once, then given up."""
+        for attempt in (1, 2):
+            try:
+                await self._writer.call(write)
+                return True
+            except MnemoError as exc:
+                _log.warning("note store write failed (attempt %d of 2): %s", attempt, exc)
+        return False
 
     async def _decide(
         self, existing: Sequence[AppNote], new: AppNote, limit: int

@@ -80,6 +80,8 @@ class MemoryFacts:
     notes: dict[tuple[str, str], AppNote] = field(default_factory=dict)
     profiles: dict[str, UserProfile] = field(default_factory=dict)
     progress: dict[tuple[str, str], Progress] = field(default_factory=dict)
+    #: That many note writes fail (a database error) before writes work again.
+    fail_note_writes: int = 0
 
     async def facts_of(self, user_id: str, *, active_only: bool = True) -> list[Stored]:
         return [
@@ -140,6 +142,9 @@ class MemoryFacts:
         return sorted(mine, key=lambda n: (n.created_at, n.id))
 
     async def put_notes(self, notes: Sequence[AppNote]) -> None:
+        if self.fail_note_writes:
+            self.fail_note_writes -= 1
+            raise ArchiveUnavailable("disk error (fake)")
         for note in notes:
             self.notes[(note.user_id, note.id)] = note
 

@@ -411,3 +411,37 @@ async def test_identity_facts_appear_only_for_personal_queries(query: str, shown
     assert isinstance(block, ContextBlock)
     assert "Current work:\n- User is building a compiler" in block.text
     assert ("About user:\n- User is called Ada" in block.text) is shown
+
+
+async def _end_app_session(w: Any, note_json: str) -> None:
+    await w.registry.open("u1", "s1", scope="calendar")
+    w.llm.json_script = [extraction(), note_json]
+    await w.ask(Turn(id="t1", user="Plan lunch on Monday", assistant="Done"))
+    await w.settle()
+    await w.ask(End())
+    await w.settle()
+
+
+@pytest.mark.parametrize(("failures", "notes"), [(1, 1), (2, 0)], ids=["retried-once", "given-up"])
+async def test_note_write_failing_is_retried_once_then_skipped(failures: int, notes: int) -> None:
+    async with world() as w:
+        w.store.facts.fail_note_writes = failures
+        await _end_app_session(w, json.dumps({"content": "User plans lunch on Monday."}))
+        assert len(await w.store.facts.notes_of("u1", "calendar")) == notes
+        assert w.deps.learning.notes.stats.skipped == 1 - notes
+
+
+async def test_note_creation_times_out_after_30_seconds_and_is_skipped() -> None:
+    async with world() as w:
+        await w.registry.open("u1", "s1", scope="calendar")
+        w.llm.json_script = [extraction()]
+        await w.ask(Turn(id="t1", user="Plan lunch", assistant="Done"))
+        await w.settle()
+        w.llm.json_delay = 31.0
+        started = anyio.current_time()
+        await w.ask(End())
+        ended_after = anyio.current_time() - started
+        await anyio.sleep(120)
+        assert await w.store.facts.notes_of("u1", "calendar") == []
+        assert w.deps.learning.notes.stats.skipped == 1
+    assert ended_after < 1.0  # the end did not wait for the note
