@@ -164,11 +164,10 @@ class FactKeeper:
         for content, reason in changes.skipped:
             _log.info("skipped fact (%s): %s", reason, content)
         vectors = {s.fact.id: s.vector for s in existing}
-        writes = [
-            *changes.added,
-            *(Stored(f, vectors[f.id]) for f in [*changes.updated, *changes.superseded]),
-        ]
-        await self._store.facts.put_facts(writes)
+        await self._store.facts.add_facts(changes.added)
+        await self._store.facts.put_facts(
+            [Stored(f, vectors[f.id]) for f in [*changes.updated, *changes.superseded]]
+        )
         if changes.removed:
             await self._store.facts.delete_facts(
                 user_id, [f.id for f in changes.removed], purge_now=False

@@ -7,7 +7,8 @@ a fake Ollama (``tests/fake_ollama.py``) that answers instantly: chat replies
 stream at once, every extraction call returns one fact about the last turn it
 saw. Phase 1: ``--sessions`` sessions each send ``--turns`` turns (waiting for
 each ack) and the fake counts how many turns reached extraction and when.
-Phase 2: chats alone, then chats while phase-1-style turn load runs, timing
+Each session belongs to its own user (API keys ``k<i>``). Phase 2: chats
+(user 0) alone, then chats while phase-1-style turn load runs, timing
 ``chat`` → first ``delta``. Writes ``bench/results/learning.json``.
 """
 
@@ -60,8 +61,12 @@ class _Recorder:
         return {"facts": [fact], "memory_update": {"should_store": True}, "analysis": {}}
 
 
-async def _turns(address: str, session: str, count: int) -> None:
-    async with connect(f"ws://{address}/ws/{session}", max_queue=None) as ws:
+def _url(address: str, session: str, user: int) -> str:
+    return f"ws://{address}/ws/{session}?token=k{user}"
+
+
+async def _turns(address: str, session: str, count: int, user: int) -> None:
+    async with connect(_url(address, session, user), max_queue=None) as ws:
         await ws.recv()
         for i in range(1, count + 1):
             await ws.send(
@@ -78,8 +83,8 @@ async def _turns(address: str, session: str, count: int) -> None:
                 pass
 
 
-async def _chats(address: str, session: str, count: int, samples: list[float]) -> None:
-    async with connect(f"ws://{address}/ws/{session}", max_queue=None) as ws:
+async def _chats(address: str, session: str, count: int, samples: list[float], user: int) -> None:
+    async with connect(_url(address, session, user), max_queue=None) as ws:
         await ws.recv()
         for i in range(count):
             started = time.perf_counter()
@@ -97,7 +102,7 @@ async def _chats(address: str, session: str, count: int, samples: list[float]) -
 
 async def _run(address: str, recorder: _Recorder, args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
-    await asyncio.gather(*(_turns(address, f"s{i}", args.turns) for i in range(args.sessions)))
+    await asyncio.gather(*(_turns(address, f"s{i}", args.turns, i) for i in range(args.sessions)))
     acked = time.perf_counter() - started
     total = args.sessions * args.turns
     deadline = time.perf_counter() + 300
@@ -108,11 +113,11 @@ async def _run(address: str, recorder: _Recorder, args: argparse.Namespace) -> d
         extracted, calls = len(recorder.extracted), recorder.calls
 
     quiet: list[float] = []
-    await _chats(address, "quiet", args.chats, quiet)
+    await _chats(address, "quiet", args.chats, quiet, 0)
     loaded: list[float] = []
     await asyncio.gather(
-        _chats(address, "loaded", args.chats, loaded),
-        *(_turns(address, f"l{i}", args.turns) for i in range(args.sessions)),
+        _chats(address, "loaded", args.chats, loaded, 0),
+        *(_turns(address, f"l{i}", args.turns, i) for i in range(args.sessions)),
     )
     return {
         "extraction": {
@@ -148,6 +153,7 @@ def main() -> None:
             "MNEMO_RATE_LIMIT": "100000",
             "MNEMO_RATE_BURST": "100000",
             "MNEMO_EXTRACT_CONCURRENCY": "4",
+            "MNEMO_API_KEYS": ",".join(f"k{i}:u{i}" for i in range(args.sessions)),
         }
         with server_process(env) as address:
             result = asyncio.run(_run(address, recorder, args))

@@ -104,6 +104,11 @@ class MemoryFacts:
     async def get_facts(self, user_id: str, ids: Sequence[str]) -> list[Stored]:
         return [self.facts[(user_id, i)] for i in ids if (user_id, i) in self.facts]
 
+    async def add_facts(self, items: Sequence[Stored]) -> None:
+        for item in items:
+            assert (item.fact.user_id, item.fact.id) not in self.facts, "not a new fact"
+        await self.put_facts(items)
+
     async def put_facts(self, items: Sequence[Stored]) -> None:
         for item in items:
             self.facts[(item.fact.user_id, item.fact.id)] = item
