@@ -71,12 +71,15 @@ class ArchiveWriter:
         batch_max: int = 1024,
         linger: float = 0.002,
         optimize_interval: float = 60.0,
+        optimize_after_writes: int = 100,
         cleanup_older_than: float = 3600.0,
         snapshot_interval: float = 1.0,
     ) -> None:
         self._store, self._embedder = store, embedder
         self._batch_max, self._linger = batch_max, linger
         self._optimize_interval = optimize_interval
+        self._optimize_after_writes = optimize_after_writes
+        self._writes = 0
         self._cleanup_older_than = cleanup_older_than
         self._snapshot_interval = snapshot_interval
         self._next_snapshot = 0.0
@@ -179,7 +182,8 @@ class ArchiveWriter:
                     await self._handle(op)
                 await self._flush_working(due_only=True)
                 # Also under constant load: a busy writer must still compact on schedule.
-                if anyio.current_time() >= next_optimize:
+                due = anyio.current_time() >= next_optimize
+                if due or self._writes >= self._optimize_after_writes:
                     if self._dirty:
                         await self._optimize()
                     next_optimize = anyio.current_time() + self._optimize_interval
@@ -203,7 +207,7 @@ class ArchiveWriter:
                 _log.error("store call failed: %s", exc)
                 op.error = ArchiveUnavailable(str(exc))
             op.done.set()
-            self._dirty = True
+            self._mark_dirty()
         else:
             self._wake_pending = False
 
@@ -240,7 +244,7 @@ class ArchiveWriter:
         self.stats.batches += 1
         self.stats.rows += len(rows)
         self.stats.last_batch_rows = len(rows)
-        self._dirty = True
+        self._mark_dirty()
         for op in batch:
             op.done.set()
 
@@ -266,7 +270,13 @@ class ArchiveWriter:
                     await flusher()
                 except MnemoError as exc:
                     _log.warning("coalesced write failed: %s", exc)
+        self._mark_dirty()
+
+    def _mark_dirty(self) -> None:
+        """Count a write: every LanceDB write adds a fragment and a version, which slow
+        queries down until the next optimize."""
         self._dirty = True
+        self._writes += 1
 
     async def _optimize(self) -> None:
         try:
@@ -276,6 +286,7 @@ class ArchiveWriter:
             return
         self.stats.optimizes += 1
         self._dirty = False
+        self._writes = 0
         _log.info("store optimized")
 
     async def _drain(self) -> None:

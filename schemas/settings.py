@@ -46,6 +46,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     writer_linger: float = 0.002
     #: Seconds between two ``optimize()`` runs of the store (compaction + index refresh).
     optimize_interval: float = 60.0
+    #: ... or after this many writes, whichever comes first.
+    optimize_after_writes: int = 100
     #: Versions older than this many seconds are removed by the scheduled optimize.
     cleanup_older_than: float = 3600.0
 

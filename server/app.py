@@ -84,6 +84,7 @@ def create_app(
             batch_max=settings.writer_batch_max,
             linger=settings.writer_linger,
             optimize_interval=settings.optimize_interval,
+            optimize_after_writes=settings.optimize_after_writes,
             cleanup_older_than=settings.cleanup_older_than,
         )
         deps = build_deps(

@@ -215,3 +215,12 @@ async def test_writer_optimizes_on_schedule_even_under_constant_load() -> None:
             await w.ask(Turn(id=f"t{i}", user="a", assistant="b"))
             await anyio.sleep(10)
         assert w.store.optimizes >= 2
+
+
+async def test_writer_optimizes_after_many_writes_without_waiting_for_the_interval() -> None:
+    async with world() as w:
+        w.writer._optimize_after_writes = 5
+        for i in range(6):
+            await w.ask(Turn(id=f"t{i}", user="a", assistant="b"))
+        await w.writer.call(_noop)
+        assert w.store.optimizes >= 1
