@@ -118,6 +118,10 @@ class FactStore(Protocol):
 
     async def get_progress(self, user_id: str, session_id: str) -> Progress | None: ...
 
+    async def optimize(self, cleanup_older_than: float) -> None:
+        """Compact these tables and drop versions older than the given seconds."""
+        ...
+
     async def users_with_facts(self) -> list[str]:
         """Every user with an active fact: for the scheduled decay sweep only."""
         ...

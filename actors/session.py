@@ -71,7 +71,10 @@ class SessionDeps:
     llm: Llm
     embedder: Embedder
     store: Store
+    #: Archived messages and working memory (a turn's ack waits on this one only).
     writer: ArchiveWriter
+    #: Facts, notes, profiles, progress: learned memory never delays an ack.
+    fact_writer: ArchiveWriter
     clock: Clock
     context: ContextBuilder
     learning: LearningDeps

@@ -22,22 +22,24 @@ def build_deps(
     embedder: Embedder,
     store: Store,
     writer: ArchiveWriter,
+    fact_writer: ArchiveWriter,
     clock: Clock,
     extract_backoff: float = 0.5,
 ) -> SessionDeps:
-    keeper = FactKeeper(store, embedder, writer, settings, clock)
+    keeper = FactKeeper(store, embedder, fact_writer, settings, clock)
     return SessionDeps(
         settings=settings,
         llm=llm,
         embedder=embedder,
         store=store,
         writer=writer,
+        fact_writer=fact_writer,
         clock=clock,
         context=ContextBuilder(store, embedder, keeper, settings, clock),
         learning=LearningDeps(
             extractor=Extractor(llm, settings, backoff=extract_backoff),
             keeper=keeper,
-            notes=NoteKeeper(llm, store, writer, settings, clock),
-            progress=ProgressBook(store, writer),
+            notes=NoteKeeper(llm, store, fact_writer, settings, clock),
+            progress=ProgressBook(store, fact_writer),
         ),
     )

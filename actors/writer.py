@@ -72,6 +72,7 @@ class ArchiveWriter:
         linger: float = 0.002,
         optimize_interval: float = 60.0,
         optimize_after_writes: int = 100,
+        optimizer: Callable[[float], Awaitable[None]] | None = None,
         cleanup_older_than: float = 3600.0,
         snapshot_interval: float = 1.0,
     ) -> None:
@@ -79,6 +80,7 @@ class ArchiveWriter:
         self._batch_max, self._linger = batch_max, linger
         self._optimize_interval = optimize_interval
         self._optimize_after_writes = optimize_after_writes
+        self._optimizer = optimizer
         self._writes = 0
         self._cleanup_older_than = cleanup_older_than
         self._snapshot_interval = snapshot_interval
@@ -280,7 +282,10 @@ class ArchiveWriter:
 
     async def _optimize(self) -> None:
         try:
-            await self._store.optimize(cleanup_older_than=self._cleanup_older_than)
+            if self._optimizer is not None:
+                await self._optimizer(self._cleanup_older_than)
+            else:
+                await self._store.optimize(cleanup_older_than=self._cleanup_older_than)
         except MnemoError as exc:
             _log.warning("optimize failed: %s", exc)
             return

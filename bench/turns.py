@@ -35,7 +35,10 @@ async def _session(address: str, session_id: str, turns: int, samples: list[floa
             )
             started = time.perf_counter()
             await ws.send(frame)
-            answer = json.loads(await ws.recv())
+            while True:  # skip pushed `memory` frames: the answer carries this turn's id
+                answer = json.loads(await ws.recv())
+                if answer.get("id") == f"t{i}":
+                    break
             samples.append((time.perf_counter() - started) * 1000)
             if answer["type"] != "ack":
                 errors += 1

@@ -87,17 +87,27 @@ def create_app(
             optimize_after_writes=settings.optimize_after_writes,
             cleanup_older_than=settings.cleanup_older_than,
         )
+        fact_writer = ArchiveWriter(
+            store,
+            embedder,
+            optimize_interval=settings.optimize_interval,
+            optimize_after_writes=settings.optimize_after_writes,
+            cleanup_older_than=settings.cleanup_older_than,
+            optimizer=store.facts.optimize,
+        )
         deps = build_deps(
             settings,
             llm=llm,
             embedder=embedder,
             store=store,
             writer=writer,
+            fact_writer=fact_writer,
             clock=clock or SystemClock(),
         )
         try:
             async with anyio.create_task_group() as writer_group:
                 await writer_group.start(_supervise_writer, writer)
+                await writer_group.start(_supervise_writer, fact_writer)
                 async with anyio.create_task_group() as sessions:
                     registry = SessionRegistry(sessions, deps)
                     sweeper = Sweeper(deps, registry)

@@ -177,14 +177,15 @@ async def clear_long_term(request: Request, user_id: str) -> Response:
     store = deps.store
     writer: ArchiveWriter = deps.writer
 
-    async def clear() -> int:
-        count = await store.clear_messages(user_id)
-        count += await store.facts.clear_facts(user_id)
+    async def clear_learned() -> int:
+        count = await store.facts.clear_facts(user_id)
         count += await store.facts.clear_notes(user_id)
         await store.facts.delete_profile(user_id)
         return count
 
-    return json({"deleted": await writer.call(clear)})
+    count = await writer.call(lambda: store.clear_messages(user_id))
+    count += await deps.fact_writer.call(clear_learned)
+    return json({"deleted": count})
 
 
 async def get_working(request: Request, user_id: str) -> Response:

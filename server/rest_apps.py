@@ -52,7 +52,7 @@ async def purge_notes(request: Request, user_id: str) -> Response:
         return json({"success": True, "deletedCount": 0})
     deps: SessionDeps = request.state.deps
     facts = deps.store.facts
-    count = await deps.writer.call(lambda: facts.delete_notes(user_id, app_id, None))
+    count = await deps.fact_writer.call(lambda: facts.delete_notes(user_id, app_id, None))
     return json({"success": True, "deletedCount": count})
 
 
@@ -63,7 +63,7 @@ async def delete_note(request: Request, user_id: str) -> Response:
         return error(404, "not_found", "no such memory")
     deps: SessionDeps = request.state.deps
     facts = deps.store.facts
-    count = await deps.writer.call(lambda: facts.delete_notes(user_id, app_id, [note_id]))
+    count = await deps.fact_writer.call(lambda: facts.delete_notes(user_id, app_id, [note_id]))
     if not count:
         return error(404, "not_found", "no such memory")
     return json({"success": True})

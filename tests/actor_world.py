@@ -55,6 +55,7 @@ class World:
         """Let background work (extraction, coalesced writes) finish."""
         await anyio.sleep(5)
         await self.writer.call(_noop)
+        await self.deps.fact_writer.call(_noop)
 
 
 async def _noop() -> None:
@@ -66,17 +67,22 @@ async def world(**changes: Any) -> AsyncIterator[World]:
     settings = Settings(**{"idle_timeout": 1800.0, "ack_timeout": 5.0, **changes})
     store, llm = MemoryStore(), ScriptedLlm()
     writer = ArchiveWriter(store, HashEmbedder(), linger=0.0, optimize_interval=60.0)
+    fact_writer = ArchiveWriter(
+        store, HashEmbedder(), optimize_interval=60.0, optimizer=store.facts.optimize
+    )
     deps = build_deps(
         settings,
         llm=llm,
         embedder=HashEmbedder(),
         store=store,
         writer=writer,
+        fact_writer=fact_writer,
         clock=SteppingClock(),
         extract_backoff=0.01,
     )
     async with anyio.create_task_group() as tg:
         await tg.start(writer.run)
+        await tg.start(fact_writer.run)
         async with anyio.create_task_group() as sessions:
             registry = SessionRegistry(sessions, deps)
             w = World(registry, writer, store, llm, deps, Sweeper(deps, registry))

@@ -185,6 +185,11 @@ class MemoryFacts:
     async def get_progress(self, user_id: str, session_id: str) -> Progress | None:
         return self.progress.get((user_id, session_id))
 
+    optimizes: int = 0
+
+    async def optimize(self, cleanup_older_than: float) -> None:
+        self.optimizes += 1
+
     async def users_with_facts(self) -> list[str]:
         return sorted({u for (u, _), s in self.facts.items() if s.fact.validity == "active"})
 

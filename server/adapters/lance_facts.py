@@ -8,6 +8,7 @@ table migration. Facts also carry their embedding and a full-text index.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 import msgspec
@@ -314,9 +315,10 @@ class LanceFacts:
         rows = await self._progress.query().where(where).limit(1).to_list()
         return Progress(**rows[0]) if rows else None
 
-    async def optimize(self, *, cleanup_older_than: Any) -> None:
+    async def optimize(self, cleanup_older_than: float) -> None:
+        older = timedelta(seconds=cleanup_older_than)
         for table in (self._facts, self._notes, self._profiles, self._progress):
-            await table.optimize(cleanup_older_than=cleanup_older_than)
+            await table.optimize(cleanup_older_than=older)
 
 
 def _newest_first(fact: Fact) -> tuple[float, str]:

@@ -320,7 +320,7 @@ class LanceStore:
         older = timedelta(seconds=cleanup_older_than)
         for table in (self._messages, self._working):
             await table.optimize(cleanup_older_than=older)
-        await self.facts.optimize(cleanup_older_than=older)
+        # The fact tables are optimized by their own writer (LanceFacts.optimize).
 
     async def version_count(self) -> int:
         """How many versions of the messages table exist (for tests and benchmarks)."""
