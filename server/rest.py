@@ -21,7 +21,7 @@ from actors.registry import SessionRegistry
 from actors.session import SessionDeps
 from actors.writer import ArchiveWriter
 from schemas.records import ArchivedMessage
-from server import rest_apps
+from server import rest_apps, rest_search
 from server.http import BadRequest, authenticated, decode_body, error, int_param, json
 from server.ws import SESSION_ID
 
@@ -212,4 +212,5 @@ routes = [
     Route("/memory/long-term/{memory_id}", authenticated(delete_long_term), methods=["DELETE"]),
     Route("/memory/working/{session_id}", authenticated(get_working), methods=["GET"]),
     *rest_apps.routes,
+    *rest_search.routes,
 ]

@@ -1,0 +1,62 @@
+"""``GET /memory/search``: scored hits over a user's active facts and archived turns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from actors.keeper import fact_view
+from actors.session import SessionDeps
+from memory.scoring import normalized_rrf
+from server.http import BadRequest, authenticated, int_param, json
+from server.ws import SESSION_ID
+
+__all__ = ["routes"]
+
+_KINDS = ("all", "facts", "turns")
+
+
+async def search(request: Request, user_id: str) -> Response:
+    """Best first. Facts score by the mean of seed 001's and seed 002's scores; turns by
+    their normalized reciprocal-rank fusion of vector and BM25 ranks (both in 0..1)."""
+    query = request.query_params.get("q", "").strip()
+    if not query:
+        raise BadRequest("q must not be empty")
+    k = int_param(request, "k", 10, 1, 100)
+    kind = request.query_params.get("kind", "all")
+    if kind not in _KINDS:
+        raise BadRequest(f"kind must be one of {', '.join(_KINDS)}")
+    scope = request.query_params.get("scope")
+    if scope is not None and not SESSION_ID.match(scope):
+        raise BadRequest("scope: 1-128 of A-Z a-z 0-9 _ . : -")
+    deps: SessionDeps = request.state.deps
+    hits: list[dict[str, Any]] = []
+
+    async def facts() -> None:
+        for scored in await deps.context.recall_facts(user_id, query, scope=scope, limit=k):
+            view = msgspec.to_builtins(fact_view(scored.fact))
+            hits.append({**view, "kind": "fact", "score": scored.score, "text": view["content"]})
+
+    async def turns() -> None:
+        [vector] = await deps.embedder.embed([query])
+        found = await deps.store.search_messages(user_id, query, vector, k=k, scope=scope)
+        for message, rrf in found:
+            item = msgspec.to_builtins(message)
+            del item["user_id"]
+            hits.append({**item, "kind": "turn", "score": normalized_rrf(rrf)})
+
+    async with anyio.create_task_group() as tg:
+        if kind in ("all", "facts"):
+            tg.start_soon(facts)
+        if kind in ("all", "turns"):
+            tg.start_soon(turns)
+    hits.sort(key=lambda h: (-h["score"], h["id"]))
+    return json({"hits": hits[:k]})
+
+
+routes = [Route("/memory/search", authenticated(search), methods=["GET"])]
