@@ -16,6 +16,7 @@ from actors.sweeper import Sweeper
 from actors.wiring import build_deps
 from actors.writer import ArchiveWriter
 from memory.hashing import HashEmbedder
+from schemas.records import WorkingMemory
 from schemas.settings import Settings
 from schemas.wire import ServerMessage
 from tests.fakes import MemoryStore, ScriptedLlm, SteppingClock
@@ -42,6 +43,12 @@ class World:
             await self.registry.submit(user, session, message, outbox)
         with anyio.fail_after(3600), replies:
             return [m async for m in replies]
+
+    def memory(self, user: str = "u1", session: str = "s1") -> WorkingMemory | None:
+        """The live session's working memory (the session must be live)."""
+        actor = self.registry.get(user, session)
+        assert actor is not None, f"session {session} is not live"
+        return actor.memory
 
     def subscribe(
         self, *, user: str = "u1", session: str = "s1"

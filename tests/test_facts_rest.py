@@ -42,8 +42,9 @@ def http(server: str, key: str) -> httpx.AsyncClient:
 async def add_fact(client: httpx.AsyncClient, content: str, **fields: Any) -> dict[str, Any]:
     response = await client.post(FACTS, json={"content": content, **fields})
     assert response.status_code == 201, response.text
-    [fact] = response.json()["added"]
-    return fact  # type: ignore[no-any-return]
+    added: list[dict[str, Any]] = response.json()["added"]
+    [fact] = added
+    return fact
 
 
 def parse_utc(text: str) -> datetime:

@@ -21,6 +21,7 @@ from schemas.wire import (
     ContextRequest,
     Done,
     End,
+    ErrorFrame,
     MemoryChanged,
     Remember,
     Turn,
@@ -165,9 +166,8 @@ async def test_unreachable_model_falls_back_to_rules_and_keeps_turns_pending() -
 
 async def test_failed_extraction_keeps_turns_for_the_next_call() -> None:
     async with world() as w:
-        w.llm.json_script = [LlmError("boom")] * 3 + [
-            extraction(fact("User plays chess", "preference"))
-        ]
+        failures: list[str | BaseException] = [LlmError("boom")] * 3
+        w.llm.json_script = [*failures, extraction(fact("User plays chess", "preference"))]
         await w.ask(Turn(id="t1", user="I play chess", assistant="ok"))
         await w.settle()
         assert await w.store.facts.facts_of("u1") == []
@@ -189,7 +189,7 @@ async def test_analysis_updates_topic_variables_and_emotion() -> None:
         ]
         await w.ask(Turn(id="t1", user="Going to Oslo!", assistant="Fun"))
         await w.settle()
-        memory = w.registry.get("u1", "s1").memory  # type: ignore[union-attr]
+        memory = w.memory()
     assert memory is not None
     assert (memory.current_topic, memory.context_variables, memory.last_emotion) == (
         "travel",
@@ -216,8 +216,9 @@ async def test_remember_answers_with_a_memory_frame_and_a_repeat_reinforces() ->
 async def test_remember_with_unknown_category_is_bad_request() -> None:
     async with world() as w:
         [error] = await w.ask(Remember(id="r1", content="x", category="astrology"))
-    assert error.code == "bad_request"  # type: ignore[union-attr]
-    assert error.id == "r1"  # type: ignore[union-attr]
+    assert isinstance(error, ErrorFrame)
+    assert error.code == "bad_request"
+    assert error.id == "r1"
 
 
 async def test_conflicting_fact_supersedes_the_old_one_and_only_the_new_is_recalled() -> None:
