@@ -248,9 +248,11 @@ async def chat_context(
         system_tokens=system_tokens,
         context_tokens=context_tokens,
         threshold=settings.compaction_threshold,
+        extra_tokens=notes_block.tokens + recalled.tokens,
     )
     block = formats.about_user(compacted.facts, settings.categories, budget)
     builder.touch(user_id, block.memory_ids)
-    text = "\n\n".join(t for t in (block.text, notes_block.text, recalled.text) if t)
-    tokens = block.tokens + notes_block.tokens + recalled.tokens
+    extras = (notes_block, recalled) if compacted.keep_extra else ()
+    text = "\n\n".join(b.text for b in (block, *extras) if b.text)
+    tokens = block.tokens + sum(b.tokens for b in extras)
     return ChatContext(text, compacted.history, tokens, compacted.stage)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from actors.errors import Rejected
+from actors.errors import ArchiveUnavailable, MnemoError, Rejected
 from actors.ports import Clock, Embedder, Store
 from actors.writer import ArchiveWriter
 from memory.decay import pin, sweep_fact, touch_accessed
@@ -57,6 +57,56 @@ def changes_frame(changes: Changes, ident: str | None = None) -> MemoryChanged |
     return frame
 
 
+@dataclass(slots=True, eq=False)
+class _Job:
+    user_id: str
+    candidates: Sequence[Candidate]
+    changes: Changes | None = None
+    error: MnemoError | None = None
+
+
+class _Writes:
+    """The final state of every fact a batch of jobs touched, written at once."""
+
+    def __init__(self) -> None:
+        self._new: dict[tuple[str, str], Stored] = {}
+        self._changed: dict[tuple[str, str], Stored] = {}
+        self._removed: dict[str, list[str]] = {}
+
+    def fold(self, current: Sequence[Stored], changes: Changes) -> list[Stored]:
+        """Record ``changes``; return the user's active facts after them."""
+        vectors = {s.fact.id: s.vector for s in current}
+        for stored in changes.added:
+            self._new[(stored.fact.user_id, stored.fact.id)] = stored
+            vectors[stored.fact.id] = stored.vector
+        for fact in [*changes.updated, *changes.superseded]:
+            key = (fact.user_id, fact.id)
+            stored = Stored(fact, vectors[fact.id])
+            if key in self._new:
+                self._new[key] = stored
+            else:
+                self._changed[key] = stored
+        for fact in changes.removed:
+            key = (fact.user_id, fact.id)
+            if self._new.pop(key, None) is None:
+                self._changed.pop(key, None)
+                self._removed.setdefault(fact.user_id, []).append(fact.id)
+        latest = {f.id: f for f in [*changes.updated, *changes.superseded]}
+        gone = {f.id for f in changes.removed}
+        after = [Stored(latest.get(s.fact.id, s.fact), s.vector) for s in current]
+        return [
+            s
+            for s in [*after, *changes.added]
+            if s.fact.validity == "active" and s.fact.id not in gone
+        ]
+
+    async def commit(self, store: Store) -> None:
+        await store.facts.add_facts(list(self._new.values()))
+        await store.facts.put_facts(list(self._changed.values()))
+        for user_id, ids in self._removed.items():
+            await store.facts.delete_facts(user_id, ids, purge_now=False)
+
+
 @dataclass(frozen=True, slots=True)
 class FactEdit:
     """A partial update (seed 000: only the given fields change; ``created_at`` never)."""
@@ -82,6 +132,7 @@ class FactKeeper:
         self._settings, self._clock = settings, clock
         self._policy = FactPolicy.from_settings(settings)
         self._touched: dict[str, dict[str, int]] = {}
+        self._jobs: list[_Job] = []
         writer.add_flusher(self._flush_touches)
 
     # -- learning ------------------------------------------------------------
@@ -124,7 +175,7 @@ class FactKeeper:
             )
             for (fact, category), vector in zip(accepted, vectors, strict=True)
         ]
-        return await self._writer.call(lambda: self._apply(user_id, candidates))
+        return await self._submit(user_id, candidates)
 
     async def remember(
         self,
@@ -156,23 +207,41 @@ class FactKeeper:
             session_id=session_id,
             pinned=pinned,
         )
-        return await self._writer.call(lambda: self._apply(user_id, [candidate]))
+        return await self._submit(user_id, [candidate])
 
-    async def _apply(self, user_id: str, candidates: Sequence[Candidate]) -> Changes:
-        existing = await self._store.facts.facts_of(user_id)
-        changes = apply_candidates(existing, candidates, policy=self._policy, now=self._clock.now())
-        for content, reason in changes.skipped:
-            _log.info("skipped fact (%s): %s", reason, content)
-        vectors = {s.fact.id: s.vector for s in existing}
-        await self._store.facts.add_facts(changes.added)
-        await self._store.facts.put_facts(
-            [Stored(f, vectors[f.id]) for f in [*changes.updated, *changes.superseded]]
-        )
-        if changes.removed:
-            await self._store.facts.delete_facts(
-                user_id, [f.id for f in changes.removed], purge_now=False
-            )
-        return changes
+    async def _submit(self, user_id: str, candidates: Sequence[Candidate]) -> Changes:
+        """Group commit: queue the candidates; the first writer call applies every queued
+        job, of every user, with one read and one or two writes for the whole batch."""
+        job = _Job(user_id, candidates)
+        self._jobs.append(job)
+        await self._writer.call(self._apply_jobs)
+        if job.error is not None:
+            raise job.error
+        assert job.changes is not None
+        return job.changes
+
+    async def _apply_jobs(self) -> None:
+        jobs, self._jobs = self._jobs, []
+        if not jobs:
+            return  # an earlier call of this batch applied them
+        try:
+            existing = await self._store.facts.facts_of_users(sorted({j.user_id for j in jobs}))
+            now = self._clock.now()
+            writes = _Writes()
+            for job in jobs:
+                current = existing[job.user_id]
+                job.changes = apply_candidates(
+                    current, job.candidates, policy=self._policy, now=now
+                )
+                for content, reason in job.changes.skipped:
+                    _log.info("skipped fact (%s): %s", reason, content)
+                existing[job.user_id] = writes.fold(current, job.changes)
+            await writes.commit(self._store)
+        except (MnemoError, OSError, ValueError, RuntimeError) as exc:
+            error = exc if isinstance(exc, MnemoError) else ArchiveUnavailable(str(exc))
+            for job in jobs:
+                job.error = error
+            raise error from None
 
     # -- editing (REST and the panel) ------------------------------------------
 
@@ -245,15 +314,14 @@ class FactKeeper:
     async def _flush_touches(self) -> None:
         touched, self._touched = self._touched, {}
         now = self._clock.now()
-        for user_id, counts in touched.items():
-            stored = await self._store.facts.get_facts(user_id, list(counts))
-            writes = []
-            for item in stored:
-                fact = item.fact
-                for _ in range(counts[fact.id]):
-                    [fact] = touch_accessed([fact], now)
-                writes.append(Stored(fact, item.vector))
-            await self._store.facts.put_facts(writes)
+        keys = [(user, fact_id) for user, counts in touched.items() for fact_id in counts]
+        writes = []
+        for item in await self._store.facts.get_facts_by_key(keys):
+            fact = item.fact
+            for _ in range(touched[fact.user_id][fact.id]):
+                [fact] = touch_accessed([fact], now)
+            writes.append(Stored(fact, item.vector))
+        await self._store.facts.put_facts(writes)
 
     async def sweep(self, user_id: str) -> Changes:
         """Seed 002's decay sweep and seed 004's category expiry over one user's facts."""

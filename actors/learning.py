@@ -22,6 +22,7 @@ from actors.keeper import FactKeeper, changes_frame
 from actors.notes import NoteKeeper
 from actors.ports import Store
 from actors.writer import ArchiveWriter
+from memory.facts import Changes
 from memory.prompts import Exchange
 from memory.working import apply_set
 from schemas.records import Progress, WorkingMemory
@@ -39,6 +40,8 @@ class Extracted:
 
     batch: list[Exchange]
     result: ExtractionResult | None
+    #: What storing the facts changed; None when storing failed (turns stay pending).
+    changes: Changes | None = None
 
 
 class ProgressBook:
@@ -139,7 +142,26 @@ class SessionLearning:
     async def _extract(
         self, batch: list[Exchange], deliver: Callable[[Extracted], Awaitable[None]]
     ) -> None:
-        await deliver(Extracted(batch, await self._try(batch)))
+        await deliver(await self._extract_and_store(batch))
+
+    async def _extract_and_store(self, batch: list[Exchange]) -> Extracted:
+        """Extraction and fact storage both run here, in the task, never in the actor:
+        a reply never waits for the writer."""
+        result = await self._try(batch)
+        if result is None:
+            return Extracted(batch, None)
+        try:
+            changes = await self._deps.keeper.learn(
+                self._user,
+                result.extraction.facts,
+                session_id=self._session,
+                scope=self._scope,
+                extractor="rules" if result.by_rules else "llm",
+            )
+        except MnemoError as exc:
+            _log.warning("storing facts of session %s failed: %s", self._session, exc)
+            return Extracted(batch, result, None)
+        return Extracted(batch, result, changes)
 
     async def _try(self, batch: Sequence[Exchange]) -> ExtractionResult | None:
         try:
@@ -153,9 +175,9 @@ class SessionLearning:
             )
             return None
 
-    async def apply(self, mail: Extracted, memory: WorkingMemory | None) -> WorkingMemory | None:
-        """Use an extraction result: working-memory analysis, facts, progress. Returns
-        the new working memory."""
+    def apply(self, mail: Extracted, memory: WorkingMemory | None) -> WorkingMemory | None:
+        """Use an extraction result in the actor: working-memory analysis, the ``memory``
+        frame, progress. Returns the new working memory."""
         self._extracting = False
         self.state = "idle"
         result = mail.result
@@ -173,18 +195,9 @@ class SessionLearning:
                 variables=dict(analysis.context_variables),
                 emotion=analysis.last_emotion,
             )
-        try:
-            changes = await self._deps.keeper.learn(
-                self._user,
-                result.extraction.facts,
-                session_id=self._session,
-                scope=self._scope,
-                extractor="rules" if result.by_rules else "llm",
-            )
-        except MnemoError as exc:
-            _log.warning("storing facts of session %s failed: %s", self._session, exc)
-            return memory
-        frame = changes_frame(changes)
+        if mail.changes is None:
+            return memory  # not stored: the sweeper retries these turns
+        frame = changes_frame(mail.changes)
         if frame is not None:
             self._publish(frame)
         if not result.by_rules:
@@ -198,8 +211,7 @@ class SessionLearning:
         if self._pending:
             batch, self._pending = self._pending, []
             with anyio.move_on_after(_FINAL_TIMEOUT):
-                result = await self._try(batch)
-                await self.apply(Extracted(batch, result), memory)
+                self.apply(await self._extract_and_store(batch), memory)
         if exchanges:
             notes, user, scope, session = self._deps.notes, self._user, self._scope, self._session
             self._spawn(lambda: notes.conversation_ended(user, scope, session, list(exchanges)))

@@ -17,6 +17,7 @@ import msgspec
 from actors.errors import LlmFailure, MnemoError
 from actors.ports import Clock, Llm, Store
 from actors.writer import ArchiveWriter
+from memory.formats import clip_note
 from memory.prompts import Exchange, note_decision_prompt, note_prompt, profile_prompt
 from schemas.llm import NoteDecision, NoteText, ProfileSummary
 from schemas.records import AppNote, UserProfile
@@ -32,6 +33,17 @@ _profile = msgspec.json.Decoder(ProfileSummary)
 _SCHEMAS: dict[type, dict[str, Any]] = {
     t: msgspec.json.schema(t) for t in (NoteText, NoteDecision, ProfileSummary)
 }
+
+
+def _merged_meta(kept: dict[str, Any], merged: dict[str, Any]) -> dict[str, Any]:
+    """Metadata of a note that absorbed another: the higher importance, both notes' tags
+    and conversations."""
+    related = [*kept.get("relatedConversations", []), *merged.get("relatedConversations", [])]
+    return {
+        "importance": max(int(kept.get("importance", 5)), int(merged.get("importance", 5))),
+        "tags": sorted({*kept.get("tags", []), *merged.get("tags", [])}),
+        "relatedConversations": list(dict.fromkeys(related)),
+    }
 
 
 class NoteStats:
@@ -81,10 +93,15 @@ class NoteKeeper:
             id="note_" + secrets.token_hex(4),
             user_id=user_id,
             app_id=app_id,
-            content=" ".join(text.content.split()),
+            content=clip_note(text.content),
             created_at=now,
             updated_at=now,
             source_session_id=session_id,
+            meta={
+                "importance": text.importance,
+                "tags": sorted({t.strip().casefold() for t in text.tags if t.strip()}),
+                "relatedConversations": [session_id],
+            },
         )
         if not await self._store_twice(lambda: self._store.facts.put_notes([note])):
             self.stats.skipped += 1
@@ -163,8 +180,9 @@ class NoteKeeper:
         newest = max(notes, key=lambda n: (n.created_at, n.id))
         edited = msgspec.structs.replace(
             target,
-            content=" ".join((decision.new_content or "").split()),
+            content=clip_note(decision.new_content or ""),
             updated_at=self._clock.now(),
+            meta=_merged_meta(target.meta, newest.meta),
         )
         await self._store.facts.put_notes([edited])
         await self._store.facts.delete_notes(user_id, app_id, [newest.id])

@@ -78,11 +78,19 @@ class FactStore(Protocol):
 
     async def facts_of(self, user_id: str, *, active_only: bool = True) -> list[Stored]: ...
 
+    async def facts_of_users(self, user_ids: Sequence[str]) -> dict[str, list[Stored]]:
+        """Active facts of each of ``user_ids`` (every key present, possibly empty)."""
+        ...
+
     async def list_facts(
         self, user_id: str, *, limit: int, offset: int, validity: str | None = "active"
     ) -> tuple[list[Fact], int]: ...
 
     async def get_facts(self, user_id: str, ids: Sequence[str]) -> list[Stored]: ...
+
+    async def get_facts_by_key(self, keys: Sequence[tuple[str, str]]) -> list[Stored]:
+        """Facts named by (user id, fact id) pairs, possibly of several users."""
+        ...
 
     async def add_facts(self, items: Sequence[Stored]) -> None:
         """Store facts that are new (fresh ids)."""

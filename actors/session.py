@@ -194,7 +194,7 @@ class SessionActor:
                 self._current = None
 
     async def _extracted(self, mail: Extracted) -> None:
-        self._memory = await self._learning.apply(mail, self._memory)
+        self._memory = self._learning.apply(mail, self._memory)
         if self._memory is not None:
             self._deps.writer.put_working(self.user_id, self._memory)
         # After a failure the turns wait for the next turn (or the end), not a hot loop.
@@ -226,7 +226,7 @@ class SessionActor:
             while self._learning.state == "extracting":
                 mail = await self._inbox.receive()
                 if isinstance(mail, Extracted):
-                    self._memory = await self._learning.apply(mail, self._memory)
+                    self._memory = self._learning.apply(mail, self._memory)
                 else:
                     _answer_closed(mail)
         exchanges = _exchanges(self._history)
@@ -317,6 +317,7 @@ class SessionActor:
         number = self._memory.turn_count
         user_row = self._row(number, "user", chat.content, chat.id, chat.meta)
         self._deps.writer.put_working(self.user_id, self._memory)
+        started = anyio.current_time()
         memory = await chat_context(
             self._deps.context,
             self.user_id,
@@ -331,7 +332,8 @@ class SessionActor:
             system = f"{system}\n\n{memory.memory_text}"
         prompt = [PromptMessage("system", system), *memory.history]
         parts: list[str] = []
-        usage = Usage(context_tokens=memory.memory_tokens)
+        context_ms = round((anyio.current_time() - started) * 1000, 3)
+        usage = Usage(context_tokens=memory.memory_tokens, context_ms=context_ms)
         self._state = "streaming"
         try:
             stream = self._deps.llm.stream_chat(prompt, model=self._settings.chat_model)
@@ -344,6 +346,7 @@ class SessionActor:
                         prompt_tokens=chunk.prompt_tokens,
                         completion_tokens=chunk.completion_tokens,
                         context_tokens=memory.memory_tokens,
+                        context_ms=context_ms,
                     )
         except LlmFailure as exc:
             _log.warning("chat in session %s failed: %s (%s)", self.session_id, exc.code, exc)

@@ -2,7 +2,10 @@
 
 Stage 1 trims the conversation history middle-out; stage 2, only if that was not
 enough, reduces the injected memory. Token counts are ``estimate_tokens`` of the
-message and fact contents; the system prompt arrives already counted.
+message and fact contents; the system prompt arrives already counted. A last
+stage (3) guarantees seed 004's "never overflows": when the prompt is still over
+the model's whole context, the optional blocks go, then older messages, then
+every fact, and finally the newest message is clipped in the middle.
 """
 
 from __future__ import annotations
@@ -16,7 +19,14 @@ from memory.tokens import estimate_tokens
 from schemas.llm import PromptMessage
 from schemas.records import Fact
 
-__all__ = ["DROPPED_CATEGORY", "HALVED_CATEGORY", "Compacted", "compact", "trim_history"]
+__all__ = [
+    "DROPPED_CATEGORY",
+    "HALVED_CATEGORY",
+    "Compacted",
+    "clip_middle",
+    "compact",
+    "trim_history",
+]
 
 #: Stage 2 drops this category's unpinned facts entirely ...
 DROPPED_CATEGORY = "identity"
@@ -26,10 +36,11 @@ HALVED_CATEGORY = "preference"
 
 @dataclass(frozen=True, slots=True)
 class Compacted:
-    """What is left of the prompt, what went, and the last stage that ran (0, 1 or 2).
+    """What is left of the prompt, what went, and the last stage that ran (0 to 3).
 
-    ``tokens`` is the final estimate (system + memory + history); after stage 2 it
-    may still be at or over the threshold.
+    ``tokens`` is the final estimate (system + extra + memory + history); after
+    stage 2 it may still be at or over the threshold, but never over the context.
+    ``keep_extra`` is False when stage 3 left out the optional blocks.
     """
 
     history: list[PromptMessage]
@@ -38,6 +49,7 @@ class Compacted:
     dropped_facts: int
     stage: int
     tokens: int
+    keep_extra: bool = True
 
 
 def trim_history(history: Sequence[PromptMessage], keep_last: int = 6) -> list[PromptMessage]:
@@ -75,6 +87,45 @@ def _tokens(system_tokens: int, history: Sequence[PromptMessage], facts: Sequenc
     )
 
 
+def clip_middle(text: str, tokens: int) -> str:
+    """``text`` cut in the middle (marked ``…``) to at most ``tokens`` estimated tokens."""
+    if estimate_tokens(text) <= tokens:
+        return text
+    low, high = 0, len(text)
+    while low < high:  # the longest head+tail split that fits
+        keep = (low + high + 1) // 2
+        candidate = text[: keep - keep // 2] + "…" + text[len(text) - keep // 2 :]
+        if estimate_tokens(candidate) <= tokens:
+            low = keep
+        else:
+            high = keep - 1
+    return text[: low - low // 2] + "…" + text[len(text) - low // 2 :] if low else ""
+
+
+def _fit(
+    messages: list[PromptMessage],
+    facts: list[Fact],
+    *,
+    system_tokens: int,
+    extra_tokens: int,
+    context_tokens: int,
+) -> tuple[list[PromptMessage], list[Fact], bool]:
+    """Stage 3: drop what it takes for the prompt to fit the model's whole context."""
+    keep_extra = True
+    if _tokens(system_tokens + extra_tokens, messages, facts) > context_tokens:
+        keep_extra = False
+    while len(messages) > 1 and _tokens(system_tokens, messages, facts) > context_tokens:
+        messages = messages[1:]
+    if _tokens(system_tokens, messages, facts) > context_tokens:
+        facts = []
+    over = _tokens(system_tokens, messages, facts) - context_tokens
+    if over > 0 and messages:
+        last = messages[-1]
+        room = max(0, estimate_tokens(last.content) - over)
+        messages = [*messages[:-1], PromptMessage(last.role, clip_middle(last.content, room))]
+    return messages, facts, keep_extra
+
+
 def compact(
     history: Sequence[PromptMessage],
     memory_facts: Sequence[Fact],
@@ -83,6 +134,7 @@ def compact(
     context_tokens: int,
     threshold: float = 0.8,
     keep_last: int = 6,
+    extra_tokens: int = 0,
 ) -> Compacted:
     """Shrink history, then memory, while the prompt is at or over ``threshold * context_tokens``.
 
@@ -90,7 +142,8 @@ def compact(
     over, keep the higher-confidence half (rounded up) of the unpinned preferences
     (ties: newer, then lower id). Pinned facts and every other category are never
     removed. Kept facts keep their given order. ``history`` excludes the system
-    prompt, counted in ``system_tokens``.
+    prompt, counted in ``system_tokens``; ``extra_tokens`` counts optional blocks
+    (recalled conversation, app notes) that only stage 3 removes.
 
     Raises ``ValueError`` for a threshold outside ``(0, 1]`` or a negative ``keep_last``.
     """
@@ -100,19 +153,40 @@ def compact(
         raise ValueError(f"keep_last must not be negative, got {keep_last}")
     limit = threshold * context_tokens
     messages, facts = list(history), list(memory_facts)
-    used = _tokens(system_tokens, messages, facts)
+    base = system_tokens + extra_tokens
+    used = _tokens(base, messages, facts)
     if used < limit:
         return Compacted(messages, facts, 0, 0, 0, used)
 
     messages = trim_history(messages, keep_last)
     trimmed = len(history) - len(messages)
-    used = _tokens(system_tokens, messages, facts)
+    used = _tokens(base, messages, facts)
     if used < limit:
         return Compacted(messages, facts, trimmed, 0, 1, used)
 
     facts = [fact for fact in facts if fact.pinned or fact.category != DROPPED_CATEGORY]
-    used = _tokens(system_tokens, messages, facts)
+    used = _tokens(base, messages, facts)
     if used >= limit:
         facts = _halve_preferences(facts)
-        used = _tokens(system_tokens, messages, facts)
-    return Compacted(messages, facts, trimmed, len(memory_facts) - len(facts), 2, used)
+        used = _tokens(base, messages, facts)
+    if used <= context_tokens:
+        return Compacted(messages, facts, trimmed, len(memory_facts) - len(facts), 2, used)
+
+    kept = len(messages)
+    messages, facts, keep_extra = _fit(
+        messages,
+        facts,
+        system_tokens=system_tokens,
+        extra_tokens=extra_tokens,
+        context_tokens=context_tokens,
+    )
+    used = _tokens(system_tokens + (extra_tokens if keep_extra else 0), messages, facts)
+    return Compacted(
+        messages,
+        facts,
+        trimmed + kept - len(messages),
+        len(memory_facts) - len(facts),
+        3,
+        used,
+        keep_extra,
+    )

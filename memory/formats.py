@@ -17,17 +17,20 @@ from schemas.taxonomy import CategorySpec
 
 __all__ = [
     "ABOUT_USER_HEADING",
+    "APP_BLOCK_MAX_CHARS",
     "DEFAULT_MAX_TOKENS",
     "FORMATS",
     "MAX_ABOUT_USER_TOKENS",
     "MEMORY_CONTEXT_HEADING",
     "MIN_ABOUT_USER_TOKENS",
+    "NOTE_MAX_CHARS",
     "TRUNCATION_MARK",
     "Block",
     "RuleLine",
     "about_user",
     "about_user_budget",
     "app_memories",
+    "clip_note",
     "memory_context",
     "rank_key",
     "user_context",
@@ -241,7 +244,25 @@ def memory_context(
 # -- app-memories (seed 003) ---------------------------------------------------------------
 
 
-def app_memories(app_name: str, notes: Sequence[AppNote]) -> Block:
+#: Seed 003's sizes: notes of about 200 characters (hard cap below), a block of about 2000.
+NOTE_MAX_CHARS = 280
+APP_BLOCK_MAX_CHARS = 2000
+
+
+def clip_note(text: str, limit: int = NOTE_MAX_CHARS) -> str:
+    """One line of at most ``limit`` characters, cut at a word boundary with an ellipsis."""
+    line = _one_line(text)
+    if len(line) <= limit:
+        return line
+    cut = line[: limit - 1]
+    if " " in cut[limit // 2 :]:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def app_memories(
+    app_name: str, notes: Sequence[AppNote], max_chars: int = APP_BLOCK_MAX_CHARS
+) -> Block:
     """Seed 003's block: numbered, dated notes of one app, newest first.
 
     Layout (no trailing newline)::
@@ -254,18 +275,22 @@ def app_memories(app_name: str, notes: Sequence[AppNote]) -> Block:
 
         Use these memories to provide context-aware responses.
 
-    Ties on created_at go by id. No budget: an app keeps at most 10 short notes.
-    No notes: an empty block.
+    Ties on created_at go by id. Oldest notes are left out while the block is over
+    ``max_chars`` (seed 003: about 2000); notes are clipped to ``NOTE_MAX_CHARS``.
+    No notes (or none fits): an empty block.
     """
-    if not notes:
-        return _block("", [])
     ordered = sorted(notes, key=lambda note: (-note.created_at.timestamp(), note.id))
     lines = [
-        f"{number}. [Created: {note.created_at.date().isoformat()}] {_one_line(note.content)}"
+        f"{number}. [Created: {note.created_at.date().isoformat()}] {clip_note(note.content)}"
         for number, note in enumerate(ordered, start=1)
     ]
-    text = "\n".join([f"(memories for app: {app_name})", _APP_INTRO, "", *lines, "", _APP_OUTRO])
-    return _block(text, [note.id for note in ordered])
+    head = [f"(memories for app: {app_name})", _APP_INTRO, ""]
+    while lines:
+        text = "\n".join([*head, *lines, "", _APP_OUTRO])
+        if len(text) <= max_chars:
+            return _block(text, [note.id for note in ordered[: len(lines)]])
+        lines.pop()
+    return _block("", [])
 
 
 # -- about-user (seed 004) -----------------------------------------------------------------

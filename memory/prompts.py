@@ -99,8 +99,10 @@ def note_prompt(app_id: str, exchanges: Sequence[Exchange]) -> tuple[str, str]:
             SECURITY_NOTICE,
             "Focus on: key facts and information; user preferences or patterns; important"
             " decisions or outcomes; lessons learned or insights.",
-            "Format: Single paragraph, 2-4 sentences, factual and concise."
-            ' Return JSON: {"content": "..."}.',
+            "Format: Single paragraph, 2-4 sentences, factual and concise, about 200"
+            " characters. Rate its importance for future conversations from 0 to 10 and give"
+            " up to 5 short topic tags."
+            ' Return JSON: {"content": "...", "importance": 0-10, "tags": ["..."]}.',
         ]
     )
     return system, f"App: {app_id}\nConversation:\n{_conversation(exchanges)}\n\nCreate memory:"

@@ -76,6 +76,11 @@ class NoteText(msgspec.Struct, frozen=True, kw_only=True):
     """Seed 003: a 2-4 sentence memory of one conversation."""
 
     content: Annotated[str, msgspec.Meta(min_length=1, max_length=1000)]
+    #: Seed 003's metadata: how much the note matters (0-10) and a few topic tags.
+    importance: Annotated[int, msgspec.Meta(ge=0, le=10)] = 5
+    tags: Annotated[
+        list[Annotated[str, msgspec.Meta(min_length=1, max_length=40)]], msgspec.Meta(max_length=8)
+    ] = []
 
 
 class NoteDecision(msgspec.Struct, frozen=True, kw_only=True):

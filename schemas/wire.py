@@ -117,6 +117,8 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     context_tokens: int = 0
+    #: Milliseconds the server spent building the memory context before calling the model.
+    context_ms: float = 0.0
 
 
 class Done(_Wire, frozen=True, tag="done"):

@@ -30,6 +30,7 @@ def _note(note: AppNote) -> dict[str, Any]:
         "createdAt": note.created_at.isoformat().replace("+00:00", "Z"),
         "updatedAt": note.updated_at.isoformat().replace("+00:00", "Z"),
         "sourceConversationId": note.source_session_id,
+        "metadata": note.meta,
     }
 
 

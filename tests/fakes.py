@@ -82,6 +82,10 @@ class MemoryFacts:
     progress: dict[tuple[str, str], Progress] = field(default_factory=dict)
     #: That many note writes fail (a database error) before writes work again.
     fail_note_writes: int = 0
+    #: That many note deletes fail before deletes work again.
+    fail_note_deletes: int = 0
+    #: Seconds every fact write takes (a slow disk).
+    write_delay: float = 0.0
 
     async def facts_of(self, user_id: str, *, active_only: bool = True) -> list[Stored]:
         return [
@@ -89,6 +93,12 @@ class MemoryFacts:
             for (u, _), s in self.facts.items()
             if u == user_id and (s.fact.validity == "active" or not active_only)
         ]
+
+    async def facts_of_users(self, user_ids: Sequence[str]) -> dict[str, list[Stored]]:
+        return {u: await self.facts_of(u) for u in user_ids}
+
+    async def get_facts_by_key(self, keys: Sequence[tuple[str, str]]) -> list[Stored]:
+        return [self.facts[k] for k in keys if k in self.facts]
 
     async def list_facts(
         self, user_id: str, *, limit: int, offset: int, validity: str | None = "active"
@@ -110,6 +120,8 @@ class MemoryFacts:
         await self.put_facts(items)
 
     async def put_facts(self, items: Sequence[Stored]) -> None:
+        if self.write_delay:
+            await anyio.sleep(self.write_delay)
         for item in items:
             self.facts[(item.fact.user_id, item.fact.id)] = item
 
@@ -154,6 +166,9 @@ class MemoryFacts:
             self.notes[(note.user_id, note.id)] = note
 
     async def delete_notes(self, user_id: str, app_id: str, ids: Sequence[str] | None) -> int:
+        if self.fail_note_deletes:
+            self.fail_note_deletes -= 1
+            raise ArchiveUnavailable("disk error (fake)")
         doomed = [
             k
             for k, n in self.notes.items()
@@ -207,6 +222,8 @@ class MemoryStore:
     fail_appends: int = 0
     appends: list[int] = field(default_factory=list)
     optimizes: int = 0
+    #: Seconds every message search takes.
+    search_delay: float = 0.0
 
     async def open(self) -> None:
         pass
@@ -254,6 +271,8 @@ class MemoryStore:
     async def search_messages(
         self, user_id: str, text: str, vector: Sequence[float], *, k: int, scope: str | None = None
     ) -> list[ScoredMessage]:
+        if self.search_delay:
+            await anyio.sleep(self.search_delay)
         words = set(text.lower().split())
         mine = [m for m in self._of(user_id) if scope is None or m.scope in ("global", scope)]
         hits = [(m, float(len(words & set(m.text.lower().split())))) for m in mine]

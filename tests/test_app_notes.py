@@ -183,6 +183,7 @@ async def test_ending_an_app_session_writes_one_note_listed_with_seed_003_keys(
     created = parse_utc(note["createdAt"])
     assert abs(datetime.now(created.tzinfo) - created) < timedelta(minutes=1)
     assert note["sourceConversationId"] == "s1"
+    assert note["metadata"] == {"importance": 5, "tags": [], "relatedConversations": ["s1"]}
     assert len(calls(fake, NOTE)) == 1
 
 

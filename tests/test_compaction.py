@@ -5,8 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memory.compaction import Compacted, compact, trim_history
+from memory.tokens import estimate_tokens
 from schemas.llm import PromptMessage
 from schemas.records import Fact
 
@@ -20,12 +23,13 @@ def fact(
     *,
     pinned: bool = False,
     created: datetime = T0,
+    content: str | None = None,
 ) -> Fact:
-    """A fact whose content is 40 characters: 10 tokens."""
+    """A fact whose content is 40 characters (10 tokens) unless given."""
     return Fact(
         id=fact_id,
         user_id="u1",
-        content=f"{fact_id:<40}",
+        content=content if content is not None else f"{fact_id:<40}",
         category=category,
         confidence=confidence,
         created_at=created,
@@ -79,7 +83,9 @@ def test_stage_one_keeps_first_exchange_and_last_six_messages_in_order() -> None
 
 
 def test_keep_last_is_configurable() -> None:
-    result = compact(exchange(5), [], system_tokens=0, context_tokens=10, keep_last=2)
+    result = compact(
+        exchange(5), [], system_tokens=0, context_tokens=10_000, threshold=0.001, keep_last=2
+    )
     assert names(result.history) == ["u1", "a1", "u5", "a5"]
     assert result.trimmed_messages == 6
 
@@ -146,7 +152,7 @@ def test_pinned_facts_survive_stage_two() -> None:
         fact("r2", "preference", 0.9),
         fact("r3", "preference", 0.2),
     ]
-    result = compact(exchange(4), facts, system_tokens=0, context_tokens=10)
+    result = compact(exchange(4), facts, system_tokens=0, context_tokens=10_000, threshold=0.001)
     assert ids(result.facts) == ["i1", "r1", "r2"]
     assert result.dropped_facts == 2
     assert result.stage == 2
@@ -160,15 +166,65 @@ def test_halving_breaks_confidence_ties_by_newest_then_lowest_id() -> None:
         fact("r_a", "preference", 0.7),
         fact("r_c", "preference", 0.7, created=older),
     ]
-    result = compact([], facts, system_tokens=0, context_tokens=10)
+    result = compact([], facts, system_tokens=0, context_tokens=10_000, threshold=0.001)
     assert ids(result.facts) == ["r_b", "r_a"]
 
 
 def test_memory_that_cannot_shrink_further_is_reported_still_over() -> None:
     facts = [fact("j1", "project"), fact("k1", "knowledge")]
-    result = compact(exchange(2), facts, system_tokens=500, context_tokens=100)
+    result = compact(exchange(2), facts, system_tokens=500, context_tokens=600)
     assert result.facts == facts
     assert (result.stage, result.dropped_facts, result.tokens) == (2, 0, 560)
+
+
+def test_a_prompt_still_over_the_whole_context_drops_extras_then_old_messages() -> None:
+    facts = [fact("j1", "project"), fact("k1", "knowledge")]  # 10 tokens each
+    result = compact(
+        exchange(2), facts, system_tokens=500, context_tokens=545, extra_tokens=300
+    )  # exchange(2): 4 messages of 10 tokens
+    assert (result.stage, result.keep_extra) == (3, False)
+    assert names(result.history) == ["u2", "a2"]  # oldest first until it fits
+    assert result.facts == facts
+    assert result.tokens == 540
+
+
+def test_a_single_huge_message_is_clipped_in_the_middle_to_fit() -> None:
+    huge = PromptMessage("user", "start " + "word " * 5000 + "end")
+    result = compact([huge], [fact("j1", "project")], system_tokens=100, context_tokens=1000)
+    assert result.stage == 3
+    assert result.facts == []
+    [clipped] = result.history
+    assert clipped.content.startswith("start word")
+    assert clipped.content.endswith("word end")
+    assert "…" in clipped.content
+    assert result.tokens <= 1000
+    assert estimate_tokens(clipped.content) + 100 == result.tokens
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 3000), max_size=30),
+    fact_sizes=st.lists(st.integers(1, 200), max_size=20),
+    system=st.integers(0, 2000),
+    extra=st.integers(0, 2000),
+    context=st.integers(2001, 16_000),
+)
+def test_the_prompt_never_overflows_the_model_context(
+    sizes: list[int], fact_sizes: list[int], system: int, extra: int, context: int
+) -> None:
+    history = [
+        PromptMessage("user" if i % 2 == 0 else "assistant", "w " * n) for i, n in enumerate(sizes)
+    ]
+    facts = [fact(f"f{i}", "project", content="w " * n) for i, n in enumerate(fact_sizes)]
+    result = compact(
+        history, facts, system_tokens=system, context_tokens=context, extra_tokens=extra
+    )
+    shown = sum(estimate_tokens(m.content) for m in result.history)
+    shown += sum(estimate_tokens(f.content) for f in result.facts)
+    total = system + shown + (extra if result.keep_extra else 0)
+    assert total == result.tokens <= context
+    if history:
+        assert result.history, "the newest message always stays"
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from memory.facts import Stored
 from memory.hashing import HashEmbedder
 from schemas.records import ArchivedMessage, Role, WorkingMemory
 from server.adapters.lance_store import LanceStore, StoreMismatch, quote
+from tests.test_facts import make_fact
 
 pytestmark = pytest.mark.anyio
 
@@ -167,3 +169,49 @@ async def test_search_with_a_scope_sees_global_and_that_scope_only(store: LanceS
     assert sorted(m.scope for m, _ in hits) == ["calendar", "global"]
     everything = await store.search_messages("u1", "dentist", vector, k=10)
     assert len(everything) == 3
+
+
+def _fact(user: str, fact_id: str, content: str, validity: str = "active") -> Stored:
+    fact = make_fact(fact_id, user_id=user, content=content, validity=validity)
+    return Stored(fact, _embedder.embed_one(content))
+
+
+async def test_facts_of_users_reads_active_facts_of_each_user_in_one_call(
+    store: LanceStore,
+) -> None:
+    await store.facts.add_facts(
+        [
+            _fact("u1", "fact_00000001", "Likes tea"),
+            _fact("u1", "fact_00000002", "Liked coffee", validity="superseded"),
+            _fact("u2", "fact_00000001", "Lives in Oslo"),
+            _fact("u3", "fact_00000003", "Plays chess"),
+        ]
+    )
+    found = await store.facts.facts_of_users(["u1", "u2", "u4"])
+    assert {u: [s.fact.content for s in items] for u, items in found.items()} == {
+        "u1": ["Likes tea"],
+        "u2": ["Lives in Oslo"],
+        "u4": [],
+    }
+
+
+async def test_facts_by_key_match_user_and_id_together(store: LanceStore) -> None:
+    await store.facts.add_facts(
+        [
+            _fact("u1", "fact_00000001", "Likes tea"),
+            _fact("u2", "fact_00000001", "Lives in Oslo"),
+            _fact("u2", "fact_00000002", "Plays chess"),
+        ]
+    )
+    got = await store.facts.get_facts_by_key([("u1", "fact_00000001"), ("u2", "fact_00000002")])
+    assert sorted((s.fact.user_id, s.fact.content) for s in got) == [
+        ("u1", "Likes tea"),
+        ("u2", "Plays chess"),
+    ]
+
+
+async def test_batched_fact_reads_refuse_unsafe_user_ids(store: LanceStore) -> None:
+    with pytest.raises(ValueError, match="invalid user id"):
+        await store.facts.facts_of_users(["u1", "x' OR '1'='1"])
+    with pytest.raises(ValueError, match="invalid user id"):
+        await store.facts.get_facts_by_key([("x' OR '1'='1", "fact_00000001")])

@@ -26,7 +26,7 @@ from schemas.wire import (
     Remember,
     Turn,
 )
-from tests.actor_world import world
+from tests.actor_world import World, world
 
 pytestmark = pytest.mark.anyio
 
@@ -90,15 +90,36 @@ async def test_turns_during_an_extraction_coalesce_into_the_next_call() -> None:
     assert "message 3" in prompts[1]
 
 
+async def _seconds_a_chat_waits(w: World) -> float:
+    started = anyio.current_time()
+    replies = await w.ask(Chat(id="c1", content="hello"))
+    assert isinstance(replies[-1], Done)
+    return anyio.current_time() - started
+
+
 async def test_replies_never_wait_for_memory_work() -> None:
     async with world() as w:
         w.llm.json_delay = 1000.0
         await w.ask(Turn(id="t1", user="I love jazz", assistant="ok"))
-        started = anyio.current_time()
+        assert await _seconds_a_chat_waits(w) < 1.0
+
+
+async def test_replies_never_wait_for_storing_learned_facts() -> None:
+    async with world() as w:
+        w.store.facts.write_delay = 1000.0
+        w.llm.json_script = [extraction(fact("Loves jazz"))]
+        await w.ask(Turn(id="t1", user="I love jazz", assistant="ok"))
+        await anyio.sleep(1)  # extraction answered; its facts wait on the slow disk
+        assert await _seconds_a_chat_waits(w) < 1.0
+
+
+async def test_done_reports_the_time_spent_building_the_memory_context() -> None:
+    async with world() as w:
+        w.store.search_delay = 0.25
         replies = await w.ask(Chat(id="c1", content="hello"))
-        waited = anyio.current_time() - started
-    assert isinstance(replies[-1], Done)
-    assert waited < 1.0
+    done = replies[-1]
+    assert isinstance(done, Done)
+    assert 250.0 <= done.usage.context_ms < 300.0
 
 
 async def test_invalid_model_output_is_rejected_retried_and_tallied() -> None:

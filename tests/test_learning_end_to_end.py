@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
 
@@ -77,3 +78,42 @@ async def test_facts_are_recalled_in_a_later_session_and_sent_to_the_model(
     chats = [b for _, path, b in fake.requests if path == "/api/chat" and "format" not in b]
     system = chats[-1]["messages"][0]["content"]
     assert "Preferences:\n- User prefers short answers" in system
+
+
+def extraction_calls(fake: FakeOllama) -> list[dict[str, object]]:
+    return [
+        b
+        for _, path, b in fake.requests
+        if path == "/api/chat"
+        and "format" in b
+        and "extract durable facts" in str(b["messages"][0]["content"])  # type: ignore[index]
+    ]
+
+
+async def test_extraction_reads_only_the_newest_turns_and_asks_for_user_stated_facts(
+    server: str, fake: FakeOllama
+) -> None:
+    async with Client.connect(server, "s1") as client:
+        await client.receive()
+        for n, said in enumerate(["I live in Lyon", "I work on compilers"], start=1):
+            await client.send(type="turn", id=f"t{n}", user=said, assistant="Noted")
+            await client.until("ack")
+            with anyio.fail_after(10):
+                while len(extraction_calls(fake)) < n:
+                    await anyio.sleep(0.01)
+    first, second = (b["messages"] for b in extraction_calls(fake))  # type: ignore[index]
+    system, prompt = first[0]["content"], second[-1]["content"]
+    assert "things the user stated about themselves" in system
+    assert "0.9 or more only when the user stated it directly" in system
+    assert "I work on compilers" in prompt
+    assert "I live in Lyon" not in prompt  # already extracted: not sent again
+
+
+async def test_sensitive_facts_are_kept_like_any_other(server: str, fake: FakeOllama) -> None:
+    health = {"content": "User has type 1 diabetes", "category": "identity", "confidence": 0.95}
+    fake.script_json(extraction(health))
+    async with Client.connect(server, "s1") as client:
+        await client.receive()
+        await client.send(type="turn", id="t1", user="I have type 1 diabetes", assistant="OK")
+        memory, _ = await client.until("memory")
+    assert [f["content"] for f in memory["added"]] == ["User has type 1 diabetes"]

@@ -137,6 +137,20 @@ class LanceFacts:
         rows = await self._facts.query().where(where).select(_FACT_COLUMNS).to_list()
         return [_stored(r) for r in rows]
 
+    async def facts_of_users(self, user_ids: Sequence[str]) -> dict[str, list[Stored]]:
+        """Active facts of several users in one query (the writer's batched learning)."""
+        found: dict[str, list[Stored]] = {u: [] for u in user_ids}
+        if not user_ids:
+            return found
+        for user_id in user_ids:
+            user_filter(user_id)
+        where = f"user_id IN {_ids(user_ids)} AND validity = 'active'"
+        rows = await self._facts.query().where(where).select(_FACT_COLUMNS).to_list()
+        for row in rows:
+            stored = _stored(row)
+            found[stored.fact.user_id].append(stored)
+        return found
+
     async def list_facts(
         self, user_id: str, *, limit: int, offset: int, validity: str | None = "active"
     ) -> tuple[list[Fact], int]:
@@ -154,6 +168,18 @@ class LanceFacts:
         where = f"{user_filter(user_id)} AND id IN {_ids(ids)}"
         rows = await self._facts.query().where(where).select(_FACT_COLUMNS).to_list()
         return [_stored(r) for r in rows]
+
+    async def get_facts_by_key(self, keys: Sequence[tuple[str, str]]) -> list[Stored]:
+        """Facts named by (user id, fact id) pairs, of any users, in one query."""
+        if not keys:
+            return []
+        users = sorted({u for u, _ in keys})
+        for user_id in users:
+            user_filter(user_id)
+        where = f"user_id IN {_ids(users)} AND id IN {_ids(sorted({i for _, i in keys}))}"
+        rows = await self._facts.query().where(where).select(_FACT_COLUMNS).to_list()
+        wanted = set(keys)
+        return [s for s in map(_stored, rows) if (s.fact.user_id, s.fact.id) in wanted]
 
     async def add_facts(self, items: Sequence[Stored]) -> None:
         """Append new facts: a plain append, much cheaper than a merge on a large table."""
