@@ -61,7 +61,7 @@ class ContextBuilder:
         settings: Settings,
         clock: Clock,
     ) -> None:
-        self._store, self._embedder, self._keeper = store, embedder, keeper
+        self.store, self._embedder, self._keeper = store, embedder, keeper
         self.settings, self._clock = settings, clock
         self._boosts = {c.name: c.retrieval_boost for c in settings.categories}
 
@@ -72,7 +72,7 @@ class ContextBuilder:
         desc, id asc). Raises ``MnemoError`` when the embedder or store fails."""
         text = f"{query} {topic}" if topic else query
         [vector] = await self._embedder.embed([text])
-        hits = await self._store.facts.search_facts(
+        hits = await self.store.facts.search_facts(
             user_id, text, vector, k=_CANDIDATES, scope=scope
         )
         scored = self.score(hits, query=query, topic=topic, limit=_CANDIDATES)
@@ -155,7 +155,7 @@ class ContextBuilder:
     ) -> Block:
         if format == "conversation":
             [vector] = await self._embedder.embed([query])
-            found = await self._store.search_messages(
+            found = await self.store.search_messages(
                 user_id, query, vector, k=8 + len(exclude), scope=scope
             )
             fresh = [m for m, _ in found if (m.role, m.text) not in exclude][:8]
@@ -163,7 +163,10 @@ class ContextBuilder:
             return Block(recalled.text, recalled.tokens, recalled.memory_ids)
         if format == "app-memories":
             app = scope or "global"
-            return formats.app_memories(app, await self._store.facts.notes_of(user_id, app))
+            return formats.app_memories(
+                app,
+                await self.store.facts.notes_of(user_id, app, limit=self.settings.notes_per_app),
+            )
         facts = [
             s.fact
             for s in await self.recall_facts(
@@ -171,7 +174,7 @@ class ContextBuilder:
             )
         ]
         if format == "user-context":
-            profile = await self._store.facts.get_profile(user_id)
+            profile = await self.store.facts.get_profile(user_id)
             return formats.user_context(profile, facts, budget)
         if format == "memory-context":
             return formats.memory_context(facts, budget)
@@ -217,6 +220,9 @@ async def chat_context(
                     user_id, query, scope=scope, limit=settings.retrieval_limit, topic=topic
                 )
             ]
+            if not found["facts"]:
+                _, total = await builder.store.facts.list_facts(user_id, limit=1, offset=0)
+                found["welcome"] = total == 0
         except MnemoError as exc:
             _log.warning("no facts for chat of user %s: %s", user_id, exc)
 
@@ -240,6 +246,10 @@ async def chat_context(
     recalled: Block = found["recalled"]
     notes_block: Block = found["notes"]
     chosen: list[Fact] = found["facts"]
+    # Seed 004's seeding: while mnemo knows nothing of the user, the model invites them.
+    welcome = Block("", 0, [])
+    if found.get("welcome"):
+        welcome = Block(settings.welcome_prompt, estimate_tokens(settings.welcome_prompt), [])
     if not mentions_personal(query):
         chosen = [f for f in chosen if f.category != "identity" or f.pinned]
     compacted = compact(
@@ -248,11 +258,11 @@ async def chat_context(
         system_tokens=system_tokens,
         context_tokens=context_tokens,
         threshold=settings.compaction_threshold,
-        extra_tokens=notes_block.tokens + recalled.tokens,
+        extra_tokens=welcome.tokens + notes_block.tokens + recalled.tokens,
     )
     block = formats.about_user(compacted.facts, settings.categories, budget)
     builder.touch(user_id, block.memory_ids)
-    extras = (notes_block, recalled) if compacted.keep_extra else ()
+    extras = (welcome, notes_block, recalled) if compacted.keep_extra else ()
     text = "\n\n".join(b.text for b in (block, *extras) if b.text)
     tokens = block.tokens + sum(b.tokens for b in extras)
     return ChatContext(text, compacted.history, tokens, compacted.stage)

@@ -115,9 +115,9 @@ class NoteKeeper:
         """Keep at most ``notes_per_app``: the model picks one note to delete or edit; when
         it fails or answers something invalid, the oldest goes (FIFO)."""
         limit = self._settings.notes_per_app
-        notes = await self._store.facts.notes_of(user_id, app_id)
-        if len(notes) <= limit:
+        if await self._store.facts.count_notes(user_id, app_id) <= limit:
             return
+        notes = await self._store.facts.notes_of(user_id, app_id)
         existing = [n for n in notes if n.id != new.id]
         decision = await self._decide(existing, new, limit)
         if decision is not None and await self._store_twice(
@@ -126,7 +126,8 @@ class NoteKeeper:
             self.stats.compacted_by_model += 1
         notes = await self._store.facts.notes_of(user_id, app_id)
         if len(notes) > limit:
-            oldest = [n.id for n in notes[: len(notes) - limit]]
+            by_age = sorted(notes, key=lambda n: (n.created_at, n.id))
+            oldest = [n.id for n in by_age[: len(notes) - limit]]
             await self._store_twice(lambda: self._store.facts.delete_notes(user_id, app_id, oldest))
             self.stats.compacted_fifo += 1
             _log.info("compacted notes of app %s by FIFO: deleted %s", app_id, oldest)

@@ -108,7 +108,15 @@ class FactStore(Protocol):
         self, user_id: str, text: str, vector: Sequence[float], *, k: int, scope: str | None
     ) -> list[FactHit]: ...
 
-    async def notes_of(self, user_id: str, app_id: str) -> list[AppNote]: ...
+    async def notes_of(
+        self, user_id: str, app_id: str, *, limit: int | None = None
+    ) -> list[AppNote]:
+        """The app's notes, most recently updated first (``newest_notes``), at most ``limit``."""
+        ...
+
+    async def count_notes(self, user_id: str, app_id: str) -> int:
+        """How many notes the app holds, without reading them."""
+        ...
 
     async def put_notes(self, notes: Sequence[AppNote]) -> None: ...
 

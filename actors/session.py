@@ -11,11 +11,12 @@ import logging
 import secrets
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import anyio
+import msgspec
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
@@ -61,6 +62,8 @@ class Mail:
 
     message: ActorMessage
     reply_to: MemoryObjectSendStream[ServerMessage]
+    #: When it was posted (``anyio.current_time()``): what it waited in the mailbox shows.
+    posted: float = field(default_factory=anyio.current_time)
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,7 +245,7 @@ class SessionActor:
     async def _handle(self, mail: Mail) -> None:
         match mail.message:
             case Chat() as chat:
-                await self._chat(chat, mail.reply_to)
+                await self._chat(chat, mail.reply_to, mail.posted)
             case Turn() as turn:
                 await self._turn(turn, mail.reply_to)
             case ContextRequest() as request:
@@ -312,7 +315,9 @@ class SessionActor:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             _log.warning("session %s stopped before its extraction result", self.session_id)
 
-    async def _chat(self, chat: Chat, reply: MemoryObjectSendStream[ServerMessage]) -> None:
+    async def _chat(
+        self, chat: Chat, reply: MemoryObjectSendStream[ServerMessage], posted: float
+    ) -> None:
         self._memory = record_message(self._memory, self.session_id, self._now())
         number = self._memory.turn_count
         user_row = self._row(number, "user", chat.content, chat.id, chat.meta)
@@ -333,7 +338,10 @@ class SessionActor:
         prompt = [PromptMessage("system", system), *memory.history]
         parts: list[str] = []
         context_ms = round((anyio.current_time() - started) * 1000, 3)
-        usage = Usage(context_tokens=memory.memory_tokens, context_ms=context_ms)
+        queued_ms = round((started - posted) * 1000, 3)
+        usage = Usage(
+            context_tokens=memory.memory_tokens, context_ms=context_ms, queued_ms=queued_ms
+        )
         self._state = "streaming"
         try:
             stream = self._deps.llm.stream_chat(prompt, model=self._settings.chat_model)
@@ -342,11 +350,10 @@ class SessionActor:
                     parts.append(chunk.text)
                     await reply.send(Delta(id=chat.id, text=chunk.text))
                 if chunk.done:
-                    usage = Usage(
+                    usage = msgspec.structs.replace(
+                        usage,
                         prompt_tokens=chunk.prompt_tokens,
                         completion_tokens=chunk.completion_tokens,
-                        context_tokens=memory.memory_tokens,
-                        context_ms=context_ms,
                     )
         except LlmFailure as exc:
             _log.warning("chat in session %s failed: %s (%s)", self.session_id, exc.code, exc)

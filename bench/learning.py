@@ -9,7 +9,10 @@ saw. Phase 1: ``--sessions`` sessions each send ``--turns`` turns (waiting for
 each ack) and the fake counts how many turns reached extraction and when.
 Each session belongs to its own user (API keys ``k<i>``). Phase 2: chats
 (user 0) alone, then chats while phase-1-style turn load runs, timing
-``chat`` → first ``delta``. Writes ``bench/results/learning.json``.
+``chat`` → first ``delta`` and reading the server's split of it from ``done.usage``:
+``queued_ms`` (waiting for the session actor, which memory work would show up in)
+and ``context_ms`` (retrieval, deliberately on the path). Writes
+``bench/results/learning.json``.
 """
 
 from __future__ import annotations
@@ -83,7 +86,24 @@ async def _turns(address: str, session: str, count: int, user: int) -> None:
                 pass
 
 
-async def _chats(address: str, session: str, count: int, samples: list[float], user: int) -> None:
+class _Chats:
+    """Per chat: ``chat`` -> first ``delta`` as the client saw it, and the server's own
+    split from ``done.usage``: mailbox wait (``queued_ms``) and context build."""
+
+    def __init__(self) -> None:
+        self.first_delta: list[float] = []
+        self.queued: list[float] = []
+        self.context: list[float] = []
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "first_delta_ms": percentiles(self.first_delta),
+            "queued_ms": percentiles(self.queued),
+            "context_ms": percentiles(self.context),
+        }
+
+
+async def _chats(address: str, session: str, count: int, into: _Chats, user: int) -> None:
     async with connect(_url(address, session, user), max_queue=None) as ws:
         await ws.recv()
         for i in range(count):
@@ -96,8 +116,10 @@ async def _chats(address: str, session: str, count: int, samples: list[float], u
                     first = time.perf_counter()
                 if frame["type"] in ("done", "error"):
                     break
-            if first is not None:
-                samples.append((first - started) * 1000)
+            if first is not None and frame["type"] == "done":
+                into.first_delta.append((first - started) * 1000)
+                into.queued.append(frame["usage"]["queued_ms"])
+                into.context.append(frame["usage"]["context_ms"])
 
 
 async def _run(address: str, recorder: _Recorder, args: argparse.Namespace) -> dict[str, Any]:
@@ -112,9 +134,9 @@ async def _run(address: str, recorder: _Recorder, args: argparse.Namespace) -> d
     with recorder.lock:
         extracted, calls = len(recorder.extracted), recorder.calls
 
-    quiet: list[float] = []
+    quiet = _Chats()
     await _chats(address, "quiet", args.chats, quiet, 0)
-    loaded: list[float] = []
+    loaded = _Chats()
     await asyncio.gather(
         _chats(address, "loaded", args.chats, loaded, 0),
         *(_turns(address, f"l{i}", args.turns, i) for i in range(args.sessions)),
@@ -130,10 +152,7 @@ async def _run(address: str, recorder: _Recorder, args: argparse.Namespace) -> d
             "turns_per_s": extracted / extraction_seconds,
             "acks_seconds": acked,
         },
-        "first_delta_ms": {
-            "quiet": percentiles(quiet),
-            "under_turn_and_extraction_load": percentiles(loaded),
-        },
+        "chat": {"quiet": quiet.summary(), "under_turn_and_extraction_load": loaded.summary()},
     }
 
 
@@ -171,9 +190,13 @@ def main() -> None:
         f"= {ex['turns_per_s']:.0f} turns/s, {ex['extraction_calls']} calls "
         f"({ex['turns_per_call']:.1f} turns per call)"
     )
-    print("chat -> first delta (fake Ollama answers at once), ms")
-    for name, row in result["first_delta_ms"].items():
-        print(f"  {name:<32} p50 {row['p50']:7.2f}  p99 {row['p99']:7.2f}  max {row['max']:7.2f}")
+    print(f"chat (fake Ollama answers at once), ms, {args.chats} chats per row")
+    print(f"  {'':<32} {'first delta p50/p99':>20} {'queued p50/p99':>16} {'context p50/p99':>17}")
+    for name, row in result["chat"].items():
+        cells = [row[k] for k in ("first_delta_ms", "queued_ms", "context_ms")]
+        text = "".join(f"{c['p50']:>10.2f}/{c['p99']:<8.2f}" for c in cells)
+        print(f"  {name:<32} {text}")
+    print("  queued = waiting for the session actor, i.e. on memory work; context = retrieval")
     print(f"wrote {path}")
 
 

@@ -8,7 +8,7 @@ a memory are collapsed to single spaces so that one memory is always one line.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from memory.tokens import estimate_tokens
@@ -32,6 +32,7 @@ __all__ = [
     "app_memories",
     "clip_note",
     "memory_context",
+    "newest_notes",
     "rank_key",
     "user_context",
 ]
@@ -247,6 +248,15 @@ def memory_context(
 #: Seed 003's sizes: notes of about 200 characters (hard cap below), a block of about 2000.
 NOTE_MAX_CHARS = 280
 APP_BLOCK_MAX_CHARS = 2000
+
+
+def newest_notes(notes: Iterable[AppNote], limit: int | None = None) -> list[AppNote]:
+    """Seed 003's retrieval order: most recently updated first (ties: newest created, then
+    id), at most ``limit``."""
+    ordered = sorted(
+        notes, key=lambda n: (-n.updated_at.timestamp(), -n.created_at.timestamp(), n.id)
+    )
+    return ordered if limit is None else ordered[:limit]
 
 
 def clip_note(text: str, limit: int = NOTE_MAX_CHARS) -> str:

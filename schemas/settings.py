@@ -39,6 +39,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: Messages of this session replayed to the chat model.
     history_messages: int = 20
     system_prompt: str = "You are a helpful assistant with a long-term memory of this user."
+    #: Seed 004's seeding: added to the chat prompt while mnemo knows no fact of the user.
+    welcome_prompt: str = (
+        "You do not know anything about this user yet. Welcome them, and invite them to share"
+        " anything about themselves they would like you to remember."
+    )
     #: Default token budget of a context block.
     context_budget: int = 2000
     #: Archive writer: most rows per append, and how long a batch waits to fill.

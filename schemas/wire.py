@@ -119,6 +119,8 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
     context_tokens: int = 0
     #: Milliseconds the server spent building the memory context before calling the model.
     context_ms: float = 0.0
+    #: Milliseconds the chat waited for its session actor (in its mailbox) before that.
+    queued_ms: float = 0.0
 
 
 class Done(_Wire, frozen=True, tag="done"):

@@ -43,8 +43,7 @@ async def list_notes(request: Request, user_id: str) -> Response:
     app_id = _app(request)
     deps: SessionDeps = request.state.deps
     notes = await deps.store.facts.notes_of(user_id, app_id) if app_id else []
-    newest_first = sorted(notes, key=lambda n: (n.updated_at, n.id), reverse=True)
-    return json({"memories": [_note(n) for n in newest_first]})
+    return json({"memories": [_note(n) for n in notes]})
 
 
 async def purge_notes(request: Request, user_id: str) -> Response:

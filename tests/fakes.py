@@ -12,6 +12,7 @@ import anyio
 from actors.errors import ArchiveUnavailable, LlmFailure
 from actors.ports import FactHit, Page, ScoredMessage
 from memory.facts import Stored
+from memory.formats import newest_notes
 from schemas.llm import ChatChunk, PromptMessage
 from schemas.records import AppNote, ArchivedMessage, Fact, Progress, UserProfile, WorkingMemory
 
@@ -154,9 +155,14 @@ class MemoryFacts:
             hits.setdefault(s.fact.id, [s, None, None])[2] = rank
         return [(s, d, t) for s, d, t in hits.values()]
 
-    async def notes_of(self, user_id: str, app_id: str) -> list[AppNote]:
+    async def notes_of(
+        self, user_id: str, app_id: str, *, limit: int | None = None
+    ) -> list[AppNote]:
         mine = [n for (u, _), n in self.notes.items() if u == user_id and n.app_id == app_id]
-        return sorted(mine, key=lambda n: (n.created_at, n.id))
+        return newest_notes(mine, limit)
+
+    async def count_notes(self, user_id: str, app_id: str) -> int:
+        return len(await self.notes_of(user_id, app_id))
 
     async def put_notes(self, notes: Sequence[AppNote]) -> None:
         if self.fail_note_writes:

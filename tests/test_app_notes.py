@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -21,7 +21,10 @@ import msgspec
 import pytest
 from websockets.asyncio.client import connect
 
+from memory.hashing import HashEmbedder
 from schemas.llm import NoteText
+from schemas.records import ArchivedMessage
+from server.adapters.lance_store import LanceStore
 from tests.fake_ollama import FakeOllama, Reply
 from tests.harness import EMPTY_EXTRACTION, Client, chat_bodies, make_app, serve, settings_for
 
@@ -586,3 +589,43 @@ async def test_notes_survive_a_server_restart(
         before = await notes(server)
     async with serve(make_app(settings)) as server:
         assert await notes(server) == before
+
+
+async def test_conversations_archived_before_notes_never_get_one_and_chats_still_work(
+    tmp_path: Path, fake: FakeOllama, model: NoteModel
+) -> None:
+    """Seed 003's backward compatibility: only a conversation that ends writes a note."""
+    settings = settings_for(tmp_path, fake.url, api_keys=KEYS)
+    embedder = HashEmbedder()
+    old = LanceStore(Path(settings.data_dir) / "lancedb", embedder=embedder)
+    await old.open()
+    at = datetime(2025, 1, 1, tzinfo=UTC)
+    rows = [
+        ArchivedMessage(
+            id=f"msg_{n:016x}",
+            user_id="alice",
+            session_id="old",
+            scope="calendar",
+            turn=1,
+            role=role,
+            speaker=role,
+            text=text,
+            at=at,
+            meta={},
+            source_id="t1",
+        )
+        for n, (role, text) in enumerate([("user", "Dentist on Monday"), ("assistant", "Ok")])
+    ]
+    await old.append_messages(rows, await embedder.embed([r.text for r in rows]))
+    await old.aclose()
+    async with serve(make_app(settings)) as server:
+        async with session(server, "new", app="calendar") as client:
+            await client.send(type="chat", id="c1", content="When is my dentist?")
+            await client.until("done")
+            assert await notes(server) == []
+        system = chat_bodies(fake)[-1]["messages"][0]["content"]
+        assert "(memories for app" not in system
+        await converse(server, fake, "s1", user="Gym on Friday")
+        assert [n["content"] for n in await notes(server)] == ["Note: Gym on Friday"]
+    assert calls(fake, NOTE)
+    assert all("Dentist" not in str(b) for b in calls(fake, NOTE))

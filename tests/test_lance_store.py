@@ -11,7 +11,7 @@ import pytest
 
 from memory.facts import Stored
 from memory.hashing import HashEmbedder
-from schemas.records import ArchivedMessage, Role, WorkingMemory
+from schemas.records import AppNote, ArchivedMessage, Role, WorkingMemory
 from server.adapters.lance_store import LanceStore, StoreMismatch, quote
 from tests.test_facts import make_fact
 
@@ -215,3 +215,28 @@ async def test_batched_fact_reads_refuse_unsafe_user_ids(store: LanceStore) -> N
         await store.facts.facts_of_users(["u1", "x' OR '1'='1"])
     with pytest.raises(ValueError, match="invalid user id"):
         await store.facts.get_facts_by_key([("x' OR '1'='1", "fact_00000001")])
+
+
+def _note(n: int, *, app: str = "cal", user: str = "u1", edited_days: int = 0) -> AppNote:
+    created = _T0 + timedelta(days=n)
+    return AppNote(
+        id=f"note_{n:08x}",
+        user_id=user,
+        app_id=app,
+        content=f"Note {n}",
+        created_at=created,
+        updated_at=created + timedelta(days=edited_days),
+        source_session_id=f"s{n}",
+    )
+
+
+async def test_app_notes_come_most_recently_updated_first_and_limited(store: LanceStore) -> None:
+    notes = [_note(n) for n in range(1, 13)]
+    notes[0] = _note(1, edited_days=30)  # the oldest note, edited last
+    await store.facts.put_notes([*notes, _note(13, app="todo"), _note(14, user="u2")])
+    newest = await store.facts.notes_of("u1", "cal", limit=10)
+    assert [n.content for n in newest] == ["Note 1", *(f"Note {n}" for n in range(12, 3, -1))]
+    assert len(await store.facts.notes_of("u1", "cal")) == 12
+    assert await store.facts.count_notes("u1", "cal") == 12
+    assert await store.facts.count_notes("u1", "todo") == 1
+    assert await store.facts.count_notes("u2", "todo") == 0

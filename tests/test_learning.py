@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,6 +15,7 @@ from actors.errors import LlmError, LlmUnavailable
 from memory.facts import Stored
 from memory.hashing import HashEmbedder
 from schemas.records import Fact
+from schemas.settings import Settings
 from schemas.wire import (
     Ack,
     Chat,
@@ -24,6 +26,7 @@ from schemas.wire import (
     ErrorFrame,
     MemoryChanged,
     Remember,
+    ServerMessage,
     Turn,
 )
 from tests.actor_world import World, world
@@ -76,6 +79,30 @@ async def test_turn_triggers_extraction_and_pushes_the_added_fact() -> None:
     assert "data only" in system
 
 
+async def test_a_learned_fact_carries_seed_001s_long_term_fields() -> None:
+    async with world() as w:
+        w.llm.json_script = [
+            extraction(
+                fact("Codes in Python at night", "pattern", 0.7, key="coding_time", value="night")
+            )
+        ]
+        await w.ask(Turn(id="t1", user="I always code in Python at night", assistant="ok"))
+        await w.settle()
+        [stored] = await w.store.facts.facts_of("u1")
+    got = stored.fact
+    assert re.fullmatch(r"fact_[0-9a-f]{8}", got.id)
+    assert (got.session_id, got.category, got.key, got.value, got.confidence, got.source) == (
+        "s1",
+        "behavior",  # seed 001's "pattern", in the configured taxonomy
+        "coding_time",
+        "night",
+        0.7,
+        "inferred",  # below 0.9 the model did not hear it stated outright
+    )
+    assert got.created_at.tzinfo is not None
+    assert (got.last_accessed, got.access_count) == (None, 0)
+
+
 async def test_turns_during_an_extraction_coalesce_into_the_next_call() -> None:
     async with world() as w:
         w.llm.json_delay = 10.0
@@ -93,7 +120,9 @@ async def test_turns_during_an_extraction_coalesce_into_the_next_call() -> None:
 async def _seconds_a_chat_waits(w: World) -> float:
     started = anyio.current_time()
     replies = await w.ask(Chat(id="c1", content="hello"))
-    assert isinstance(replies[-1], Done)
+    done = replies[-1]
+    assert isinstance(done, Done)
+    assert done.usage.queued_ms < 100.0
     return anyio.current_time() - started
 
 
@@ -120,6 +149,25 @@ async def test_done_reports_the_time_spent_building_the_memory_context() -> None
     done = replies[-1]
     assert isinstance(done, Done)
     assert 250.0 <= done.usage.context_ms < 300.0
+
+
+async def test_done_reports_how_long_a_chat_queued_behind_the_one_before() -> None:
+    async with world() as w:
+        w.llm.chunk_delay = 0.1  # "OK" streams in one chunk: each chat takes 0.1 s
+        first: list[ServerMessage] = []
+        second: list[ServerMessage] = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: _collect(w, Chat(id="c1", content="one"), first))
+            await anyio.sleep(0.01)
+            tg.start_soon(lambda: _collect(w, Chat(id="c2", content="two"), second))
+    assert isinstance(first[-1], Done)
+    assert isinstance(second[-1], Done)
+    assert first[-1].usage.queued_ms < 50.0
+    assert 50.0 <= second[-1].usage.queued_ms < 200.0
+
+
+async def _collect(w: World, chat: Chat, into: list[ServerMessage]) -> None:
+    into.extend(await w.ask(chat))
 
 
 async def test_invalid_model_output_is_rejected_retried_and_tallied() -> None:
@@ -327,6 +375,19 @@ async def test_chat_prompt_carries_facts_about_the_user() -> None:
     assert system.role == "system"
     assert "## What you know about this user" in system.content
     assert "- User is vegetarian" in system.content
+
+
+async def test_a_user_without_facts_is_invited_to_share_and_later_is_not() -> None:
+    async with world() as w:
+        await w.ask(Chat(id="c1", content="Hello there"))
+        first = w.llm.prompts[-1][0].content
+        await w.ask(Remember(id="r", content="User is vegetarian", category="preference"))
+        await w.ask(Chat(id="c2", content="What is the capital of Peru?"))
+        later = w.llm.prompts[-1][0].content
+    welcome = Settings().welcome_prompt
+    assert "invite them to share" in welcome
+    assert first.endswith(welcome)
+    assert welcome not in later
 
 
 async def test_long_history_is_trimmed_middle_out_before_the_model_call() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -18,6 +19,7 @@ from memory.hashing import HashEmbedder
 from memory.prompts import Exchange
 from schemas.records import AppNote
 from schemas.settings import Settings
+from tests.actor_world import world
 from tests.fakes import MemoryStore, ScriptedLlm, SteppingClock
 
 pytestmark = pytest.mark.anyio
@@ -164,3 +166,16 @@ async def test_a_database_error_in_compaction_is_retried_once_then_fifo(
     kept = {n.id for n in await store.facts.notes_of("u1", "cal")}
     assert len(kept) == 10
     assert gone not in kept
+
+
+async def test_an_app_context_shows_only_the_ten_most_recently_updated_notes() -> None:
+    async with world() as w:
+        notes = [stored_note(n) for n in range(1, 13)]
+        notes[0] = msgspec.structs.replace(notes[0], updated_at=_T0)  # edited after all others
+        for note in notes:
+            w.store.facts.notes[(note.user_id, note.id)] = note
+        block = await w.deps.context.build(
+            "u1", "plans", format="app-memories", budget=2000, scope="cal"
+        )
+    shown = re.findall(r"Note number (\d+)", block.text)
+    assert sorted(map(int, shown)) == [1, *range(4, 13)]

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
-__all__ = ["SAFE_ID", "hybrid_rows", "purge", "quote", "user_filter"]
+__all__ = ["SAFE_ID", "PurgeGate", "hybrid_rows", "quote", "user_filter"]
+
+T = TypeVar("T")
 
 SAFE_ID = re.compile(r"^[A-Za-z0-9_.:@-]{1,128}$")
 
@@ -28,15 +30,51 @@ def user_filter(user_id: str) -> str:
     return f"user_id = {quote(user_id)}"
 
 
-async def purge(table: Any) -> None:
-    """Drop every old version of ``table`` so deleted rows are gone from disk, not just hidden.
+class PurgeGate:
+    """Reads share it; purging old versions takes it alone.
 
-    Safe only because one writer performs all of the store's writes: no
-    transaction can be in flight while it runs.
+    A purge deletes the files of every old version, and a read that began on
+    one of them would fail with "Not found" halfway: so a purge waits for the
+    reads in flight, and reads that arrive meanwhile wait for the purge.
+    Writes need no gate: one writer performs all of the store's writes.
     """
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
-        await table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+
+    def __init__(self) -> None:
+        self._readers = 0
+        self._purging = False
+        self._changed = anyio.Condition()
+
+    async def read(self, run: Callable[[], Awaitable[T]]) -> T:
+        async with self._changed:
+            while self._purging:
+                await self._changed.wait()
+            self._readers += 1
+        try:
+            return await run()
+        finally:
+            with anyio.CancelScope(shield=True):
+                async with self._changed:
+                    self._readers -= 1
+                    self._changed.notify_all()
+
+    async def purge(self, table: Any) -> None:
+        """Drop every old version of ``table``: deleted rows are gone from disk, not just
+        hidden."""
+        async with self._changed:
+            while self._purging:
+                await self._changed.wait()
+            self._purging = True
+            while self._readers:
+                await self._changed.wait()
+        try:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
+                await table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+        finally:
+            with anyio.CancelScope(shield=True):
+                async with self._changed:
+                    self._purging = False
+                    self._changed.notify_all()
 
 
 async def hybrid_rows(

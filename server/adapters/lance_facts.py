@@ -17,8 +17,9 @@ from lancedb.index import FTS, BTree
 
 from actors.ports import FactHit
 from memory.facts import Stored
+from memory.formats import newest_notes
 from schemas.records import AppNote, Fact, Progress, UserProfile
-from server.adapters.lance_common import hybrid_rows, purge, quote, user_filter
+from server.adapters.lance_common import PurgeGate, hybrid_rows, quote, user_filter
 
 __all__ = ["LanceFacts"]
 
@@ -102,8 +103,8 @@ async def _table(db: Any, names: set[str], name: str, schema: pa.Schema) -> Any:
 class LanceFacts:
     """Implements the ``FactStore`` port on the connection of an opened ``LanceStore``."""
 
-    def __init__(self, db: Any, *, dim: int) -> None:
-        self._db, self._dim = db, dim
+    def __init__(self, db: Any, *, dim: int, gate: PurgeGate) -> None:
+        self._db, self._dim, self._gate = db, dim, gate
         self._facts: Any = None
         self._notes: Any = None
         self._profiles: Any = None
@@ -134,7 +135,7 @@ class LanceFacts:
 
     async def facts_of(self, user_id: str, *, active_only: bool = True) -> list[Stored]:
         where = user_filter(user_id) + (" AND validity = 'active'" if active_only else "")
-        rows = await self._facts.query().where(where).select(_FACT_COLUMNS).to_list()
+        rows = await self._gate.read(self._facts.query().where(where).select(_FACT_COLUMNS).to_list)
         return [_stored(r) for r in rows]
 
     async def facts_of_users(self, user_ids: Sequence[str]) -> dict[str, list[Stored]]:
@@ -145,7 +146,7 @@ class LanceFacts:
         for user_id in user_ids:
             user_filter(user_id)
         where = f"user_id IN {_ids(user_ids)} AND validity = 'active'"
-        rows = await self._facts.query().where(where).select(_FACT_COLUMNS).to_list()
+        rows = await self._gate.read(self._facts.query().where(where).select(_FACT_COLUMNS).to_list)
         for row in rows:
             stored = _stored(row)
             found[stored.fact.user_id].append(stored)
@@ -157,8 +158,8 @@ class LanceFacts:
         where = user_filter(user_id)
         if validity is not None:
             where += f" AND validity = {quote(validity)}"
-        total = int(await self._facts.count_rows(where))
-        rows = await self._facts.query().where(where).select(["data"]).to_list()
+        total = int(await self._gate.read(lambda: self._facts.count_rows(where)))
+        rows = await self._gate.read(self._facts.query().where(where).select(["data"]).to_list)
         facts = sorted((_fact.decode(r["data"]) for r in rows), key=_newest_first)
         return facts[offset : offset + limit], total
 
@@ -166,7 +167,7 @@ class LanceFacts:
         if not ids:
             return []
         where = f"{user_filter(user_id)} AND id IN {_ids(ids)}"
-        rows = await self._facts.query().where(where).select(_FACT_COLUMNS).to_list()
+        rows = await self._gate.read(self._facts.query().where(where).select(_FACT_COLUMNS).to_list)
         return [_stored(r) for r in rows]
 
     async def get_facts_by_key(self, keys: Sequence[tuple[str, str]]) -> list[Stored]:
@@ -177,7 +178,7 @@ class LanceFacts:
         for user_id in users:
             user_filter(user_id)
         where = f"user_id IN {_ids(users)} AND id IN {_ids(sorted({i for _, i in keys}))}"
-        rows = await self._facts.query().where(where).select(_FACT_COLUMNS).to_list()
+        rows = await self._gate.read(self._facts.query().where(where).select(_FACT_COLUMNS).to_list)
         wanted = set(keys)
         return [s for s in map(_stored, rows) if (s.fact.user_id, s.fact.id) in wanted]
 
@@ -213,19 +214,19 @@ class LanceFacts:
         if not ids:
             return 0
         where = f"{user_filter(user_id)} AND id IN {_ids(ids)}"
-        count = int(await self._facts.count_rows(where))
+        count = int(await self._gate.read(lambda: self._facts.count_rows(where)))
         if count:
             await self._facts.delete(where)
             if purge_now:
-                await purge(self._facts)
+                await self._gate.purge(self._facts)
         return count
 
     async def clear_facts(self, user_id: str) -> int:
         where = user_filter(user_id)
-        count = int(await self._facts.count_rows(where))
+        count = int(await self._gate.read(lambda: self._facts.count_rows(where)))
         if count:
             await self._facts.delete(where)
-            await purge(self._facts)
+            await self._gate.purge(self._facts)
         return count
 
     async def search_facts(
@@ -235,8 +236,10 @@ class LanceFacts:
         where = f"{user_filter(user_id)} AND validity = 'active'"
         if scope is not None:
             where += f" AND scope IN ('global', {quote(scope)})"
-        dense, sparse = await hybrid_rows(
-            self._facts, vector, text, where=where, columns=_FACT_COLUMNS, limit=k
+        dense, sparse = await self._gate.read(
+            lambda: hybrid_rows(
+                self._facts, vector, text, where=where, columns=_FACT_COLUMNS, limit=k
+            )
         )
         ranks: dict[str, list[Any]] = {}
         for rank, row in enumerate(dense, 1):
@@ -247,10 +250,18 @@ class LanceFacts:
 
     # -- notes (seed 003) ----------------------------------------------------
 
-    async def notes_of(self, user_id: str, app_id: str) -> list[AppNote]:
+    async def notes_of(
+        self, user_id: str, app_id: str, *, limit: int | None = None
+    ) -> list[AppNote]:
+        # LanceDB queries have no ORDER BY; an app holds at most notes_per_app + 1 notes.
         where = f"{user_filter(user_id)} AND app_id = {quote(app_id)}"
-        rows = await self._notes.query().where(where).select(["data"]).to_list()
-        return sorted((_note.decode(r["data"]) for r in rows), key=lambda n: (n.created_at, n.id))
+        rows = await self._gate.read(self._notes.query().where(where).select(["data"]).to_list)
+        return newest_notes((_note.decode(r["data"]) for r in rows), limit)
+
+    async def count_notes(self, user_id: str, app_id: str) -> int:
+        where = f"{user_filter(user_id)} AND app_id = {quote(app_id)}"
+        count: int = await self._gate.read(lambda: self._notes.count_rows(where))
+        return count
 
     async def put_notes(self, notes: Sequence[AppNote]) -> None:
         if not notes:
@@ -278,24 +289,26 @@ class LanceFacts:
             if not ids:
                 return 0
             where += f" AND id IN {_ids(ids)}"
-        count = int(await self._notes.count_rows(where))
+        count = int(await self._gate.read(lambda: self._notes.count_rows(where)))
         if count:
             await self._notes.delete(where)
-            await purge(self._notes)
+            await self._gate.purge(self._notes)
         return count
 
     async def clear_notes(self, user_id: str) -> int:
         where = user_filter(user_id)
-        count = int(await self._notes.count_rows(where))
+        count = int(await self._gate.read(lambda: self._notes.count_rows(where)))
         if count:
             await self._notes.delete(where)
-            await purge(self._notes)
+            await self._gate.purge(self._notes)
         return count
 
     # -- profiles (seed 000) -------------------------------------------------
 
     async def get_profile(self, user_id: str) -> UserProfile | None:
-        rows = await self._profiles.query().where(user_filter(user_id)).limit(1).to_list()
+        rows = await self._gate.read(
+            self._profiles.query().where(user_filter(user_id)).limit(1).to_list
+        )
         return _profile.decode(rows[0]["data"]) if rows else None
 
     async def put_profile(self, profile: UserProfile) -> None:
@@ -310,7 +323,7 @@ class LanceFacts:
 
     async def delete_profile(self, user_id: str) -> None:
         await self._profiles.delete(user_filter(user_id))
-        await purge(self._profiles)
+        await self._gate.purge(self._profiles)
 
     # -- extraction progress -------------------------------------------------
 
@@ -328,17 +341,21 @@ class LanceFacts:
         )
 
     async def users_with_facts(self) -> list[str]:
-        rows = await self._facts.query().where("validity = 'active'").select(["user_id"]).to_list()
+        rows = await self._gate.read(
+            self._facts.query().where("validity = 'active'").select(["user_id"]).to_list
+        )
         return sorted({r["user_id"] for r in rows})
 
     async def pending_progress(self) -> list[Progress]:
         """Sessions of any user with archived turns not yet extracted (for the retry sweep)."""
-        rows = await self._progress.query().where("extracted_through < last_turn").to_list()
+        rows = await self._gate.read(
+            self._progress.query().where("extracted_through < last_turn").to_list
+        )
         return [Progress(**r) for r in rows]
 
     async def get_progress(self, user_id: str, session_id: str) -> Progress | None:
         where = f"{user_filter(user_id)} AND session_id = {quote(session_id)}"
-        rows = await self._progress.query().where(where).limit(1).to_list()
+        rows = await self._gate.read(self._progress.query().where(where).limit(1).to_list)
         return Progress(**rows[0]) if rows else None
 
     async def optimize(self, cleanup_older_than: float) -> None:

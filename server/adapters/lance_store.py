@@ -24,7 +24,7 @@ from lancedb.query import ColumnOrdering
 from actors.errors import ArchiveUnavailable, MnemoError
 from actors.ports import Embedder, Page, ScoredMessage
 from schemas.records import ArchivedMessage, WorkingMemory
-from server.adapters.lance_common import hybrid_rows, purge, quote, user_filter
+from server.adapters.lance_common import PurgeGate, hybrid_rows, quote, user_filter
 from server.adapters.lance_facts import LanceFacts
 
 __all__ = ["LanceStore", "StoreMismatch", "quote"]
@@ -126,6 +126,8 @@ class LanceStore:
         self._messages: Any = None
         self._working: Any = None
         self._facts: LanceFacts | None = None
+        #: Shared by both adapters: reads against purges of old versions.
+        self._gate = PurgeGate()
 
     @property
     def facts(self) -> LanceFacts:
@@ -167,7 +169,7 @@ class LanceStore:
         else:
             self._working = await self._db.create_table(_WORKING, schema=_WORKING_SCHEMA)
         await self._ensure_indexes()
-        self._facts = LanceFacts(self._db, dim=self._dim)
+        self._facts = LanceFacts(self._db, dim=self._dim, gate=self._gate)
         await self._facts.open()
 
     async def _ensure_indexes(self) -> None:
@@ -208,57 +210,57 @@ class LanceStore:
 
     async def list_messages(self, user_id: str, *, limit: int, offset: int) -> Page:
         where = user_filter(user_id)
-        total = int(await self._messages.count_rows(where))
-        rows = (
-            await self._messages.query()
+        total = int(await self._gate.read(lambda: self._messages.count_rows(where)))
+        rows = await self._gate.read(
+            self._messages.query()
             .where(where)
             .select(_COLUMNS)
             .order_by(_NEWEST_FIRST)
             .limit(limit)
             .offset(offset)
-            .to_list()
+            .to_list
         )
         return [_message(r) for r in rows], total
 
     async def session_messages(
         self, user_id: str, session_id: str, *, limit: int
     ) -> list[ArchivedMessage]:
-        rows = (
-            await self._messages.query()
+        rows = await self._gate.read(
+            self._messages.query()
             .where(f"{user_filter(user_id)} AND session_id = {quote(session_id)}")
             .select(_COLUMNS)
             .order_by(_NEWEST_FIRST)
             .limit(limit)
-            .to_list()
+            .to_list
         )
         found = [_message(r) for r in rows]
         found.sort(key=lambda m: (m.turn, m.at, m.role != "user"))
         return found
 
     async def get_message(self, user_id: str, message_id: str) -> ArchivedMessage | None:
-        rows = (
-            await self._messages.query()
+        rows = await self._gate.read(
+            self._messages.query()
             .where(f"{user_filter(user_id)} AND id = {quote(message_id)}")
             .select(_COLUMNS)
             .limit(1)
-            .to_list()
+            .to_list
         )
         return _message(rows[0]) if rows else None
 
     async def delete_message(self, user_id: str, message_id: str) -> bool:
         where = f"{user_filter(user_id)} AND id = {quote(message_id)}"
-        if not await self._messages.count_rows(where):
+        if not await self._gate.read(lambda: self._messages.count_rows(where)):
             return False
         await self._messages.delete(where)
-        await purge(self._messages)
+        await self._gate.purge(self._messages)
         return True
 
     async def clear_messages(self, user_id: str) -> int:
         where = user_filter(user_id)
-        count = int(await self._messages.count_rows(where))
+        count = int(await self._gate.read(lambda: self._messages.count_rows(where)))
         if count:
             await self._messages.delete(where)
-            await purge(self._messages)
+            await self._gate.purge(self._messages)
         return count
 
     async def search_messages(
@@ -269,8 +271,10 @@ class LanceStore:
         where = user_filter(user_id)
         if scope is not None:
             where += f" AND scope IN ('global', {quote(scope)})"
-        dense, sparse = await hybrid_rows(
-            self._messages, vector, text, where=where, columns=_COLUMNS, limit=k * 2
+        dense, sparse = await self._gate.read(
+            lambda: hybrid_rows(
+                self._messages, vector, text, where=where, columns=_COLUMNS, limit=k * 2
+            )
         )
         scores: dict[str, float] = {}
         rows: dict[str, dict[str, Any]] = {}
@@ -303,11 +307,11 @@ class LanceStore:
         )
 
     async def get_working(self, user_id: str, session_id: str) -> WorkingMemory | None:
-        rows = (
-            await self._working.query()
+        rows = await self._gate.read(
+            self._working.query()
             .where(f"{user_filter(user_id)} AND session_id = {quote(session_id)}")
             .limit(1)
-            .to_list()
+            .to_list
         )
         return _working_decoder.decode(rows[0]["data"]) if rows else None
 
