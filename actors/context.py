@@ -163,10 +163,9 @@ class ContextBuilder:
             return Block(recalled.text, recalled.tokens, recalled.memory_ids)
         if format == "app-memories":
             app = scope or "global"
-            return formats.app_memories(
-                app,
-                await self.store.facts.notes_of(user_id, app, limit=self.settings.notes_per_app),
-            )
+            notes = await self.store.facts.notes_of(user_id, app, limit=self.settings.notes_per_app)
+            _log.debug("retrieved %d notes of app %s for user %s", len(notes), app, user_id)
+            return formats.app_memories(app, notes)
         facts = [
             s.fact
             for s in await self.recall_facts(
@@ -191,6 +190,8 @@ class ChatContext:
     history: list[PromptMessage]
     memory_tokens: int
     compaction_stage: int
+    #: How many app notes (seed 003) the prompt carries.
+    notes: int = 0
 
 
 async def chat_context(
@@ -265,4 +266,5 @@ async def chat_context(
     extras = (welcome, notes_block, recalled) if compacted.keep_extra else ()
     text = "\n\n".join(b.text for b in (block, *extras) if b.text)
     tokens = block.tokens + sum(b.tokens for b in extras)
-    return ChatContext(text, compacted.history, tokens, compacted.stage)
+    notes_shown = len(notes_block.memory_ids) if compacted.keep_extra else 0
+    return ChatContext(text, compacted.history, tokens, compacted.stage, notes_shown)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import msgspec
 
 from actors.errors import ArchiveUnavailable, MnemoError, Rejected
+from actors.events import EventBus, EventKind
 from actors.ports import Clock, Embedder, Store
 from actors.writer import ArchiveWriter
 from memory.decay import pin, sweep_fact, touch_accessed
@@ -34,7 +35,7 @@ from schemas.settings import Settings
 from schemas.taxonomy import PERMANENCE_DECAY
 from schemas.wire import FactView, MemoryChanged
 
-__all__ = ["FactEdit", "FactKeeper", "changes_frame", "fact_view"]
+__all__ = ["FactEdit", "FactKeeper", "changes_frame", "emit_changes", "fact_view"]
 
 _log = logging.getLogger("mnemo.facts")
 
@@ -55,6 +56,25 @@ def changes_frame(changes: Changes, ident: str | None = None) -> MemoryChanged |
     if ident is None and not (frame.added or frame.updated or frame.superseded or frame.removed):
         return None
     return frame
+
+
+def emit_changes(events: EventBus, changes: Changes, user_id: str, session_id: str | None) -> None:
+    """Tail events for what learning changed: a repeated fact is reinforced, a fact pushed
+    out by the cap is evicted."""
+    found: list[tuple[EventKind, list[Fact]]] = [
+        ("facts.added", [s.fact for s in changes.added]),
+        ("facts.reinforced", changes.updated),
+        ("facts.superseded", changes.superseded),
+        ("facts.evicted", changes.removed),
+    ]
+    for kind, facts in found:
+        if facts:
+            events.emit(
+                kind,
+                session_id=session_id,
+                user_id=user_id,
+                facts=[{"id": f.id, "content": f.content, "category": f.category} for f in facts],
+            )
 
 
 @dataclass(slots=True, eq=False)

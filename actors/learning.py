@@ -12,13 +12,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
 
 from actors.errors import MnemoError
+from actors.events import EventBus, EventKind
 from actors.extraction import ExtractionResult, Extractor
-from actors.keeper import FactKeeper, changes_frame
+from actors.keeper import FactKeeper, changes_frame, emit_changes
 from actors.notes import NoteKeeper
 from actors.ports import Store
 from actors.writer import ArchiveWriter
@@ -105,6 +107,7 @@ class LearningDeps:
     keeper: FactKeeper
     notes: NoteKeeper
     progress: ProgressBook
+    events: EventBus
 
 
 class SessionLearning:
@@ -137,6 +140,7 @@ class SessionLearning:
         batch, self._pending = self._pending, []
         self._extracting = True
         self.state = "extracting"
+        self._emit("extraction.started", turns=[e.turn for e in batch])
         tg.start_soon(self._extract, batch, deliver)
 
     async def _extract(
@@ -147,9 +151,17 @@ class SessionLearning:
     async def _extract_and_store(self, batch: list[Exchange]) -> Extracted:
         """Extraction and fact storage both run here, in the task, never in the actor:
         a reply never waits for the writer."""
+        started = anyio.current_time()
         result = await self._try(batch)
         if result is None:
             return Extracted(batch, None)
+        self._emit(
+            "extraction.finished",
+            turns=[e.turn for e in batch],
+            facts=len(result.extraction.facts),
+            by_rules=result.by_rules,
+            ms=round((anyio.current_time() - started) * 1000, 3),
+        )
         try:
             changes = await self._deps.keeper.learn(
                 self._user,
@@ -160,7 +172,9 @@ class SessionLearning:
             )
         except MnemoError as exc:
             _log.warning("storing facts of session %s failed: %s", self._session, exc)
+            self._emit("store.failed", error=str(exc))
             return Extracted(batch, result, None)
+        emit_changes(self._deps.events, changes, self._user, self._session)
         return Extracted(batch, result, changes)
 
     async def _try(self, batch: Sequence[Exchange]) -> ExtractionResult | None:
@@ -173,7 +187,12 @@ class SessionLearning:
                 len(batch),
                 exc,
             )
+            self._emit("extraction.failed", turns=[e.turn for e in batch], error=str(exc))
+            self._emit("llm.error", call="extract", code=exc.code, error=str(exc))
             return None
+
+    def _emit(self, kind: EventKind, **data: Any) -> None:
+        self._deps.events.emit(kind, session_id=self._session, user_id=self._user, **data)
 
     def apply(self, mail: Extracted, memory: WorkingMemory | None) -> WorkingMemory | None:
         """Use an extraction result in the actor: working-memory analysis, the ``memory``

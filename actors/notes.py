@@ -15,6 +15,7 @@ import anyio
 import msgspec
 
 from actors.errors import LlmFailure, MnemoError
+from actors.events import EventBus
 from actors.ports import Clock, Llm, Store
 from actors.writer import ArchiveWriter
 from memory.formats import clip_note
@@ -57,10 +58,17 @@ class NoteStats:
 
 class NoteKeeper:
     def __init__(
-        self, llm: Llm, store: Store, writer: ArchiveWriter, settings: Settings, clock: Clock
+        self,
+        llm: Llm,
+        store: Store,
+        writer: ArchiveWriter,
+        settings: Settings,
+        clock: Clock,
+        events: EventBus | None = None,
     ) -> None:
         self._llm, self._store, self._writer = llm, store, writer
         self._settings, self._clock = settings, clock
+        self._events = events or EventBus()
         self.stats = NoteStats()
 
     async def conversation_ended(
@@ -82,11 +90,15 @@ class NoteKeeper:
     ) -> AppNote | None:
         """Seed 003: one 2-4 sentence note per ended conversation; past the limit, compact."""
         system, prompt = note_prompt(app_id, exchanges)
+        started = anyio.current_time()
         try:
             text = _note.decode(await self._ask(system, prompt, NoteText))
         except (LlmFailure, TimeoutError, msgspec.DecodeError) as exc:
             self.stats.skipped += 1
             _log.warning("no note for session %s of app %s: %s", session_id, app_id, exc)
+            self._events.emit(
+                "note.failed", session_id=session_id, user_id=user_id, app=app_id, error=str(exc)
+            )
             return None
         now = self._clock.now()
         note = AppNote(
@@ -105,9 +117,20 @@ class NoteKeeper:
         )
         if not await self._store_twice(lambda: self._store.facts.put_notes([note])):
             self.stats.skipped += 1
+            self._events.emit(
+                "note.failed", session_id=session_id, user_id=user_id, app=app_id, error="store"
+            )
             return None
         self.stats.created += 1
         _log.info("created note %s for app %s from session %s", note.id, app_id, session_id)
+        self._events.emit(
+            "note.created",
+            session_id=session_id,
+            user_id=user_id,
+            app=app_id,
+            id=note.id,
+            llm_ms=round((anyio.current_time() - started) * 1000, 3),
+        )
         await self.compact(user_id, app_id, note)
         return note
 
@@ -124,6 +147,14 @@ class NoteKeeper:
             lambda: self._apply(user_id, app_id, notes, decision)
         ):
             self.stats.compacted_by_model += 1
+            self._events.emit(
+                "note.compacted",
+                user_id=user_id,
+                app=app_id,
+                action=decision.action,
+                target=decision.target_id,
+                by="model",
+            )
         notes = await self._store.facts.notes_of(user_id, app_id)
         if len(notes) > limit:
             by_age = sorted(notes, key=lambda n: (n.created_at, n.id))
@@ -131,6 +162,14 @@ class NoteKeeper:
             await self._store_twice(lambda: self._store.facts.delete_notes(user_id, app_id, oldest))
             self.stats.compacted_fifo += 1
             _log.info("compacted notes of app %s by FIFO: deleted %s", app_id, oldest)
+            self._events.emit(
+                "note.compacted",
+                user_id=user_id,
+                app=app_id,
+                action="delete",
+                target=oldest[0] if len(oldest) == 1 else oldest,
+                by="fifo",
+            )
 
     async def _store_twice(self, write: Callable[[], Awaitable[object]]) -> bool:
         """Seed 003: a database error is logged and the write retried once, then given up."""

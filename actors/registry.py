@@ -10,6 +10,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 
 from actors.errors import MnemoError, SessionClosed
+from actors.events import EventKind
 from actors.session import ActorMessage, Mail, SessionActor, SessionDeps
 from schemas.llm import PromptMessage
 from schemas.wire import ServerMessage
@@ -75,6 +76,10 @@ class SessionRegistry:
             )
             self._live[key] = actor
             await self._tg.start(self._supervise, key, actor)
+            kind: EventKind = "actor.resumed" if memory is not None else "actor.spawned"
+            self._deps.events.emit(
+                kind, session_id=session_id, user_id=user_id, scope=scope, turns=actor.turn_count
+            )
             return actor, memory is not None
 
     def subscribe(
@@ -145,11 +150,16 @@ class SessionRegistry:
     ) -> None:
         """Run one actor; a crash is logged and the actor forgotten, never propagated,
         because under anyio it would cancel every other session in the group."""
+        events, (user_id, session_id) = self._deps.events, key
         try:
             await actor.run(task_status=task_status)
-        except Exception:
+        except Exception as exc:
             self.crashes += 1
             _log.exception("session actor %s of user %s crashed", key[1], key[0])
+            events.emit("actor.crashed", session_id=session_id, user_id=user_id, error=repr(exc))
+        except BaseException:
+            events.emit("actor.stopped", session_id=session_id, user_id=user_id)
+            raise
         finally:
             if self._live.get(key) is actor:
                 del self._live[key]

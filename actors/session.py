@@ -22,7 +22,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from actors.context import FORMAT_NAMES, ContextBuilder, chat_context
 from actors.errors import ArchiveUnavailable, LlmFailure, MnemoError, Overloaded, SessionClosed
-from actors.keeper import changes_frame
+from actors.events import EventBus, EventKind
+from actors.keeper import changes_frame, emit_changes
 from actors.learning import Extracted, LearningDeps, SessionLearning
 from actors.ports import Clock, Embedder, Llm, Store
 from actors.writer import ArchiveWriter
@@ -79,6 +80,7 @@ class SessionDeps:
     #: Facts, notes, profiles, progress: learned memory never delays an ack.
     fact_writer: ArchiveWriter
     clock: Clock
+    events: EventBus
     context: ContextBuilder
     learning: LearningDeps
 
@@ -133,6 +135,8 @@ class SessionActor:
         self._current: Mail | None = None
         self._state = "idle"
         self.ended = False
+        #: ``anyio.current_time()`` of the last mail: the idle timeout counts from it.
+        self.last_active = anyio.current_time()
 
     @property
     def state(self) -> str:
@@ -143,6 +147,11 @@ class SessionActor:
     def memory(self) -> WorkingMemory | None:
         """The working memory as of now (read-only snapshot; structs are frozen)."""
         return self._memory
+
+    @property
+    def mailbox_depth(self) -> int:
+        """Mail waiting for the actor (not counting what it is handling now)."""
+        return self._inbox.statistics().current_buffer_used
 
     @property
     def turn_count(self) -> int:
@@ -185,8 +194,10 @@ class SessionActor:
             mail: Mail | Extracted | None = None
             with anyio.move_on_after(self._settings.idle_timeout):
                 mail = await self._inbox.receive()
+                self.last_active = anyio.current_time()
             if mail is None:
                 _log.info("session %s expired after idle timeout", self.session_id)
+                self._emit("actor.expired", turns=self.turn_count)
                 await self._end_session()
             elif isinstance(mail, Extracted):
                 await self._extracted(mail)
@@ -258,10 +269,14 @@ class SessionActor:
                 )
                 self._deps.writer.put_working(self.user_id, self._memory)
             case End():
+                self._emit("actor.ended", turns=self.turn_count)
                 await self._end_session()
 
     def _now(self) -> datetime:
         return self._deps.clock.now()
+
+    def _emit(self, kind: EventKind, **data: Any) -> None:
+        self._deps.events.emit(kind, session_id=self.session_id, user_id=self.user_id, **data)
 
     def _row(
         self, turn: int, role: Role, text: str, source_id: str, meta: dict[str, Any]
@@ -283,6 +298,7 @@ class SessionActor:
     async def _turn(self, turn: Turn, reply: MemoryObjectSendStream[ServerMessage]) -> None:
         self._memory = record_message(self._memory, self.session_id, self._now())
         number = self._memory.turn_count
+        self._emit("turn.received", id=turn.id, turn=number)
         rows = [
             self._row(number, "user", turn.user, turn.id, turn.meta),
             self._row(number, "assistant", turn.assistant, turn.id, turn.meta),
@@ -300,7 +316,10 @@ class SessionActor:
             )
         await _send(reply, answer)
         if isinstance(answer, Ack):
+            self._emit("turn.acked", id=turn.id, turn=number)
             self._learn(number, turn.user, turn.assistant)
+        else:
+            self._emit("store.failed", id=turn.id, turn=number, error=answer.message)
 
     def _learn(self, turn: int, user: str, assistant: str) -> None:
         """Queue the exchange for extraction; off the reply's critical path."""
@@ -320,6 +339,7 @@ class SessionActor:
     ) -> None:
         self._memory = record_message(self._memory, self.session_id, self._now())
         number = self._memory.turn_count
+        self._emit("chat.received", id=chat.id, turn=number)
         user_row = self._row(number, "user", chat.content, chat.id, chat.meta)
         self._deps.writer.put_working(self.user_id, self._memory)
         started = anyio.current_time()
@@ -332,6 +352,13 @@ class SessionActor:
             history=[*self._history, PromptMessage("user", chat.content)],
             system_tokens=estimate_tokens(self._settings.system_prompt),
         )
+        if memory.compaction_stage:
+            self._emit(
+                "context.compacted",
+                id=chat.id,
+                stage=memory.compaction_stage,
+                messages=len(memory.history),
+            )
         system = self._settings.system_prompt
         if memory.memory_text:
             system = f"{system}\n\n{memory.memory_text}"
@@ -357,6 +384,8 @@ class SessionActor:
                     )
         except LlmFailure as exc:
             _log.warning("chat in session %s failed: %s (%s)", self.session_id, exc.code, exc)
+            self._emit("llm.error", call="chat", code=exc.code, error=str(exc))
+            self._emit("chat.failed", id=chat.id, code=exc.code)
             self._archive([user_row])
             await _send(reply, ErrorFrame(id=chat.id, code=exc.code, message=str(exc)))
             return
@@ -373,6 +402,15 @@ class SessionActor:
         self._archive([user_row, assistant_row])
         self._remember([user_row, assistant_row])
         await _send(reply, Done(id=chat.id, turn=number, usage=usage))
+        self._emit(
+            "chat.streamed",
+            id=chat.id,
+            turn=number,
+            ms=round((anyio.current_time() - started) * 1000, 3),
+            app=self._scope_filter,
+            notes=memory.notes,
+            **msgspec.structs.asdict(usage),
+        )
         self._learn(number, chat.content, assistant_row.text)
 
     async def _context(
@@ -422,6 +460,7 @@ class SessionActor:
         except MnemoError as exc:
             await _send(reply, ErrorFrame(id=request.id, code=exc.code, message=str(exc)))
             return
+        emit_changes(self._deps.events, changes, self.user_id, self.session_id)
         frame = changes_frame(changes, request.id)
         if frame is not None:
             await _send(reply, frame)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from actors.context import ContextBuilder
+from actors.events import EventBus
 from actors.extraction import Extractor
 from actors.keeper import FactKeeper
 from actors.learning import LearningDeps, ProgressBook
@@ -25,7 +26,9 @@ def build_deps(
     fact_writer: ArchiveWriter,
     clock: Clock,
     extract_backoff: float = 0.5,
+    events: EventBus | None = None,
 ) -> SessionDeps:
+    events = events or EventBus()
     keeper = FactKeeper(store, embedder, fact_writer, settings, clock)
     return SessionDeps(
         settings=settings,
@@ -35,11 +38,13 @@ def build_deps(
         writer=writer,
         fact_writer=fact_writer,
         clock=clock,
+        events=events,
         context=ContextBuilder(store, embedder, keeper, settings, clock),
         learning=LearningDeps(
             extractor=Extractor(llm, settings, backoff=extract_backoff),
             keeper=keeper,
-            notes=NoteKeeper(llm, store, fact_writer, settings, clock),
+            notes=NoteKeeper(llm, store, fact_writer, settings, clock, events),
             progress=ProgressBook(store, fact_writer),
+            events=events,
         ),
     )

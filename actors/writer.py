@@ -18,6 +18,7 @@ from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from actors.errors import ArchiveUnavailable, MnemoError
+from actors.events import EventBus
 from actors.ports import Embedder, Store
 from schemas.records import ArchivedMessage, WorkingMemory
 
@@ -75,8 +76,12 @@ class ArchiveWriter:
         optimizer: Callable[[float], Awaitable[None]] | None = None,
         cleanup_older_than: float = 3600.0,
         snapshot_interval: float = 1.0,
+        events: EventBus | None = None,
+        name: str = "archive",
     ) -> None:
         self._store, self._embedder = store, embedder
+        #: ``store.*`` events carry ``writer=name`` (``archive`` or ``facts``).
+        self._events, self.name = events or EventBus(), name
         self._batch_max, self._linger = batch_max, linger
         self._optimize_interval = optimize_interval
         self._optimize_after_writes = optimize_after_writes
@@ -233,6 +238,7 @@ class ArchiveWriter:
     async def _write_batch(self, batch: list[_Append]) -> None:
         rows = [r for op in batch for r in op.rows]
         delay = 0.05
+        started = anyio.current_time()
         while True:
             try:
                 vectors = await self._embedder.embed([r.text for r in rows])
@@ -241,11 +247,14 @@ class ArchiveWriter:
             except MnemoError as exc:
                 self.stats.retries += 1
                 _log.warning("archive write of %d rows failed, retrying: %s", len(rows), exc)
+                self._events.emit("store.failed", writer=self.name, rows=len(rows), error=str(exc))
                 await anyio.sleep(delay)
                 delay = min(delay * 2, 5.0)
         self.stats.batches += 1
         self.stats.rows += len(rows)
         self.stats.last_batch_rows = len(rows)
+        ms = round((anyio.current_time() - started) * 1000, 3)
+        self._events.emit("store.flushed", writer=self.name, rows=len(rows), ms=ms)
         self._mark_dirty()
         for op in batch:
             op.done.set()
@@ -281,6 +290,7 @@ class ArchiveWriter:
         self._writes += 1
 
     async def _optimize(self) -> None:
+        started = anyio.current_time()
         try:
             if self._optimizer is not None:
                 await self._optimizer(self._cleanup_older_than)
@@ -288,11 +298,16 @@ class ArchiveWriter:
                 await self._store.optimize(cleanup_older_than=self._cleanup_older_than)
         except MnemoError as exc:
             _log.warning("optimize failed: %s", exc)
+            self._events.emit(
+                "store.failed", writer=self.name, operation="optimize", error=str(exc)
+            )
             return
         self.stats.optimizes += 1
         self._dirty = False
         self._writes = 0
         _log.info("store optimized")
+        ms = round((anyio.current_time() - started) * 1000, 3)
+        self._events.emit("store.optimized", writer=self.name, ms=ms)
 
     async def _drain(self) -> None:
         """Write everything still queued; used once, at shutdown."""

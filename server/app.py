@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import WebSocketRoute
 
+from actors.events import EventBus, RecentEvents
 from actors.ports import Clock, Embedder, Llm, Store
 from actors.registry import SessionRegistry
 from actors.session import SessionDeps
@@ -23,7 +24,8 @@ from actors.sweeper import Sweeper
 from actors.wiring import build_deps
 from actors.writer import ArchiveWriter
 from schemas.settings import Settings
-from server import http, rest, ws
+from server import http, observe, rest, ws
+from server.metrics import Metrics
 
 __all__ = ["AppState", "SystemClock", "create_app"]
 
@@ -42,6 +44,9 @@ class AppState(TypedDict):
     registry: SessionRegistry
     deps: SessionDeps
     sweeper: Sweeper
+    events: EventBus
+    recent: RecentEvents
+    metrics: Metrics
 
 
 async def _supervise_writer(
@@ -78,6 +83,12 @@ def create_app(
     async def lifespan(_: Starlette) -> AsyncIterator[AppState]:
         await embedder.warm_up()
         await store.open()
+        events = EventBus()
+        recent = RecentEvents()
+        events.listen(recent)
+        live: list[SessionRegistry] = []  # set once the registry exists
+        metrics = Metrics(lambda: len(live[0].live()) if live else 0)
+        events.listen(metrics.observe)
         writer = ArchiveWriter(
             store,
             embedder,
@@ -86,6 +97,7 @@ def create_app(
             optimize_interval=settings.optimize_interval,
             optimize_after_writes=settings.optimize_after_writes,
             cleanup_older_than=settings.cleanup_older_than,
+            events=events,
         )
         fact_writer = ArchiveWriter(
             store,
@@ -94,6 +106,8 @@ def create_app(
             optimize_after_writes=settings.optimize_after_writes,
             cleanup_older_than=settings.cleanup_older_than,
             optimizer=store.facts.optimize,
+            events=events,
+            name="facts",
         )
         deps = build_deps(
             settings,
@@ -103,6 +117,7 @@ def create_app(
             writer=writer,
             fact_writer=fact_writer,
             clock=clock or SystemClock(),
+            events=events,
         )
         try:
             async with anyio.create_task_group() as writer_group:
@@ -110,9 +125,13 @@ def create_app(
                 await writer_group.start(_supervise_writer, fact_writer)
                 async with anyio.create_task_group() as sessions:
                     registry = SessionRegistry(sessions, deps)
+                    live.append(registry)
                     sweeper = Sweeper(deps, registry)
                     await sessions.start(sweeper.run)
                     yield AppState(
+                        events=events,
+                        recent=recent,
+                        metrics=metrics,
                         settings=settings,
                         store=store,
                         writer=writer,
@@ -130,6 +149,7 @@ def create_app(
                 await store.aclose()
 
     routes = [
+        *observe.routes,  # before the chat socket: /ws/tail is not a session
         WebSocketRoute("/ws/{session_id}", ws.chat_socket),
         *rest.routes,
     ]

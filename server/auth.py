@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hmac
+from dataclasses import dataclass
 
 from schemas.settings import Settings
 
-__all__ = ["bearer", "user_for_token"]
+__all__ = ["Viewer", "bearer", "user_for_token", "viewer_for_token"]
 
 
 def user_for_token(settings: Settings, token: str | None) -> str | None:
@@ -24,6 +25,34 @@ def user_for_token(settings: Settings, token: str | None) -> str | None:
         if hmac.compare_digest(key.encode(), token.encode()):
             found = user
     return found
+
+
+@dataclass(frozen=True, slots=True)
+class Viewer:
+    """Who watches the server (``/actors``, ``/ws/tail``, ``/metrics``): an admin sees every
+    user's actors and events; a user only their own."""
+
+    user_id: str | None
+    admin: bool
+
+    def may_see(self, user_id: str | None) -> bool:
+        return self.admin or (user_id is not None and user_id == self.user_id)
+
+
+def viewer_for_token(settings: Settings, token: str | None) -> Viewer | None:
+    """An admin key (``MNEMO_ADMIN_KEYS``) or a user's API key; None when neither. In
+    single-user mode (no API keys) the only user watches as admin."""
+    if token:
+        admin = False
+        for key in settings.admin_keys:
+            if hmac.compare_digest(key.encode(), token.encode()):
+                admin = True
+        if admin:
+            return Viewer(None, admin=True)
+    if not settings.api_keys:
+        return Viewer(settings.default_user, admin=True)
+    user_id = user_for_token(settings, token)
+    return None if user_id is None else Viewer(user_id, admin=False)
 
 
 def bearer(header: str | None) -> str | None:

@@ -27,8 +27,9 @@ from schemas.wire import (
     encode_server,
 )
 from server.auth import user_for_token
+from server.metrics import Metrics
 
-__all__ = ["SESSION_ID", "chat_socket"]
+__all__ = ["SESSION_ID", "chat_socket", "refuse"]
 
 _log = logging.getLogger("mnemo.ws")
 
@@ -41,7 +42,7 @@ def _error_body(code: str, message: str) -> dict[str, dict[str, str]]:
     return {"error": {"code": code, "message": message}}
 
 
-async def _refuse(websocket: WebSocket, status: int, code: str, message: str) -> None:
+async def refuse(websocket: WebSocket, status: int, code: str, message: str) -> None:
     """Answer the handshake with an HTTP error and a JSON body instead of accepting."""
     await websocket.send_denial_response(JSONResponse(_error_body(code, message), status))
 
@@ -50,10 +51,13 @@ async def _send_replies(
     websocket: WebSocket, replies: MemoryObjectReceiveStream[ServerMessage]
 ) -> None:
     """Encode and send everything queued for this connection; owns ``replies``."""
+    metrics: Metrics = websocket.state.metrics
     with replies:
         try:
             async for message in replies:
                 await websocket.send_text(encode_server(message))
+                code = message.code if isinstance(message, ErrorFrame) else None
+                metrics.frame_out(str(type(message).__struct_config__.tag), code)
         except (WebSocketDisconnect, OSError, RuntimeError):
             pass  # the client is gone; the receive loop notices too
 
@@ -63,15 +67,15 @@ async def chat_socket(websocket: WebSocket) -> None:
     registry: SessionRegistry = websocket.state.registry
     user_id = user_for_token(settings, websocket.query_params.get("token"))
     if user_id is None:
-        await _refuse(websocket, 401, "unauthorized", "a valid ?token= is required")
+        await refuse(websocket, 401, "unauthorized", "a valid ?token= is required")
         return
     session_id = websocket.path_params["session_id"]
     if not SESSION_ID.match(session_id):
-        await _refuse(websocket, 400, "bad_request", "session id: 1-128 of A-Z a-z 0-9 _ . : -")
+        await refuse(websocket, 400, "bad_request", "session id: 1-128 of A-Z a-z 0-9 _ . : -")
         return
     scope = websocket.query_params.get("app", "global")
     if not SESSION_ID.match(scope):
-        await _refuse(websocket, 400, "bad_request", "app id: 1-128 of A-Z a-z 0-9 _ . : -")
+        await refuse(websocket, 400, "bad_request", "app id: 1-128 of A-Z a-z 0-9 _ . : -")
         return
     await websocket.accept()
     actor, resumed = await registry.open(user_id, session_id, scope)
@@ -108,6 +112,7 @@ async def _receive_loop(
 ) -> bool:
     """Read frames until the client leaves (False) or the session ends (True)."""
     bucket = TokenBucket(settings.rate_limit, settings.rate_burst, anyio.current_time())
+    metrics: Metrics = websocket.state.metrics
     while True:
         event = await websocket.receive()
         if event["type"] == "websocket.disconnect":
@@ -130,8 +135,10 @@ async def _receive_loop(
         try:
             message = decode_client(text)
         except msgspec.DecodeError as exc:
+            metrics.frame_in("invalid")
             await outbox.send(ErrorFrame(code="bad_request", message=str(exc)))
             continue
+        metrics.frame_in(str(type(message).__struct_config__.tag))
         match message:
             case Ping():
                 await outbox.send(Pong())

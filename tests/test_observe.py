@@ -1,0 +1,168 @@
+"""Watching the server live, end to end: ``/ws/tail``, ``/actors``, ``/metrics`` and who
+may see what."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import InvalidStatus
+
+from tests.fake_ollama import FakeOllama
+from tests.harness import Client, make_app, serve, settings_for
+
+pytestmark = pytest.mark.anyio
+
+KEYS = {"key-alice": "alice", "key-bob": "bob"}
+ADMIN = "admin-secret"
+
+
+@pytest.fixture
+async def server(tmp_path: Path, fake: FakeOllama) -> AsyncIterator[str]:
+    settings = settings_for(tmp_path, fake.url, api_keys=KEYS, admin_keys=[ADMIN])
+    async with serve(make_app(settings)) as address:
+        yield address
+
+
+@asynccontextmanager
+async def tail(server: str, query: str) -> AsyncIterator[ClientConnection]:
+    async with connect(f"ws://{server}/ws/tail?{query}") as connection:
+        yield connection
+
+
+async def next_event(connection: ClientConnection, timeout: float = 10.0) -> dict[str, Any]:
+    with anyio.fail_after(timeout):
+        event: dict[str, Any] = json.loads(await connection.recv())
+    return event
+
+
+async def events_until(connection: ClientConnection, kind: str) -> list[dict[str, Any]]:
+    seen = []
+    while not seen or seen[-1]["kind"] != kind:
+        seen.append(await next_event(connection))
+    return seen
+
+
+async def one_turn(server: str, session: str, key: str, *, end: bool = True) -> None:
+    async with Client.connect(server, session, key) as client:
+        await client.receive()
+        await client.send(type="turn", id="t1", user="I live in Lyon", assistant="Nice")
+        await client.until("ack")
+        if end:
+            await client.send(type="end")
+            with anyio.fail_after(10):
+                await client.connection.wait_closed()
+
+
+def http(server: str, key: str | None) -> httpx.AsyncClient:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.AsyncClient(base_url=f"http://{server}", headers=headers)
+
+
+async def test_tail_streams_a_sessions_life_as_it_happens(server: str) -> None:
+    async with tail(server, f"token={ADMIN}&session=s1") as events:
+        await one_turn(server, "s1", "key-alice")
+        seen = await events_until(events, "actor.ended")
+    kinds = [e["kind"] for e in seen]
+    assert kinds[:3] == ["actor.spawned", "turn.received", "turn.acked"]
+    assert "extraction.started" in kinds
+    assert "store.flushed" not in kinds  # the writer's events carry no session
+    assert all(e["session_id"] == "s1" and e["user_id"] == "alice" for e in seen)
+    assert all(e["at"].endswith("Z") or "+00:00" in e["at"] for e in seen)
+    assert seen[2]["data"] == {"id": "t1", "turn": 1}
+
+
+async def test_tail_filters_by_kind_family_and_user(server: str) -> None:
+    async with tail(server, f"token={ADMIN}&user=bob&kind=actor,turn.acked") as events:
+        await one_turn(server, "a1", "key-alice")
+        await one_turn(server, "b1", "key-bob")
+        seen = await events_until(events, "actor.ended")
+    assert [e["kind"] for e in seen] == ["actor.spawned", "turn.acked", "actor.ended"]
+    assert {e["user_id"] for e in seen} == {"bob"}
+
+
+async def test_a_user_key_tails_only_its_own_users_events(server: str) -> None:
+    async with tail(server, "token=key-alice&kind=actor.spawned") as events:
+        await one_turn(server, "b1", "key-bob")
+        await one_turn(server, "a1", "key-alice")
+        [event] = await events_until(events, "actor.spawned")
+    assert (event["user_id"], event["session_id"]) == ("alice", "a1")
+    with pytest.raises(InvalidStatus) as refused:
+        async with tail(server, "token=key-alice&user=bob"):
+            pass
+    assert refused.value.response.status_code == 400
+
+
+@pytest.mark.parametrize("query", ["", "token=nope", "token=key-alice&kind=bogus"])
+async def test_tail_refuses_missing_keys_and_unknown_kinds(server: str, query: str) -> None:
+    with pytest.raises(InvalidStatus) as refused:
+        async with tail(server, query):
+            pass
+    assert refused.value.response.status_code == (400 if "bogus" in query else 401)
+    body = json.loads(refused.value.response.body or b"{}")
+    assert body["error"]["code"] in ("unauthorized", "bad_request")
+
+
+async def test_actors_lists_live_sessions_to_their_user_and_all_to_an_admin(
+    server: str,
+) -> None:
+    await one_turn(server, "a1", "key-alice", end=False)
+    await one_turn(server, "a2", "key-alice", end=False)
+    await one_turn(server, "b1", "key-bob", end=False)
+    async with http(server, "key-alice") as alice, http(server, ADMIN) as admin:
+        mine = (await alice.get("/actors")).json()
+        everyone = (await admin.get("/actors")).json()
+        bobs = (await admin.get("/actors", params={"user": "bob"})).json()
+        hidden = await alice.get("/actors/b1")
+        one = (await alice.get("/actors/a1")).json()
+    assert [a["session_id"] for a in mine["items"]] == ["a1", "a2"]
+    assert mine["total"] == 2
+    assert everyone["total"] == 3
+    assert [a["session_id"] for a in bobs["items"]] == ["b1"]
+    assert hidden.status_code == 404
+    first = mine["items"][0]
+    assert (first["user_id"], first["turn_count"], first["mailbox_depth"]) == ("alice", 1, 0)
+    assert first["state"] in ("idle", "extracting")
+    assert 0 <= first["idle_seconds"] < 60
+    assert 1740 < first["expires_in"] <= 1800
+    assert one["working_memory"]["turn_count"] == 1
+    assert [e["kind"] for e in one["recent_events"]][:3] == [
+        "actor.spawned",
+        "turn.received",
+        "turn.acked",
+    ]
+
+
+async def test_watching_needs_a_key_and_metrics_need_an_admin_key(server: str) -> None:
+    async with http(server, None) as anonymous, http(server, "key-alice") as alice:
+        assert (await anonymous.get("/actors")).status_code == 401
+        assert (await anonymous.get("/metrics")).status_code == 401
+        assert (await alice.get("/metrics")).status_code == 401
+
+
+async def test_metrics_count_turns_frames_and_live_actors(server: str) -> None:
+    await one_turn(server, "a1", "key-alice", end=False)
+    async with Client.connect(server, "a1", "key-alice") as client:
+        await client.receive()
+        await client.send(type="nonsense")
+        await client.until("error")
+    async with http(server, ADMIN) as admin:
+        response = await admin.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    text = response.text
+    assert "mnemo_live_actors 1.0" in text
+    assert "mnemo_turns_total 1.0" in text
+    assert 'mnemo_frames_in_total{type="turn"} 1.0' in text
+    assert 'mnemo_frames_in_total{type="invalid"} 1.0' in text
+    assert 'mnemo_frames_out_total{type="ack"} 1.0' in text
+    assert 'mnemo_errors_total{code="bad_request"} 1.0' in text
+    assert 'mnemo_actor_events_total{kind="spawned"} 1.0' in text
+    assert 'mnemo_store_write_rows_count{writer="archive"}' in text
