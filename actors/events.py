@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable, Collection
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
@@ -20,9 +21,12 @@ import anyio
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-__all__ = ["KINDS", "Event", "EventBus", "EventKind", "RecentEvents", "Subscription"]
+__all__ = ["KINDS", "LOG_CONTEXT", "Event", "EventBus", "EventKind", "RecentEvents", "Subscription"]
 
 _log = logging.getLogger("mnemo.events")
+
+#: (user id, session id) of the session actor running in this task, for log records.
+LOG_CONTEXT: ContextVar[tuple[str, str] | None] = ContextVar("mnemo_session", default=None)
 
 EventKind = Literal[
     "actor.spawned",

@@ -22,7 +22,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from actors.context import FORMAT_NAMES, ContextBuilder, chat_context
 from actors.errors import ArchiveUnavailable, LlmFailure, MnemoError, Overloaded, SessionClosed
-from actors.events import EventBus, EventKind
+from actors.events import LOG_CONTEXT, EventBus, EventKind
 from actors.keeper import changes_frame, emit_changes
 from actors.learning import Extracted, LearningDeps, SessionLearning
 from actors.ports import Clock, Embedder, Llm, Store
@@ -178,6 +178,7 @@ class SessionActor:
         (server shutdown) the working memory is kept, so the session resumes later.
         """
         task_status.started()
+        LOG_CONTEXT.set((self.user_id, self.session_id))  # this task and the ones it starts
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg

@@ -1,16 +1,17 @@
-"""The ``mnemo`` command: ``mnemo serve`` (more subcommands arrive with their features)."""
+"""The ``mnemo`` command: ``serve``; ``tail`` and ``actors`` (server/watch_cli.py)."""
 
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from collections.abc import Sequence
 
 import uvicorn
 
+from server import watch_cli
 from server.config import ConfigError, is_loopback, load_settings
+from server.logs import configure_logging
 
 __all__ = ["main"]
 
@@ -22,6 +23,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="address to bind (default MNEMO_HOST or 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default MNEMO_PORT or 8000)")
     serve.add_argument("--data-dir", dest="data_dir", help="data directory (MNEMO_DATA_DIR)")
+    watch_cli.add_commands(commands)
     return parser
 
 
@@ -40,9 +42,7 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     from server.main import build_app
 
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging()
     config = uvicorn.Config(
         build_app(settings),
         host=settings.host,
@@ -51,6 +51,7 @@ def serve(args: argparse.Namespace) -> int:
         ws_max_size=max(4 * settings.max_frame_bytes, 1 << 20),
         lifespan="on",
         log_level="info",
+        log_config=None,  # uvicorn's records go through configure_logging's handler
     )
     uvicorn.Server(config).run()
     return 0
@@ -60,6 +61,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return serve(args)
+    if args.command == "tail":
+        return watch_cli.tail(args)
+    if args.command == "actors":
+        return watch_cli.actors(args)
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from tests.fake_ollama import FakeOllama
 from tests.harness import EMPTY_EXTRACTION
+from tests.test_app_notes import NoteModel
 
 
 @pytest.fixture
@@ -19,3 +20,12 @@ async def fake() -> AsyncIterator[FakeOllama]:
     (extraction, notes) from ``script_json`` or a valid empty extraction."""
     async with FakeOllama(models=["llama3.2"], json_default=EMPTY_EXTRACTION) as fake:
         yield fake
+
+
+@pytest.fixture
+def model(fake: FakeOllama) -> NoteModel:
+    """Seed 003's model on the fake: answers each structured call by its system prompt."""
+    responder = NoteModel()
+    fake.json_default = None  # every call goes to the responder
+    fake.responder = responder
+    return responder

@@ -44,12 +44,13 @@ def make_app(settings: Settings) -> Starlette:
 
 
 @asynccontextmanager
-async def serve(app: Starlette) -> AsyncIterator[str]:
-    """Run ``app`` under uvicorn on 127.0.0.1 and yield ``host:port``; stop it on exit."""
+async def serve(app: Starlette, port: int = 0) -> AsyncIterator[str]:
+    """Run ``app`` under uvicorn on 127.0.0.1 (``port`` 0: any free one) and yield
+    ``host:port``; stop it on exit."""
     config = uvicorn.Config(
         app,
         host="127.0.0.1",
-        port=0,
+        port=port,
         ws="websockets-sansio",
         lifespan="on",
         log_level="warning",

@@ -78,14 +78,6 @@ def refuse_decision(prompt: str) -> Answer:
 
 
 @pytest.fixture
-def model(fake: FakeOllama) -> NoteModel:
-    responder = NoteModel()
-    fake.json_default = None  # every call goes to the responder
-    fake.responder = responder
-    return responder
-
-
-@pytest.fixture
 async def server(tmp_path: Path, fake: FakeOllama, model: NoteModel) -> AsyncIterator[str]:
     async with serve(make_app(settings_for(tmp_path, fake.url, api_keys=KEYS))) as address:
         yield address

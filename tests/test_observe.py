@@ -4,6 +4,8 @@ may see what."""
 from __future__ import annotations
 
 import json
+import logging
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -17,6 +19,7 @@ from websockets.exceptions import InvalidStatus
 
 from tests.fake_ollama import FakeOllama
 from tests.harness import Client, make_app, serve, settings_for
+from tests.test_app_notes import NoteModel, converse, session
 
 pytestmark = pytest.mark.anyio
 
@@ -166,3 +169,54 @@ async def test_metrics_count_turns_frames_and_live_actors(server: str) -> None:
     assert 'mnemo_errors_total{code="bad_request"} 1.0' in text
     assert 'mnemo_actor_events_total{kind="spawned"} 1.0' in text
     assert 'mnemo_store_write_rows_count{writer="archive"}' in text
+
+
+@pytest.fixture
+async def notes_server(tmp_path: Path, fake: FakeOllama, model: NoteModel) -> AsyncIterator[str]:
+    settings = settings_for(tmp_path, fake.url, api_keys=KEYS, admin_keys=[ADMIN], notes_per_app=2)
+    async with serve(make_app(settings)) as address:
+        yield address
+
+
+async def test_seed_003s_note_metrics_count_creation_compaction_and_injection(
+    notes_server: str, fake: FakeOllama
+) -> None:
+    for number in (1, 2, 3):  # the third note is one too many: FIFO compaction
+        await converse(notes_server, fake, f"s{number}", key="key-alice")
+    async with Client.connect(notes_server, "s4", "key-alice") as plain:
+        await plain.receive()
+        await plain.send(type="chat", id="c0", content="Hi")  # not an app session
+        await plain.until("done")
+    async with session(notes_server, "s5", app="calendar") as client:
+        await client.send(type="chat", id="c1", content="When do we meet?")
+        await client.until("done")
+    async with http(notes_server, ADMIN) as admin:
+        text = (await admin.get("/metrics")).text
+    assert 'mnemo_notes_created_total{app="calendar"} 3.0' in text
+    assert 'mnemo_note_compactions_total{app="calendar",by="fifo"} 1.0' in text
+    assert "mnemo_note_llm_ms_count 3.0" in text
+    assert 'mnemo_app_chats_total{with_notes="true"} 1.0' in text
+    assert "mnemo_apps_seen 1.0" in text
+    assert "mnemo_apps_with_notes 1.0" in text
+
+
+async def test_seed_003s_note_work_is_logged(
+    notes_server: str, fake: FakeOllama, model: NoteModel, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="mnemo")
+    for number in (1, 2, 3):
+        await converse(notes_server, fake, f"s{number}", key="key-alice")
+    model.note = lambda prompt: "not a note"
+    await converse(notes_server, fake, "s4", key="key-alice")
+    async with session(notes_server, "s5", app="calendar") as client:
+        await client.send(type="chat", id="c1", content="When do we meet?")
+        await client.until("done")
+    messages = [r.getMessage() for r in caplog.records if r.name.startswith("mnemo")]
+    assert any(
+        re.fullmatch(r"created note note_\w+ for app calendar from session s1", m) for m in messages
+    )
+    assert any(
+        m.startswith("compacted notes of app calendar by FIFO: deleted ['note_") for m in messages
+    )
+    assert any(m.startswith("no note for session s4 of app calendar: ") for m in messages)
+    assert "retrieved 2 notes of app calendar for user alice" in messages

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -88,4 +89,8 @@ async def test_serve_on_embedded_defaults_acks_turns_recalls_them_and_stops_clea
     log = process.stdout.read().decode()
     assert "Application shutdown complete." in log, log
     assert "Traceback" not in log, log
+    # Not a terminal: one JSON object per line, carrying the session's ids.
+    entries = [json.loads(line) for line in log.splitlines() if line.strip()]
+    [failed] = [e for e in entries if e["message"].startswith("chat in session s1 failed")]
+    assert (failed["level"], failed["session_id"], failed["user_id"]) == ("warning", "s1", "local")
     assert (tmp_path / "data" / "lancedb" / "messages.lance").is_dir()

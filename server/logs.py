@@ -1,0 +1,62 @@
+"""Logging for ``mnemo serve``: readable lines on a terminal, one JSON object per line
+otherwise, each carrying the session and user it happened in (when there is one)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+from typing import TextIO
+
+from actors.events import LOG_CONTEXT
+
+__all__ = ["JsonFormatter", "configure_logging"]
+
+
+class _SessionFilter(logging.Filter):
+    """Stamp each record with the session actor it was logged from (``LOG_CONTEXT``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        found = LOG_CONTEXT.get()
+        if found is not None and not hasattr(record, "session_id"):
+            record.user_id, record.session_id = found
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, object] = {
+            "at": datetime.fromtimestamp(record.created, UTC).isoformat().replace("+00:00", "Z"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for name in ("session_id", "user_id"):
+            value = getattr(record, name, None)
+            if value is not None:
+                entry[name] = value
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+class _TextFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        session = getattr(record, "session_id", None)
+        return f"{text} [{session} {getattr(record, 'user_id', '')}]" if session else text
+
+
+def configure_logging(stream: TextIO | None = None, level: int = logging.INFO) -> None:
+    """Send every log record (mnemo's and uvicorn's) to ``stream`` (stderr by default)."""
+    stream = stream or sys.stderr
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(_SessionFilter())
+    if stream.isatty():
+        handler.setFormatter(_TextFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    else:
+        handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
