@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import anyio
-from anyio.abc import TaskStatus
+from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from actors.errors import ArchiveUnavailable, MnemoError
@@ -99,6 +99,7 @@ class ArchiveWriter:
         self._wake_pending = False
         self._carry: _Op | None = None
         self._dirty = False
+        self._optimizing = False
         self.stats = WriterStats()
 
     # -- API for other tasks -------------------------------------------------
@@ -175,29 +176,36 @@ class ArchiveWriter:
         """Write until cancelled, then flush what is queued (shielded, bounded in time)."""
         task_status.started()
         try:
-            next_optimize = anyio.current_time() + self._optimize_interval
-            while True:
-                op = self._carry
-                self._carry = None
-                if op is None:
-                    deadline = next_optimize
-                    if self._working or self._flush_wanted:
-                        deadline = min(deadline, self._next_snapshot)
-                    with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
-                        op = await self._receive.receive()
-                if op is not None:
-                    await self._handle(op)
-                await self._flush_working(due_only=True)
-                # Also under constant load: a busy writer must still compact on schedule.
-                due = anyio.current_time() >= next_optimize
-                if due or self._writes >= self._optimize_after_writes:
-                    if self._dirty:
-                        await self._optimize()
-                    next_optimize = anyio.current_time() + self._optimize_interval
+            async with anyio.create_task_group() as background:
+                await self._write_until_cancelled(background)
         finally:
             with anyio.CancelScope(shield=True), anyio.move_on_after(_FLUSH_TIMEOUT):
                 await self._drain()
             self._fail_queued()
+
+    async def _write_until_cancelled(self, background: TaskGroup) -> None:
+        next_optimize = anyio.current_time() + self._optimize_interval
+        while True:
+            op = self._carry
+            self._carry = None
+            if op is None:
+                deadline = next_optimize
+                if self._working or self._flush_wanted:
+                    deadline = min(deadline, self._next_snapshot)
+                with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
+                    op = await self._receive.receive()
+            if op is not None:
+                await self._handle(op)
+            await self._flush_working(due_only=True)
+            # Also under constant load: a busy writer must still compact on schedule.
+            due = anyio.current_time() >= next_optimize
+            if due or self._writes >= self._optimize_after_writes:
+                if self._dirty and not self._optimizing:
+                    # Compaction takes seconds on a big table: it runs beside the
+                    # writes (LanceDB commits appends and rewrites concurrently).
+                    self._optimizing, self._dirty, self._writes = True, False, 0
+                    background.start_soon(self._optimize)
+                next_optimize = anyio.current_time() + self._optimize_interval
 
     async def _handle(self, op: _Op) -> None:
         if isinstance(op, _Append):
@@ -268,8 +276,12 @@ class ArchiveWriter:
         self._next_snapshot = now + self._snapshot_interval
         items = [(user, memory) for (user, _), memory in self._working.items()]
         self._working.clear()
+        started = anyio.current_time()
         try:
-            await self._store.put_working(items)
+            if items:
+                await self._store.put_working(items)
+                ms = round((anyio.current_time() - started) * 1000, 3)
+                self._events.emit("store.flushed", writer="working", rows=len(items), ms=ms)
         except MnemoError as exc:
             _log.warning("working-memory snapshot write failed: %s", exc)
             for user, memory in items:
@@ -301,10 +313,11 @@ class ArchiveWriter:
             self._events.emit(
                 "store.failed", writer=self.name, operation="optimize", error=str(exc)
             )
+            self._dirty = True  # try again at the next occasion
             return
+        finally:
+            self._optimizing = False
         self.stats.optimizes += 1
-        self._dirty = False
-        self._writes = 0
         _log.info("store optimized")
         ms = round((anyio.current_time() - started) * 1000, 3)
         self._events.emit("store.optimized", writer=self.name, ms=ms)

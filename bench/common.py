@@ -16,7 +16,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["free_port", "machine", "percentiles", "server_process", "write_result"]
+__all__ = [
+    "free_port",
+    "machine",
+    "percentiles",
+    "rss_kib",
+    "served",
+    "server_process",
+    "write_result",
+]
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -57,6 +65,23 @@ def percentiles(samples: Sequence[float], points: Sequence[int] = (50, 95, 99)) 
 @contextmanager
 def server_process(env: Mapping[str, str], *, data_dir: str | None = None) -> Iterator[str]:
     """``mnemo serve`` in a child process on a free port; yields ``host:port``."""
+    with served(env, data_dir=data_dir) as (address, _):
+        yield address
+
+
+def rss_kib(pid: int) -> int:
+    """Resident set size of a process, KiB (Linux ``/proc``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+@contextmanager
+def served(
+    env: Mapping[str, str], *, data_dir: str | None = None
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``mnemo serve`` in a child process on a free port; yields (``host:port``, process)."""
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-") as tmp:
         child_env = {
@@ -81,7 +106,7 @@ def server_process(env: Mapping[str, str], *, data_dir: str | None = None) -> It
                     if process.poll() is not None or time.monotonic() > deadline:
                         raise RuntimeError("the server did not start") from None
                     time.sleep(0.1)
-            yield f"127.0.0.1:{port}"
+            yield f"127.0.0.1:{port}", process
         finally:
             process.terminate()
             process.wait(30)

@@ -230,6 +230,8 @@ class MemoryStore:
     optimizes: int = 0
     #: Seconds every message search takes.
     search_delay: float = 0.0
+    #: Seconds an optimize takes (counted when it ends).
+    optimize_delay: float = 0.0
 
     async def open(self) -> None:
         pass
@@ -295,6 +297,8 @@ class MemoryStore:
         self.working.pop((user_id, session_id), None)
 
     async def optimize(self, *, cleanup_older_than: float) -> None:
+        if self.optimize_delay:
+            await anyio.sleep(self.optimize_delay)
         self.optimizes += 1
 
 

@@ -218,6 +218,20 @@ async def test_writer_optimizes_on_schedule_even_under_constant_load() -> None:
         assert w.store.optimizes >= 2
 
 
+async def test_turns_are_acked_while_a_slow_optimize_runs() -> None:
+    async with world() as w:
+        w.store.optimize_delay = 300.0
+        w.writer._optimize_after_writes = 1
+        await w.ask(Turn(id="t0", user="a", assistant="b"))
+        await w.writer.call(_noop)  # the optimize has started
+        started = anyio.current_time()
+        [ack] = await w.ask(Turn(id="t1", user="c", assistant="d"))
+        waited = anyio.current_time() - started
+        assert w.store.optimizes == 0  # still running
+    assert isinstance(ack, Ack)
+    assert waited < 1.0
+
+
 async def test_writer_optimizes_after_many_writes_without_waiting_for_the_interval() -> None:
     async with world() as w:
         w.writer._optimize_after_writes = 5

@@ -10,6 +10,8 @@ from typing import Any, TypeVar
 
 import anyio
 
+from actors.errors import ArchiveUnavailable
+
 __all__ = ["SAFE_ID", "PurgeGate", "hybrid_rows", "quote", "user_filter"]
 
 T = TypeVar("T")
@@ -56,6 +58,21 @@ class PurgeGate:
                 async with self._changed:
                     self._readers -= 1
                     self._changed.notify_all()
+
+    async def optimize(self, tables: Sequence[Any], cleanup_older_than: float) -> None:
+        """Compact ``tables`` and refresh their indexes, keeping versions younger than
+        ``cleanup_older_than`` seconds. Runs beside appends and reads, never beside a purge
+        (it holds a read slot: a purge's ``delete_unverified`` would take its new files)."""
+
+        async def run() -> None:
+            older = timedelta(seconds=cleanup_older_than)
+            for table in tables:
+                await table.optimize(cleanup_older_than=older)
+
+        try:
+            await self.read(run)
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise ArchiveUnavailable(f"optimize failed: {exc}") from exc
 
     async def purge(self, table: Any) -> None:
         """Drop every old version of ``table``: deleted rows are gone from disk, not just

@@ -8,7 +8,6 @@ table migration. Facts also carry their embedding and a full-text index.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
 from typing import Any
 
 import msgspec
@@ -359,9 +358,8 @@ class LanceFacts:
         return Progress(**rows[0]) if rows else None
 
     async def optimize(self, cleanup_older_than: float) -> None:
-        older = timedelta(seconds=cleanup_older_than)
-        for table in (self._facts, self._notes, self._profiles, self._progress):
-            await table.optimize(cleanup_older_than=older)
+        tables = (self._facts, self._notes, self._profiles, self._progress)
+        await self._gate.optimize(tables, cleanup_older_than)
 
 
 def _newest_first(fact: Fact) -> tuple[float, str]:

@@ -10,7 +10,7 @@ calls ``optimize()`` on a schedule.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -321,9 +321,7 @@ class LanceStore:
     # -- maintenance ---------------------------------------------------------
 
     async def optimize(self, *, cleanup_older_than: float) -> None:
-        older = timedelta(seconds=cleanup_older_than)
-        for table in (self._messages, self._working):
-            await table.optimize(cleanup_older_than=older)
+        await self._gate.optimize((self._messages, self._working), cleanup_older_than)
         # The fact tables are optimized by their own writer (LanceFacts.optimize).
 
     async def version_count(self) -> int:

@@ -1,0 +1,297 @@
+"""Many concurrent sessions against a real server: turns/s, ack and first-delta latency, RSS.
+
+    python -m bench.load [--sessions 1000] [--rate 200] [--chat-rate 20] [--seconds 30]
+
+Starts ``mnemo serve`` in its own process (real LanceDB in a temp dir, hash
+embedder) and a fake Ollama (``tests/fake_ollama.py``) in another, which
+streams a fixed 8-word reply at once and answers extraction with no facts.
+Opens ``--sessions`` WebSocket sessions (one user each), then for
+``--seconds`` offers ``--rate`` turns/s and ``--chat-rate`` chats/s spread
+evenly over the sessions. Reports turns/s achieved, ``turn`` → ``ack`` and
+``chat`` → first ``delta`` p50/p99 (with the server's own split from
+``done.usage``: mailbox wait and context build), errors, and the server's RSS
+per live actor: with every session connected, and after the clients left
+(the actors live on until their idle expiry). Writes
+``bench/results/load.json`` and ``bench/results/load.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import random
+import time
+import urllib.request
+from typing import Any
+
+from websockets.asyncio.client import ClientConnection, connect
+
+from bench.common import free_port, machine, percentiles, rss_kib, served, write_result
+
+_REPLY = "Sure, here is a short and friendly answer."
+_ADMIN = "bench-admin"
+
+
+class _StoreWatch:
+    """Follows ``/ws/tail?kind=store``: how the writers spent their time under the load."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+
+    async def follow(self, address: str) -> None:
+        async with connect(f"ws://{address}/ws/tail?token={_ADMIN}&kind=store") as ws:
+            async for raw in ws:
+                self.events.append(json.loads(raw))
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for writer in ("archive", "working", "facts"):
+            mine = [e["data"] for e in self.events if e["data"].get("writer") == writer]
+            flushes = [d for d in mine if "rows" in d and "ms" in d]
+            optimizes = [d["ms"] for d in mine if "rows" not in d and "ms" in d]
+            out[writer] = {
+                "batches": len(flushes),
+                "rows_per_batch": percentiles([d["rows"] for d in flushes]),
+                "write_ms": percentiles([d["ms"] for d in flushes]),
+                "optimizes": len(optimizes),
+                "optimize_ms": percentiles(optimizes),
+            }
+        return out
+
+
+def _fake_ollama(port: int) -> None:
+    """The fake's own process: the client's load never delays its answers."""
+    from tests.fake_ollama import FakeOllama, Reply
+
+    def answer(path: str, body: dict[str, Any]) -> Any:
+        if "format" in body:
+            return {"facts": [], "memory_update": {}, "analysis": {}}
+        return Reply(content=_REPLY)
+
+    async def main() -> None:
+        fake = FakeOllama(models=["llama3.2"], responder=answer, port=port)
+        await fake.start()
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.ack_ms: list[float] = []
+        self.first_delta_ms: list[float] = []
+        self.queued_ms: list[float] = []
+        self.context_ms: list[float] = []
+        self.errors: dict[str, int] = {}
+        self.turns = 0
+
+    def error(self, code: str) -> None:
+        self.errors[code] = self.errors.get(code, 0) + 1
+
+
+class _Session:
+    """One connection; a reader task matches answers to the requests by id."""
+
+    def __init__(self, ws: ClientConnection, tally: _Tally) -> None:
+        self.ws, self.tally = ws, tally
+        self.sent: dict[str, float] = {}
+        self.streaming: set[str] = set()
+        self.n = 0
+
+    async def read(self) -> None:
+        async for raw in self.ws:
+            frame = json.loads(raw)
+            kind, ident = frame["type"], frame.get("id")
+            started = self.sent.get(ident) if ident else None
+            if kind == "ack" and started is not None:
+                self.tally.ack_ms.append((time.perf_counter() - started) * 1000)
+                self.tally.turns += 1
+                del self.sent[ident]
+            elif kind == "delta" and started is not None and ident not in self.streaming:
+                self.streaming.add(ident)
+                self.tally.first_delta_ms.append((time.perf_counter() - started) * 1000)
+            elif kind == "done" and ident is not None:
+                self.tally.queued_ms.append(frame["usage"]["queued_ms"])
+                self.tally.context_ms.append(frame["usage"]["context_ms"])
+                self.sent.pop(ident, None)
+                self.streaming.discard(ident)
+            elif kind == "error":
+                self.tally.error(frame.get("code", "?"))
+                self.sent.pop(ident, None)
+
+    async def turn(self) -> None:
+        self.n += 1
+        ident = f"t{self.n}"
+        self.sent[ident] = time.perf_counter()
+        text = f"turn {self.n}: I walked the dog and then read a book about {random.random():.6f}"
+        await self.ws.send(
+            json.dumps({"type": "turn", "id": ident, "user": text, "assistant": "Nice."})
+        )
+
+    async def chat(self) -> None:
+        self.n += 1
+        ident = f"c{self.n}"
+        self.sent[ident] = time.perf_counter()
+        await self.ws.send(
+            json.dumps({"type": "chat", "id": ident, "content": "What should I read next?"})
+        )
+
+
+def _live(address: str) -> int:
+    with urllib.request.urlopen(f"http://{address}/healthz", timeout=10) as response:
+        return int(json.loads(response.read())["live_sessions"])
+
+
+async def _drive(address: str, pid: int, args: argparse.Namespace) -> dict[str, Any]:
+    tally = _Tally()
+    watch = _StoreWatch()
+    watcher = asyncio.create_task(watch.follow(address))
+    rss_empty = rss_kib(pid)
+    started = time.perf_counter()
+    sessions: list[_Session] = []
+    connect_failures = 0
+
+    async def open_one(i: int) -> None:
+        nonlocal connect_failures
+        try:
+            ws = await connect(
+                f"ws://{address}/ws/load{i}?token=k{i}", max_queue=None, open_timeout=60
+            )
+            await ws.recv()  # ready
+            sessions.append(_Session(ws, tally))
+        except (OSError, TimeoutError) as exc:
+            connect_failures += 1
+            tally.error(f"connect: {type(exc).__name__}")
+
+    gate = asyncio.Semaphore(50)
+
+    async def gated(i: int) -> None:
+        async with gate:
+            await open_one(i)
+
+    await asyncio.gather(*(gated(i) for i in range(args.sessions)))
+    connect_seconds = time.perf_counter() - started
+    readers = [asyncio.create_task(s.read()) for s in sessions]
+    await asyncio.sleep(2)
+    rss_connected = rss_kib(pid)
+    live_connected = _live(address)
+
+    # Offered load: one tick every 1/rate s picks the next session round robin.
+    async def offer(rate: float, action: str) -> None:
+        if rate <= 0 or not sessions:
+            return
+        interval, next_at, i = 1.0 / rate, time.perf_counter(), 0
+        deadline = next_at + args.seconds
+        while next_at < deadline:
+            session = sessions[i % len(sessions)]
+            i += 1
+            await (session.turn() if action == "turn" else session.chat())
+            next_at += interval
+            await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
+
+    load_started = time.perf_counter()
+    await asyncio.gather(offer(args.rate, "turn"), offer(args.chat_rate, "chat"))
+    await asyncio.sleep(3)  # answers in flight
+    load_seconds = time.perf_counter() - load_started - 3
+    unanswered = sum(len(s.sent) for s in sessions)
+    for s in sessions:
+        await s.ws.close()
+    for task in readers:
+        task.cancel()
+    await asyncio.sleep(3)
+    rss_idle = rss_kib(pid)
+    live_idle = _live(address)
+    watcher.cancel()
+    return {
+        "writers": watch.summary(),
+        "sessions": args.sessions,
+        "connected": len(sessions),
+        "connect_seconds": connect_seconds,
+        "offered": {
+            "turns_per_s": args.rate,
+            "chats_per_s": args.chat_rate,
+            "seconds": args.seconds,
+        },
+        "turns_per_s": tally.turns / load_seconds,
+        "turn_ack_ms": percentiles(tally.ack_ms),
+        "chat_first_delta_ms": percentiles(tally.first_delta_ms),
+        "chat_queued_ms": percentiles(tally.queued_ms),
+        "chat_context_ms": percentiles(tally.context_ms),
+        "errors": tally.errors,
+        "unanswered": unanswered,
+        "rss_kib": {"empty": rss_empty, "connected": rss_connected, "idle_actors": rss_idle},
+        "live_actors": {"connected": live_connected, "after_clients_left": live_idle},
+        "rss_per_connected_session_kib": (rss_connected - rss_empty) / max(live_connected, 1),
+        "rss_per_idle_actor_kib": (rss_idle - rss_empty) / max(live_idle, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", type=int, default=1000)
+    parser.add_argument("--rate", type=float, default=200.0, help="turns/s offered in total")
+    parser.add_argument("--chat-rate", type=float, default=20.0, help="chats/s offered in total")
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the server")
+    args = parser.parse_args()
+    port = free_port()
+    fake = multiprocessing.get_context("spawn").Process(
+        target=_fake_ollama, args=(port,), daemon=True
+    )
+    fake.start()
+    try:
+        env = {
+            "MNEMO_EMBEDDER": "hash",
+            "MNEMO_OLLAMA_URL": f"http://127.0.0.1:{port}",
+            "MNEMO_RATE_LIMIT": "100000",
+            "MNEMO_RATE_BURST": "100000",
+            "MNEMO_API_KEYS": ",".join(f"k{i}:u{i}" for i in range(args.sessions)),
+            "MNEMO_ADMIN_KEYS": _ADMIN,
+            **dict(item.split("=", 1) for item in args.env),
+        }
+        with served(env) as (address, process):
+            result = asyncio.run(_drive(address, process.pid, args))
+    finally:
+        fake.terminate()
+    result["setup"] = {**machine(), "embedder": "hash", "fake_ollama": "own process, instant"}
+    path = write_result("load", result)
+    _print(result)
+    print(f"wrote {path}")
+
+
+def _print(r: dict[str, Any]) -> None:
+    o = r["offered"]
+    print(
+        f"{r['connected']}/{r['sessions']} sessions (one user each) connected in "
+        f"{r['connect_seconds']:.1f} s; offered {o['turns_per_s']:.0f} turns/s + "
+        f"{o['chats_per_s']:.0f} chats/s for {o['seconds']:.0f} s; {r['setup']['cores']} cores"
+    )
+    print(f"  turns/s achieved            {r['turns_per_s']:8.1f}")
+    for name in ("turn_ack_ms", "chat_first_delta_ms", "chat_queued_ms", "chat_context_ms"):
+        row = r[name]
+        print(f"  {name:<27} p50 {row['p50']:8.2f}  p99 {row['p99']:8.2f}  max {row['max']:8.2f}")
+    print(f"  errors                      {r['errors'] or 0}  unanswered {r['unanswered']}")
+    for name, w in r["writers"].items():
+        if not w["batches"] and not w["optimizes"]:
+            continue
+        print(
+            f"  {name} writer: {w['batches']} batches, rows p50 {w['rows_per_batch']['p50']:.0f}"
+            f" max {w['rows_per_batch']['max']:.0f}, write ms p50 {w['write_ms']['p50']:.1f}"
+            f" p99 {w['write_ms']['p99']:.1f}; {w['optimizes']} optimizes,"
+            f" ms p50 {w['optimize_ms']['p50']:.0f} max {w['optimize_ms'].get('max', 0):.0f}"
+        )
+    print(
+        f"  RSS KiB: empty {r['rss_kib']['empty']}, connected {r['rss_kib']['connected']}, "
+        f"idle actors {r['rss_kib']['idle_actors']}"
+    )
+    print(
+        f"  RSS per connected session {r['rss_per_connected_session_kib']:.1f} KiB; "
+        f"per idle actor (clients gone) {r['rss_per_idle_actor_kib']:.1f} KiB "
+        f"({r['live_actors']['after_clients_left']} actors)"
+    )
+
+
+if __name__ == "__main__":
+    main()
