@@ -100,6 +100,8 @@ class ArchiveWriter:
         self._carry: _Op | None = None
         self._dirty = False
         self._optimizing = False
+        self._snapshotting = False
+        self._snapshot_lock = anyio.Lock()
         self.stats = WriterStats()
 
     # -- API for other tasks -------------------------------------------------
@@ -196,7 +198,10 @@ class ArchiveWriter:
                     op = await self._receive.receive()
             if op is not None:
                 await self._handle(op)
-            await self._flush_working(due_only=True)
+            if not self._snapshotting and self._snapshot_due():
+                # Snapshots (a merge into another table) never hold up the appends.
+                self._snapshotting = True
+                background.start_soon(self._snapshot)
             # Also under constant load: a busy writer must still compact on schedule.
             due = anyio.current_time() >= next_optimize
             if due or self._writes >= self._optimize_after_writes:
@@ -213,7 +218,8 @@ class ArchiveWriter:
                 await anyio.sleep(self._linger)
             await self._write_batch(self._gather(op))
         elif isinstance(op, _Call):
-            await self._flush_working()
+            async with self._snapshot_lock:  # snapshots queued before the call land first
+                await self._flush_working()
             try:
                 op.result = await op.fn()
             except MnemoError as exc:
@@ -267,13 +273,23 @@ class ArchiveWriter:
         for op in batch:
             op.done.set()
 
-    async def _flush_working(self, *, due_only: bool = False) -> None:
+    def _snapshot_due(self) -> bool:
+        waiting = bool(self._working) or self._flush_wanted
+        return waiting and anyio.current_time() >= self._next_snapshot
+
+    async def _snapshot(self) -> None:
+        """Background: write the due snapshots (shielded: taken snapshots always land)."""
+        try:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_FLUSH_TIMEOUT):
+                async with self._snapshot_lock:
+                    await self._flush_working()
+        finally:
+            self._snapshotting = False
+
+    async def _flush_working(self) -> None:
         if not self._working and not self._flush_wanted:
             return
-        now = anyio.current_time()
-        if due_only and now < self._next_snapshot:
-            return
-        self._next_snapshot = now + self._snapshot_interval
+        self._next_snapshot = anyio.current_time() + self._snapshot_interval
         items = [(user, memory) for (user, _), memory in self._working.items()]
         self._working.clear()
         started = anyio.current_time()
@@ -333,7 +349,8 @@ class ArchiveWriter:
             except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
                 break
             await self._handle(op)
-        await self._flush_working()
+        async with self._snapshot_lock:
+            await self._flush_working()
 
     def _fail_queued(self) -> None:
         self._send.close()

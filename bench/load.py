@@ -144,11 +144,45 @@ def _live(address: str) -> int:
         return int(json.loads(response.read())["live_sessions"])
 
 
+async def _one_turn_and_leave(address: str, session: str, key: str) -> None:
+    async with connect(f"ws://{address}/ws/{session}?token={key}", open_timeout=60) as ws:
+        await ws.recv()
+        turn = {"type": "turn", "id": "t0", "user": "Hello, I am new here.", "assistant": "Hi!"}
+        await ws.send(json.dumps(turn))
+        while json.loads(await ws.recv())["type"] != "ack":
+            pass
+
+
+async def _idle_actors(address: str, pid: int, count: int) -> dict[str, Any]:
+    """RSS per idle actor: ``count`` sessions (users ``k<i>``) each take one turn and leave;
+    their actors live on until idle expiry. Measured against 50 warm-up sessions."""
+    gate = asyncio.Semaphore(50)
+
+    async def visit(session: str, key: str) -> None:
+        async with gate:
+            await _one_turn_and_leave(address, session, key)
+
+    await asyncio.gather(*(visit(f"warm{i}", f"k{i}") for i in range(50)))
+    await asyncio.sleep(3)
+    rss_before, live_before = rss_kib(pid), _live(address)
+    await asyncio.gather(*(visit(f"idle{i}", f"k{i}") for i in range(count)))
+    await asyncio.sleep(3)
+    rss_after, live_after = rss_kib(pid), _live(address)
+    actors = live_after - live_before
+    return {
+        "actors": actors,
+        "rss_kib_before": rss_before,
+        "rss_kib_after": rss_after,
+        "rss_per_actor_kib": (rss_after - rss_before) / max(actors, 1),
+    }
+
+
 async def _drive(address: str, pid: int, args: argparse.Namespace) -> dict[str, Any]:
     tally = _Tally()
     watch = _StoreWatch()
     watcher = asyncio.create_task(watch.follow(address))
     rss_empty = rss_kib(pid)
+    idle = await _idle_actors(address, pid, args.sessions)
     started = time.perf_counter()
     sessions: list[_Session] = []
     connect_failures = 0
@@ -224,7 +258,7 @@ async def _drive(address: str, pid: int, args: argparse.Namespace) -> dict[str, 
         "rss_kib": {"empty": rss_empty, "connected": rss_connected, "idle_actors": rss_idle},
         "live_actors": {"connected": live_connected, "after_clients_left": live_idle},
         "rss_per_connected_session_kib": (rss_connected - rss_empty) / max(live_connected, 1),
-        "rss_per_idle_actor_kib": (rss_idle - rss_empty) / max(live_idle, 1),
+        "idle_actors": idle,
     }
 
 
@@ -286,10 +320,11 @@ def _print(r: dict[str, Any]) -> None:
         f"  RSS KiB: empty {r['rss_kib']['empty']}, connected {r['rss_kib']['connected']}, "
         f"idle actors {r['rss_kib']['idle_actors']}"
     )
+    idle = r["idle_actors"]
     print(
-        f"  RSS per connected session {r['rss_per_connected_session_kib']:.1f} KiB; "
-        f"per idle actor (clients gone) {r['rss_per_idle_actor_kib']:.1f} KiB "
-        f"({r['live_actors']['after_clients_left']} actors)"
+        f"  RSS per idle actor {idle['rss_per_actor_kib']:.1f} KiB ({idle['actors']} actors, one"
+        f" turn each, clients gone; before any load); per connected session under load"
+        f" {r['rss_per_connected_session_kib']:.1f} KiB"
     )
 
 
