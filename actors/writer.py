@@ -192,7 +192,7 @@ class ArchiveWriter:
             self._carry = None
             if op is None:
                 deadline = next_optimize
-                if self._working or self._flush_wanted:
+                if (self._working or self._flush_wanted) and not self._snapshotting:
                     deadline = min(deadline, self._next_snapshot)
                 with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
                     op = await self._receive.receive()
@@ -285,6 +285,7 @@ class ArchiveWriter:
                     await self._flush_working()
         finally:
             self._snapshotting = False
+            self._wake()  # snapshots queued meanwhile: the loop schedules the next write
 
     async def _flush_working(self) -> None:
         if not self._working and not self._flush_wanted:

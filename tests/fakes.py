@@ -232,6 +232,8 @@ class MemoryStore:
     search_delay: float = 0.0
     #: Seconds an optimize takes (counted when it ends).
     optimize_delay: float = 0.0
+    #: Seconds a working-memory snapshot write takes.
+    working_delay: float = 0.0
 
     async def open(self) -> None:
         pass
@@ -287,6 +289,8 @@ class MemoryStore:
         return sorted((h for h in hits if h[1] > 0), key=lambda h: -h[1])[:k]
 
     async def put_working(self, items: Sequence[tuple[str, WorkingMemory]]) -> None:
+        if self.working_delay:
+            await anyio.sleep(self.working_delay)
         for user_id, memory in items:
             self.working[(user_id, memory.session_id)] = memory
 

@@ -232,6 +232,19 @@ async def test_turns_are_acked_while_a_slow_optimize_runs() -> None:
     assert waited < 1.0
 
 
+async def test_turns_are_acked_while_a_slow_snapshot_is_written() -> None:
+    async with world() as w:
+        w.store.working_delay = 300.0
+        await w.ask(Turn(id="t0", user="a", assistant="b"))
+        await anyio.sleep(2)  # the snapshot of turn 0 is being written
+        started = anyio.current_time()
+        [ack] = await w.ask(Turn(id="t1", user="c", assistant="d"), session="s2")
+        waited = anyio.current_time() - started
+        assert ("u1", "s1") not in w.store.working  # still writing
+    assert isinstance(ack, Ack)
+    assert waited < 1.0
+
+
 async def test_writer_optimizes_after_many_writes_without_waiting_for_the_interval() -> None:
     async with world() as w:
         w.writer._optimize_after_writes = 5
