@@ -20,6 +20,7 @@ __all__ = [
     "free_port",
     "machine",
     "percentiles",
+    "plot_curves",
     "rss_kib",
     "served",
     "server_process",
@@ -110,6 +111,34 @@ def served(
         finally:
             process.terminate()
             process.wait(30)
+
+
+def plot_curves(
+    name: str, title: str, xlabel: str, xs: Sequence[float], curves: Mapping[str, Sequence[float]]
+) -> Path | None:
+    """``bench/results/<name>.png``: latency curves (ms, log scale) against ``xs``; None
+    when matplotlib is not installed (``pip install -e '.[bench]'``)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    for label, ys in curves.items():
+        axes.plot(xs, ys, marker="o", label=label)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel("ms")
+    axes.set_yscale("log")
+    axes.set_title(title)
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend()
+    path = RESULTS / f"{name}.png"
+    RESULTS.mkdir(exist_ok=True)
+    figure.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(figure)
+    return path
 
 
 def write_result(name: str, result: Mapping[str, Any]) -> Path:

@@ -28,7 +28,15 @@ from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 
-from bench.common import free_port, machine, percentiles, rss_kib, served, write_result
+from bench.common import (
+    free_port,
+    machine,
+    percentiles,
+    plot_curves,
+    rss_kib,
+    served,
+    write_result,
+)
 
 _REPLY = "Sure, here is a short and friendly answer."
 _ADMIN = "bench-admin"
@@ -265,11 +273,41 @@ async def _drive(address: str, pid: int, args: argparse.Namespace) -> dict[str, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=1000)
-    parser.add_argument("--rate", type=float, default=200.0, help="turns/s offered in total")
-    parser.add_argument("--chat-rate", type=float, default=20.0, help="chats/s offered in total")
+    parser.add_argument(
+        "--rates", default="50,100,150,200", help="turns/s offered in total, one run each"
+    )
+    parser.add_argument(
+        "--chat-share", type=float, default=0.1, help="chats/s offered per turn/s offered"
+    )
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the server")
     args = parser.parse_args()
+    runs = []
+    for rate in (float(r) for r in args.rates.split(",")):
+        args.rate, args.chat_rate = rate, rate * args.chat_share
+        run = _one_run(args)
+        _print(run)
+        runs.append(run)
+    result = {"runs": runs, "setup": {**machine(), "embedder": "hash", "fake_ollama": "instant"}}
+    path = write_result("load", result)
+    print(f"wrote {path}")
+    plotted = plot_curves(
+        "load",
+        "mnemo bench.load: 1000 sessions, offered turn rate",
+        "turns/s offered",
+        [r["offered"]["turns_per_s"] for r in runs],
+        {
+            "turn → ack p50": [r["turn_ack_ms"]["p50"] for r in runs],
+            "turn → ack p99": [r["turn_ack_ms"]["p99"] for r in runs],
+            "chat → first delta p50": [r["chat_first_delta_ms"]["p50"] for r in runs],
+            "chat → first delta p99": [r["chat_first_delta_ms"]["p99"] for r in runs],
+        },
+    )
+    print(f"wrote {plotted}" if plotted else "no plot: pip install -e '.[bench]' for matplotlib")
+
+
+def _one_run(args: argparse.Namespace) -> dict[str, Any]:
+    """A fresh fake Ollama and server, the sessions, the offered load; the result."""
     port = free_port()
     fake = multiprocessing.get_context("spawn").Process(
         target=_fake_ollama, args=(port,), daemon=True
@@ -289,10 +327,7 @@ def main() -> None:
             result = asyncio.run(_drive(address, process.pid, args))
     finally:
         fake.terminate()
-    result["setup"] = {**machine(), "embedder": "hash", "fake_ollama": "own process, instant"}
-    path = write_result("load", result)
-    _print(result)
-    print(f"wrote {path}")
+    return result
 
 
 def _print(r: dict[str, Any]) -> None:
@@ -300,7 +335,7 @@ def _print(r: dict[str, Any]) -> None:
     print(
         f"{r['connected']}/{r['sessions']} sessions (one user each) connected in "
         f"{r['connect_seconds']:.1f} s; offered {o['turns_per_s']:.0f} turns/s + "
-        f"{o['chats_per_s']:.0f} chats/s for {o['seconds']:.0f} s; {r['setup']['cores']} cores"
+        f"{o['chats_per_s']:.0f} chats/s for {o['seconds']:.0f} s"
     )
     print(f"  turns/s achieved            {r['turns_per_s']:8.1f}")
     for name in ("turn_ack_ms", "chat_first_delta_ms", "chat_queued_ms", "chat_context_ms"):
