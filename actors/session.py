@@ -300,6 +300,7 @@ class SessionActor:
         self._memory = record_message(self._memory, self.session_id, self._now())
         number = self._memory.turn_count
         self._emit("turn.received", id=turn.id, turn=number)
+        received = anyio.current_time()
         rows = [
             self._row(number, "user", turn.user, turn.id, turn.meta),
             self._row(number, "assistant", turn.assistant, turn.id, turn.meta),
@@ -317,7 +318,8 @@ class SessionActor:
             )
         await _send(reply, answer)
         if isinstance(answer, Ack):
-            self._emit("turn.acked", id=turn.id, turn=number)
+            ms = round((anyio.current_time() - received) * 1000, 3)
+            self._emit("turn.acked", id=turn.id, turn=number, ms=ms)
             self._learn(number, turn.user, turn.assistant)
         else:
             self._emit("store.failed", id=turn.id, turn=number, error=answer.message)

@@ -147,6 +147,34 @@ class _Session:
         )
 
 
+def _server_histograms(address: str) -> dict[str, dict[str, float]]:
+    """From ``/metrics``: the server's own view of turn → ack and its event-loop lag."""
+    request = urllib.request.Request(
+        f"http://{address}/metrics", headers={"Authorization": f"Bearer {_ADMIN}"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        text = response.read().decode()
+    return {
+        name: _bucket_quantiles(text, f"mnemo_{name}")
+        for name in ("event_loop_lag_ms", "turn_ack_ms")
+    }
+
+
+def _bucket_quantiles(text: str, series: str) -> dict[str, float]:
+    """A Prometheus histogram as bucket bounds: the smallest bound under which 50 % / 99 %
+    of the samples fall."""
+    buckets = []
+    for line in text.splitlines():
+        if line.startswith(series + "_bucket{"):
+            bound = line.split('le="', 1)[1].split('"', 1)[0]
+            buckets.append((float(bound), float(line.rsplit(" ", 1)[1])))
+    total = buckets[-1][1] if buckets else 0.0
+    out = {"samples": total}
+    for name, share in (("p50_le_ms", 0.5), ("p99_le_ms", 0.99)):
+        out[name] = next((b for b, n in buckets if n >= share * total), float("nan"))
+    return out
+
+
 def _live(address: str) -> int:
     with urllib.request.urlopen(f"http://{address}/healthz", timeout=10) as response:
         return int(json.loads(response.read())["live_sessions"])
@@ -238,6 +266,7 @@ async def _drive(address: str, pid: int, args: argparse.Namespace) -> dict[str, 
     await asyncio.sleep(3)  # answers in flight
     load_seconds = time.perf_counter() - load_started - 3
     unanswered = sum(len(s.sent) for s in sessions)
+    server = _server_histograms(address)
     for s in sessions:
         await s.ws.close()
     for task in readers:
@@ -248,6 +277,7 @@ async def _drive(address: str, pid: int, args: argparse.Namespace) -> dict[str, 
     watcher.cancel()
     return {
         "writers": watch.summary(),
+        "server_side": server,
         "sessions": args.sessions,
         "connected": len(sessions),
         "connect_seconds": connect_seconds,
@@ -342,6 +372,11 @@ def _print(r: dict[str, Any]) -> None:
         row = r[name]
         print(f"  {name:<27} p50 {row['p50']:8.2f}  p99 {row['p99']:8.2f}  max {row['max']:8.2f}")
     print(f"  errors                      {r['errors'] or 0}  unanswered {r['unanswered']}")
+    for name, h in r["server_side"].items():
+        print(
+            f"  server {name:<20} p50 ≤ {h['p50_le_ms']} ms, p99 ≤ {h['p99_le_ms']} ms"
+            f" ({h['samples']:.0f} samples, whole run)"
+        )
     for name, w in r["writers"].items():
         if not w["batches"] and not w["optimizes"]:
             continue

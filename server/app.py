@@ -128,6 +128,7 @@ def create_app(
                     live.append(registry)
                     sweeper = Sweeper(deps, registry)
                     await sessions.start(sweeper.run)
+                    sessions.start_soon(metrics.sample_loop_lag)
                     yield AppState(
                         events=events,
                         recent=recent,

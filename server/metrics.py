@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import anyio
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
@@ -47,6 +48,12 @@ class Metrics:
             ["call", "code"],
             registry=r,
         )
+        self.ack_ms = Histogram(
+            "mnemo_turn_ack_ms",
+            "Turn received by its actor to acked (durable), ms.",
+            buckets=_MS_BUCKETS,
+            registry=r,
+        )
         self.chat_ms = Histogram(
             "mnemo_chat_ms", "Chat: frame in to last delta, ms.", buckets=_MS_BUCKETS, registry=r
         )
@@ -54,6 +61,12 @@ class Metrics:
             "mnemo_extraction_ms",
             "Extraction calls through Ollama (or the rules), ms.",
             buckets=_MS_BUCKETS,
+            registry=r,
+        )
+        self.loop_lag_ms = Histogram(
+            "mnemo_event_loop_lag_ms",
+            "How late the event loop runs a timer (sampled every 50 ms), ms.",
+            buckets=(0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000),
             registry=r,
         )
         self.retrieval_ms = Histogram(
@@ -126,6 +139,14 @@ class Metrics:
             registry=r,
         )
 
+    async def sample_loop_lag(self, interval: float = 0.05) -> None:
+        """Forever: how late a ``sleep(interval)`` wakes up. Lag means some step held the
+        event loop (every actor, socket and writer shares it)."""
+        while True:
+            started = anyio.current_time()
+            await anyio.sleep(interval)
+            self.loop_lag_ms.observe(max(anyio.current_time() - started - interval, 0.0) * 1000)
+
     def observe(self, event: Event) -> None:
         """The bus listener: one event in, a few series updated."""
         kind, data = event.kind, event.data
@@ -134,6 +155,7 @@ class Metrics:
             self.actor_events.labels(kind.split(".", 1)[1]).inc()
         elif kind == "turn.acked":
             self.turns.inc()
+            self.ack_ms.observe(float(data.get("ms", 0.0)))
         elif kind == "chat.streamed":
             self.chats.inc()
             self.chat_ms.observe(float(data.get("ms", 0.0)))
