@@ -11,7 +11,8 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from actors.errors import MnemoError, SessionClosed
 from actors.events import EventKind
-from actors.session import ActorMessage, Mail, SessionActor, SessionDeps
+from actors.mailbox import ActorMessage, Mail, SessionDeps
+from actors.session import SessionActor
 from schemas.llm import PromptMessage
 from schemas.wire import ServerMessage
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
@@ -20,19 +19,17 @@ import msgspec
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from actors.context import FORMAT_NAMES, ContextBuilder, chat_context
+from actors.context import FORMAT_NAMES, chat_context
 from actors.errors import ArchiveUnavailable, LlmFailure, MnemoError, Overloaded, SessionClosed
-from actors.events import LOG_CONTEXT, EventBus, EventKind
+from actors.events import LOG_CONTEXT, EventKind
 from actors.keeper import changes_frame, emit_changes
-from actors.learning import Extracted, LearningDeps, SessionLearning
-from actors.ports import Clock, Embedder, Llm, Store
-from actors.writer import ArchiveWriter
-from memory.prompts import Exchange
+from actors.learning import Extracted, SessionLearning
+from actors.mailbox import Mail, SessionDeps, answer_closed, send_reply
+from memory.prompts import Exchange, exchanges_of
 from memory.tokens import estimate_tokens
 from memory.working import apply_set, record_message
 from schemas.llm import PromptMessage
 from schemas.records import ArchivedMessage, Role, WorkingMemory
-from schemas.settings import Settings
 from schemas.wire import (
     Ack,
     Chat,
@@ -49,40 +46,10 @@ from schemas.wire import (
     Usage,
 )
 
-__all__ = ["ActorMessage", "Mail", "SessionActor", "SessionDeps"]
+__all__ = ["SessionActor"]
 
 _log = logging.getLogger("mnemo.session")
 _FINAL_TIMEOUT = 10.0
-
-ActorMessage = Chat | Turn | ContextRequest | Remember | Set | End
-
-
-@dataclass(frozen=True, slots=True)
-class Mail:
-    """A message for the actor and the stream its answers go to (the actor closes it)."""
-
-    message: ActorMessage
-    reply_to: MemoryObjectSendStream[ServerMessage]
-    #: When it was posted (``anyio.current_time()``): what it waited in the mailbox shows.
-    posted: float = field(default_factory=anyio.current_time)
-
-
-@dataclass(frozen=True, slots=True)
-class SessionDeps:
-    """What every session actor of a server shares."""
-
-    settings: Settings
-    llm: Llm
-    embedder: Embedder
-    store: Store
-    #: Archived messages and working memory (a turn's ack waits on this one only).
-    writer: ArchiveWriter
-    #: Facts, notes, profiles, progress: learned memory never delays an ack.
-    fact_writer: ArchiveWriter
-    clock: Clock
-    events: EventBus
-    context: ContextBuilder
-    learning: LearningDeps
 
 
 def _ignore(_: ServerMessage) -> None:
@@ -229,7 +196,7 @@ class SessionActor:
                 pending.append(mail)
         self._inbox.close()
         for mail in pending:
-            _answer_closed(mail)
+            answer_closed(mail)
         self._current = None
 
     async def _end_session(self) -> None:
@@ -243,8 +210,8 @@ class SessionActor:
                 if isinstance(mail, Extracted):
                     self._memory = self._learning.apply(mail, self._memory)
                 else:
-                    _answer_closed(mail)
-        exchanges = _exchanges(self._history)
+                    answer_closed(mail)
+        exchanges = exchanges_of(self._history)
         await self._learning.finish(self._memory, exchanges)
         try:
             with anyio.fail_after(_FINAL_TIMEOUT):
@@ -316,7 +283,7 @@ class SessionActor:
             answer = ErrorFrame(
                 id=turn.id, code="archive_unavailable", message=f"turn not yet durable: {exc}"
             )
-        await _send(reply, answer)
+        await send_reply(reply, answer)
         if isinstance(answer, Ack):
             ms = round((anyio.current_time() - received) * 1000, 3)
             self._emit("turn.acked", id=turn.id, turn=number, ms=ms)
@@ -390,7 +357,7 @@ class SessionActor:
             self._emit("llm.error", call="chat", code=exc.code, error=str(exc))
             self._emit("chat.failed", id=chat.id, code=exc.code)
             self._archive([user_row])
-            await _send(reply, ErrorFrame(id=chat.id, code=exc.code, message=str(exc)))
+            await send_reply(reply, ErrorFrame(id=chat.id, code=exc.code, message=str(exc)))
             return
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             # The client went away mid-stream: keep what was said, stop generating.
@@ -404,7 +371,7 @@ class SessionActor:
         assistant_row = self._row(number, "assistant", "".join(parts), chat.id, chat.meta)
         self._archive([user_row, assistant_row])
         self._remember([user_row, assistant_row])
-        await _send(reply, Done(id=chat.id, turn=number, usage=usage))
+        await send_reply(reply, Done(id=chat.id, turn=number, usage=usage))
         self._emit(
             "chat.streamed",
             id=chat.id,
@@ -427,7 +394,7 @@ class SessionActor:
         elif budget <= 0:
             problem = "budget must be positive"
         if problem is not None:
-            await _send(reply, ErrorFrame(id=request.id, code="bad_request", message=problem))
+            await send_reply(reply, ErrorFrame(id=request.id, code="bad_request", message=problem))
             return
         topic = self._memory.current_topic if self._memory else None
         block = await self._deps.context.build(
@@ -438,7 +405,7 @@ class SessionActor:
             scope=self._scope_filter,
             topic=topic,
         )
-        await _send(
+        await send_reply(
             reply,
             ContextBlock(
                 id=request.id, text=block.text, tokens=block.tokens, memory_ids=block.memory_ids
@@ -458,15 +425,15 @@ class SessionActor:
                 scope=self.scope,
             )
         except ValueError as exc:
-            await _send(reply, ErrorFrame(id=request.id, code="bad_request", message=str(exc)))
+            await send_reply(reply, ErrorFrame(id=request.id, code="bad_request", message=str(exc)))
             return
         except MnemoError as exc:
-            await _send(reply, ErrorFrame(id=request.id, code=exc.code, message=str(exc)))
+            await send_reply(reply, ErrorFrame(id=request.id, code=exc.code, message=str(exc)))
             return
         emit_changes(self._deps.events, changes, self.user_id, self.session_id)
         frame = changes_frame(changes, request.id)
         if frame is not None:
-            await _send(reply, frame)
+            await send_reply(reply, frame)
 
     def _archive(self, rows: list[ArchivedMessage]) -> None:
         try:
@@ -478,34 +445,3 @@ class SessionActor:
         for row in rows:
             if row.role in ("user", "assistant"):
                 self._history.append(PromptMessage(row.role, row.text))
-
-
-async def _send(reply: MemoryObjectSendStream[ServerMessage], message: ServerMessage) -> None:
-    """Send one answer; a client that went away is not an error of the actor."""
-    try:
-        await reply.send(message)
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-        pass
-
-
-def _answer_closed(mail: Mail) -> None:
-    ident = getattr(mail.message, "id", None)
-    try:
-        mail.reply_to.send_nowait(
-            ErrorFrame(id=ident, code="session_closed", message="the session has ended")
-        )
-    except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
-        pass
-    mail.reply_to.close()
-
-
-def _exchanges(history: Sequence[PromptMessage]) -> list[Exchange]:
-    """The session's recent conversation as exchanges (turn numbers are positions)."""
-    out: list[Exchange] = []
-    for message in history:
-        if message.role == "user":
-            out.append(Exchange(len(out) + 1, message.content, ""))
-        elif message.role == "assistant" and out and not out[-1].assistant:
-            last = out[-1]
-            out[-1] = Exchange(last.turn, last.user, message.content)
-    return out

@@ -8,8 +8,8 @@ import anyio
 from anyio.abc import TaskStatus
 
 from actors.errors import MnemoError
+from actors.mailbox import SessionDeps
 from actors.registry import SessionRegistry
-from actors.session import SessionDeps
 from memory.prompts import Exchange
 from schemas.records import Progress
 

@@ -7,9 +7,9 @@ from actors.events import EventBus
 from actors.extraction import Extractor
 from actors.keeper import FactKeeper
 from actors.learning import LearningDeps, ProgressBook
+from actors.mailbox import SessionDeps
 from actors.notes import NoteKeeper
 from actors.ports import Clock, Embedder, Llm, Store
-from actors.session import SessionDeps
 from actors.writer import ArchiveWriter
 from schemas.settings import Settings
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from schemas.llm import PromptMessage
 from schemas.records import AppNote, Fact
 
 __all__ = [
     "SECURITY_NOTICE",
     "Exchange",
+    "exchanges_of",
     "extraction_prompt",
     "note_decision_prompt",
     "note_prompt",
@@ -148,3 +150,15 @@ def profile_prompt(
         f"Latest conversation:\n{_conversation(exchanges)}"
     )
     return system, user
+
+
+def exchanges_of(history: Sequence[PromptMessage]) -> list[Exchange]:
+    """The session's recent conversation as exchanges (turn numbers are positions)."""
+    out: list[Exchange] = []
+    for message in history:
+        if message.role == "user":
+            out.append(Exchange(len(out) + 1, message.content, ""))
+        elif message.role == "assistant" and out and not out[-1].assistant:
+            last = out[-1]
+            out[-1] = Exchange(last.turn, last.user, message.content)
+    return out

@@ -17,9 +17,9 @@ from starlette.responses import Response
 from starlette.routing import WebSocketRoute
 
 from actors.events import EventBus, RecentEvents
+from actors.mailbox import SessionDeps
 from actors.ports import Clock, Embedder, Llm, Store
 from actors.registry import SessionRegistry
-from actors.session import SessionDeps
 from actors.sweeper import Sweeper
 from actors.wiring import build_deps
 from actors.writer import ArchiveWriter

@@ -17,8 +17,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from actors.keeper import FactEdit, FactKeeper, changes_frame, fact_view
+from actors.mailbox import SessionDeps
 from actors.registry import SessionRegistry
-from actors.session import SessionDeps
 from actors.writer import ArchiveWriter
 from schemas.records import ArchivedMessage
 from server import rest_apps, rest_export, rest_search

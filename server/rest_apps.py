@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from actors.session import SessionDeps
+from actors.mailbox import SessionDeps
 from schemas.records import AppNote
 from server.http import authenticated, error, json
 from server.ws import SESSION_ID

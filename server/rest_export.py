@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from actors.session import SessionDeps
+from actors.mailbox import SessionDeps
 from schemas.records import AppNote, ArchivedMessage, Fact
 from server.http import authenticated
 

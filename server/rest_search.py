@@ -11,7 +11,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from actors.keeper import fact_view
-from actors.session import SessionDeps
+from actors.mailbox import SessionDeps
 from memory.scoring import normalized_rrf
 from server.http import BadRequest, authenticated, int_param, json
 from server.ws import SESSION_ID

@@ -12,8 +12,8 @@ from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from actors.errors import Overloaded, SessionClosed
+from actors.mailbox import Mail
 from actors.registry import SessionRegistry
-from actors.session import Mail
 from memory.ratelimit import TokenBucket
 from schemas.settings import Settings
 from schemas.wire import (

@@ -10,8 +10,8 @@ from typing import Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from actors.mailbox import ActorMessage, SessionDeps
 from actors.registry import SessionRegistry
-from actors.session import ActorMessage, SessionDeps
 from actors.sweeper import Sweeper
 from actors.wiring import build_deps
 from actors.writer import ArchiveWriter

@@ -9,7 +9,7 @@ import pytest
 from trio.testing import MockClock
 
 from actors.errors import LlmTimeout, LlmUnavailable, Overloaded
-from actors.session import ActorMessage
+from actors.mailbox import ActorMessage
 from schemas.wire import (
     Ack,
     Chat,
