@@ -12,7 +12,7 @@ import msgspec
 from memory.facts import Candidate, normalize_category
 from schemas.records import ArchivedMessage
 from schemas.taxonomy import CategorySpec
-from schemas.transfer import FactLine, ImportLine, TurnLine, decode_line
+from schemas.transfer import FactLine, ImportLine, NoteLine, ProfileLine, TurnLine, decode_line
 
 __all__ = [
     "LineSplitter",
@@ -20,6 +20,7 @@ __all__ = [
     "imported_message_id",
     "message_from_line",
     "parse_line",
+    "transfer_id",
 ]
 
 #: A numbered line, or None in place of one longer than the splitter's limit.
@@ -39,6 +40,11 @@ class LineSplitter:
         self._pending = bytearray()
         self._too_long = False
         self._number = 0
+
+    @property
+    def count(self) -> int:
+        """How many lines ended so far, blank ones included."""
+        return self._number
 
     def feed(self, chunk: bytes) -> list[Numbered]:
         out: list[Numbered] = []
@@ -87,6 +93,8 @@ def parse_line(raw: bytes, categories: Sequence[CategorySpec]) -> ImportLine:
         line = decode_line(raw)
     except msgspec.DecodeError as exc:
         raise ValueError(str(exc)) from None
+    if isinstance(line, NoteLine | ProfileLine):
+        return line
     if isinstance(line, TurnLine):
         if not line.text.strip():
             raise ValueError("text is blank")
@@ -108,7 +116,16 @@ def imported_message_id(user_id: str, client_id: str) -> str:
     return f"msg_{digest[:16]}"
 
 
+def transfer_id(message: ArchivedMessage) -> str:
+    """The id an export gives a message: the client's id for an imported one, so that
+    exporting and importing again (into any user) never imports it twice."""
+    if message.source_id and message.id == imported_message_id(message.user_id, message.source_id):
+        return message.source_id
+    return message.id
+
+
 def message_from_line(line: TurnLine, user_id: str) -> ArchivedMessage:
+    """The archived message of a checked turn line (see ``parse_line``)."""
     return ArchivedMessage(
         id=imported_message_id(user_id, line.id),
         user_id=user_id,
@@ -124,9 +141,7 @@ def message_from_line(line: TurnLine, user_id: str) -> ArchivedMessage:
     )
 
 
-def candidate_from_line(
-    line: FactLine, *, vector: Sequence[float], user_id: str, now: datetime
-) -> Candidate:
+def candidate_from_line(line: FactLine, *, vector: Sequence[float], user_id: str) -> Candidate:
     """The candidate of a checked fact line (see ``parse_line``)."""
     return Candidate(
         user_id=user_id,
@@ -139,7 +154,7 @@ def candidate_from_line(
         extractor="import",
         scope=line.scope,
         pinned=line.pinned,
-        at=line.at or now,
+        at=line.at,
         source_id=line.id,
         meta=line.meta,
     )

@@ -1,4 +1,4 @@
-"""Lines of ``POST /memory/import`` (and of ``GET /memory/export``): JSON objects tagged on ``kind``.
+"""Lines of ``POST /memory/import`` (and ``GET /memory/export``): JSON objects tagged on ``kind``.
 
 Unknown fields are ignored, so an export (which carries a few more fields)
 imports as it is. Constraints live in the types: a line that breaks one fails
@@ -15,7 +15,17 @@ import msgspec
 from schemas.records import Role, Validity
 from schemas.wire import NAME_PATTERN
 
-__all__ = ["FactLine", "ImportLine", "ImportReply", "LineError", "TurnLine", "decode_line"]
+__all__ = [
+    "DerivedLine",
+    "FactLine",
+    "ImportLine",
+    "ImportReply",
+    "LineError",
+    "NoteLine",
+    "ProfileLine",
+    "TurnLine",
+    "decode_line",
+]
 
 Name = Annotated[str, msgspec.Meta(pattern=NAME_PATTERN)]
 _Text = Annotated[str, msgspec.Meta(min_length=1)]
@@ -24,7 +34,11 @@ _Confidence = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 _Turn = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]
 
 
-class _Line(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
+class _Tagged(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
+    pass
+
+
+class _Line(_Tagged, frozen=True, kw_only=True):
     #: The client's id: importing a line whose id was imported before is a no-op.
     id: Name
     scope: Name = "global"
@@ -57,7 +71,16 @@ class FactLine(_Line, frozen=True, tag="fact"):
     validity: Validity = "active"
 
 
-ImportLine = TurnLine | FactLine
+class NoteLine(_Tagged, frozen=True, tag="note"):
+    """An app note of an export: recognized and skipped (the server writes its own notes)."""
+
+
+class ProfileLine(_Tagged, frozen=True, tag="profile"):
+    """The profile of an export: recognized and skipped (compaction rebuilds it)."""
+
+
+DerivedLine = NoteLine | ProfileLine
+ImportLine = TurnLine | FactLine | NoteLine | ProfileLine
 
 _decoder: msgspec.json.Decoder[ImportLine] = msgspec.json.Decoder(ImportLine)
 

@@ -1,4 +1,4 @@
-"""The ``mnemo`` command: ``mnemo serve`` (more subcommands arrive with their features)."""
+"""The ``mnemo`` command: ``mnemo serve``, ``mnemo export`` and ``mnemo import``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import uvicorn
 
+from server.cli_transfer import add_commands, export_command, import_command
 from server.config import ConfigError, is_loopback, load_settings
 
 __all__ = ["main"]
@@ -22,6 +23,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="address to bind (default MNEMO_HOST or 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default MNEMO_PORT or 8000)")
     serve.add_argument("--data-dir", dest="data_dir", help="data directory (MNEMO_DATA_DIR)")
+    add_commands(commands)
     return parser
 
 
@@ -60,6 +62,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return serve(args)
+    if args.command == "export":
+        return export_command(args)
+    if args.command == "import":
+        return import_command(args)
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-__all__ = ["SAFE_ID", "PurgeGate", "hybrid_rows", "quote", "user_filter"]
+__all__ = ["SAFE_ID", "PurgeGate", "hybrid_rows", "quote", "quote_all", "user_filter"]
 
 T = TypeVar("T")
 
@@ -22,6 +22,11 @@ def quote(value: str) -> str:
     if "\x00" in value:
         raise ValueError("NUL byte in a filter value")
     return "'" + value.replace("'", "''") + "'"
+
+
+def quote_all(values: Sequence[str]) -> str:
+    """A parenthesized list of string literals, for ``IN``."""
+    return "(" + ", ".join(quote(v) for v in values) + ")"
 
 
 def user_filter(user_id: str) -> str:
