@@ -29,10 +29,10 @@ from server.config import CLIENT_KEY, CLIENT_URL
 __all__ = ["add_commands", "export_command", "import_command"]
 
 _CHUNK = 1 << 16
+_NDJSON = "application/x-ndjson"
 _SHOWN_ERRORS = 20
 #: Per network operation: one batch of the import must not take longer.
 _TIMEOUT = httpx.Timeout(300.0, connect=10.0)
-_reply = msgspec.json.Decoder(ImportReply)
 
 
 def add_commands(commands: Any) -> None:
@@ -103,9 +103,28 @@ def _chunks(path: Path, progress: Progress) -> Iterator[bytes]:
             progress.advance(task, len(chunk))
 
 
+def _upload(client: httpx.Client, path: Path, progress: Progress) -> bytes | str:
+    """Send the file; the server's last line (the reply or an error), or a failure message.
+
+    Progress lines keep the answer alive while the server writes the batches the
+    connection still buffers after the last byte was sent.
+    """
+    headers = {"Content-Type": _NDJSON, "Accept": _NDJSON}
+    body = _chunks(path, progress)
+    with client.stream("POST", "/memory/import", content=body, headers=headers) as response:
+        if response.status_code != 200:
+            response.read()
+            return _failure(response)
+        last = b""
+        for line in response.iter_lines():
+            if line:
+                last = line.encode()
+        return last
+
+
 def import_command(args: argparse.Namespace) -> int:
     """Exit status 0 when every line imported or was skipped, 1 when some failed, 2 when
-    the import did not run (no file, no server, a refused key)."""
+    the import did not run (no file, no server, a refused key, a store failure)."""
     console = Console(stderr=True)
     path = Path(args.file)
     if not path.is_file():
@@ -119,19 +138,24 @@ def import_command(args: argparse.Namespace) -> int:
         TimeElapsedColumn(),
         console=console,
     )
-    headers = {"Content-Type": "application/x-ndjson", "Accept": "application/json"}
     try:
         with _client(args) as client, progress:
-            response = client.post(
-                "/memory/import", content=_chunks(path, progress), headers=headers
-            )
+            last = _upload(client, path, progress)
     except httpx.HTTPError as exc:
         console.print(f"mnemo: {exc}")
         return 2
-    if response.status_code != 200:
-        console.print(_failure(response))
+    if isinstance(last, str):
+        console.print(last)
         return 2
-    reply = _reply.decode(response.content)
+    try:
+        answer = msgspec.json.decode(last, type=dict[str, Any])
+        if "error" in answer:  # the store failed midway: earlier batches are written
+            console.print(f"mnemo: the import stopped: {answer['error']['message']}")
+            return 2
+        reply = msgspec.convert(answer, ImportReply)
+    except (msgspec.DecodeError, KeyError, TypeError):
+        console.print(f"mnemo: unexpected answer: {last.decode(errors='replace')[:300]}")
+        return 2
     failed = len(reply.errors) + reply.errors_omitted
     console.print(f"imported {reply.imported}, skipped {reply.skipped}, failed {failed}")
     for item in reply.errors[:_SHOWN_ERRORS]:

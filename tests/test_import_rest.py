@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from actors.errors import ArchiveUnavailable
+from memory.hashing import HashEmbedder
+from schemas.records import ArchivedMessage
+from server.adapters.lance_store import LanceStore
+from server.adapters.ollama import OllamaLlm
+from server.app import create_app
 from server.rest_import import MAX_LINE_BYTES
 from tests.fake_ollama import FakeOllama
 from tests.harness import Client, make_app, serve, settings_for
@@ -270,3 +276,40 @@ async def test_import_needs_a_key_and_json_lines(server: str) -> None:
     assert response.status_code == 415
     assert response.json()["error"]["code"] == "unsupported_media_type"
     assert await items(server, "all") == []
+
+
+class _FullDisk(LanceStore):
+    """Takes one append, then fails every other one."""
+
+    appended = 0
+
+    async def append_messages(
+        self, rows: Sequence[ArchivedMessage], vectors: Sequence[Sequence[float]]
+    ) -> None:
+        if self.appended:
+            raise ArchiveUnavailable("disk full (test)")
+        self.appended += 1
+        await super().append_messages(rows, vectors)
+
+
+async def test_a_store_failure_ends_the_import_with_an_error_and_keeps_earlier_batches(
+    tmp_path: Path, fake: FakeOllama
+) -> None:
+    settings = settings_for(tmp_path, fake.url, api_keys={"ka": "alice"})
+    embedder = HashEmbedder()
+    store = _FullDisk(tmp_path / "lancedb", embedder=embedder)
+    app = create_app(settings, llm=OllamaLlm(fake.url, timeout=2.0), store=store, embedder=embedder)
+    body = jsonl([turn(f"t{n}", f"line {n}") for n in range(1200)])
+    async with serve(app) as address, http(address) as client:
+        streamed = await client.post(
+            "/memory/import", content=body, headers={"content-type": NDJSON, "accept": NDJSON}
+        )
+        plain = await client.post("/memory/import", content=body, headers={"content-type": NDJSON})
+        listed = (await client.get("/memory/long-term", params={"kind": "messages"})).json()
+    assert [json.loads(line) for line in streamed.text.splitlines()] == [
+        {"progress": {"lines": 500, "imported": 500, "skipped": 0}},
+        {"error": {"code": "archive_unavailable", "message": "disk full (test)"}},
+    ]
+    assert plain.status_code == 503
+    assert plain.json()["error"]["code"] == "archive_unavailable"
+    assert listed["total"] == 500
