@@ -29,10 +29,12 @@ from memory.facts import (
 )
 from memory.keywords import expresses_preference
 from memory.rules_extractor import extract_facts
+from memory.transfer import candidate_from_line
 from schemas.llm import ExtractedFact
 from schemas.records import Fact
 from schemas.settings import Settings
 from schemas.taxonomy import PERMANENCE_DECAY
+from schemas.transfer import FactLine
 from schemas.wire import FactView, MemoryChanged
 
 __all__ = ["FactEdit", "FactKeeper", "changes_frame", "emit_changes", "fact_view"]
@@ -240,10 +242,55 @@ class FactKeeper:
         assert job.changes is not None
         return job.changes
 
+    async def import_facts(self, user_id: str, lines: Sequence[FactLine]) -> Changes:
+        """Store checked fact lines (``memory.transfer.parse_line``) as imported facts.
+
+        Left out, into ``skipped``: lines not ``active``, and lines whose id names
+        one of the user's facts or the source of one (imported before); the rules
+        skip duplicates of stored facts too.
+        """
+        known = await self._known_ids(user_id)
+        fresh: dict[str, FactLine] = {}
+        skipped: list[tuple[str, str]] = []
+        for line in lines:
+            if line.validity != "active":
+                skipped.append((line.content, "not active"))
+            elif line.id in known or line.id in fresh:
+                skipped.append((line.content, "imported before"))
+            else:
+                fresh[line.id] = line
+        vectors = await self._embedder.embed([line.content for line in fresh.values()])
+        candidates = [
+            candidate_from_line(line, vector=vector, user_id=user_id)
+            for line, vector in zip(fresh.values(), vectors, strict=True)
+        ]
+
+        async def apply() -> Changes:
+            # Checked again in the writer's task: another import may have landed meanwhile.
+            known = await self._known_ids(user_id)
+            job = _Job(user_id, [c for c in candidates if c.source_id not in known])
+            skipped.extend(
+                (c.content, "imported before") for c in candidates if c.source_id in known
+            )
+            await self._apply([job])
+            assert job.changes is not None
+            job.changes.skipped.extend(skipped)
+            return job.changes
+
+        return await self._writer.call(apply)
+
+    async def _known_ids(self, user_id: str) -> set[str]:
+        """The ids of the user's facts (any validity) and the import lines they came from."""
+        stored = await self._store.facts.facts_of(user_id, active_only=False)
+        return {s.fact.id for s in stored} | {s.fact.source_id for s in stored if s.fact.source_id}
+
     async def _apply_jobs(self) -> None:
         jobs, self._jobs = self._jobs, []
         if not jobs:
             return  # an earlier call of this batch applied them
+        await self._apply(jobs)
+
+    async def _apply(self, jobs: Sequence[_Job]) -> None:
         try:
             existing = await self._store.facts.facts_of_users(sorted({j.user_id for j in jobs}))
             now = self._clock.now()

@@ -9,10 +9,10 @@ stored fact ages (decay, eviction score, access, pins) is in ``memory.decay``.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -88,7 +88,11 @@ class Candidate:
     """A fact about to be stored: from extraction, a ``remember`` frame or an import.
 
     ``category`` is already normalized (see ``normalize_category``); ``permanence``
-    None means ``standard``. Raises ``ValueError`` for an unknown permanence (seed 002),
+    None means ``standard``. An import (``extractor == "import"``) copies a record
+    rather than guessing one: the confidence threshold does not apply, and a
+    duplicate is skipped rather than counted as one more mention, so importing
+    the same fact twice changes nothing. ``at`` dates a fact stated before it
+    was stored (imports). Raises ``ValueError`` for an unknown permanence (seed 002),
     a confidence outside 0..1 or blank content.
     """
 
@@ -108,6 +112,9 @@ class Candidate:
     scope: str = "global"
     session_id: str | None = None
     pinned: bool = False
+    at: datetime | None = None
+    source_id: str = ""
+    meta: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.permanence is not None:
@@ -302,7 +309,8 @@ class _Batch:
             self.kinds[fact_id] = "removed"
 
     def apply(self, candidate: Candidate) -> None:
-        if candidate.confidence < self.policy.confidence_threshold:
+        imported = candidate.extractor == "import"
+        if not imported and candidate.confidence < self.policy.confidence_threshold:
             self.skipped.append((candidate.content, SKIP_LOW_CONFIDENCE))
             return
         peers = [s for s in self.active(candidate.user_id) if s.fact.scope == candidate.scope]
@@ -325,7 +333,7 @@ class _Batch:
         return sum(1 for s in self.active(user_id) if s.fact.pinned)
 
     def merge(self, fact: Fact, candidate: Candidate) -> None:
-        if self.policy.duplicate_policy == "unchanged":
+        if self.policy.duplicate_policy == "unchanged" or candidate.extractor == "import":
             self.skipped.append((candidate.content, SKIP_DUPLICATE))
             return
         if fact.extractor == "rules" and candidate.extractor == "llm":
@@ -359,15 +367,16 @@ class _Batch:
         permanence = candidate.permanence or "standard"
         # A replacement keeps the pin of the fact it replaces (whose slot it frees).
         wants_pin = candidate.pinned or any(old.pinned for old in replaced)
+        stated = self.now if candidate.at is None else min(candidate.at, self.now)
         fact = Fact(
             id=fact_id,
             user_id=candidate.user_id,
             content=candidate.content.strip(),
             category=candidate.category,
             confidence=candidate.confidence,
-            created_at=self.now,
+            created_at=stated,
             updated_at=self.now,
-            last_seen=self.now,
+            last_seen=stated,
             last_confirmed_at=self.now,
             scope=candidate.scope,
             subject=candidate.subject,
@@ -381,6 +390,8 @@ class _Batch:
             supersedes_id=replaced[0].id if replaced else None,
             pinned=wants_pin and self.pinned_count(candidate.user_id) < self.policy.max_pinned,
             session_id=candidate.session_id,
+            meta=dict(candidate.meta),
+            source_id=candidate.source_id,
         )
         self.facts[fact_id] = Stored(fact, candidate.vector)
         self.kinds[fact_id] = "added"

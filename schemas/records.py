@@ -96,6 +96,8 @@ class Fact(msgspec.Struct, frozen=True, kw_only=True):
     session_id: str | None = None
     tags: list[str] = []
     meta: dict[str, Any] = {}
+    #: The client's id of the import line this fact came from ("" for learned facts).
+    source_id: str = ""
 
 
 class AppNote(msgspec.Struct, frozen=True, kw_only=True):

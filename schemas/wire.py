@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 __all__ = [
+    "NAME_PATTERN",
     "Ack",
     "Chat",
     "ClientMessage",
@@ -36,6 +37,8 @@ __all__ = [
 ]
 
 _ID_MAX = 128
+#: Session ids, app ids (scopes) and the ids of imported lines: 1-128 of A-Z a-z 0-9 _ . : -
+NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,128}$"
 
 
 class _Wire(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):

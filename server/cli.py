@@ -1,4 +1,5 @@
-"""The ``mnemo`` command: ``serve``; ``tail`` and ``actors`` (server/watch_cli.py)."""
+"""The ``mnemo`` command: ``serve``, ``export`` and ``import``; ``tail`` and ``actors``
+(server/watch_cli.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 import uvicorn
 
 from server import watch_cli
+from server.cli_transfer import add_commands, export_command, import_command
 from server.config import ConfigError, is_loopback, load_settings
 from server.logs import configure_logging
 
@@ -24,6 +26,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port (default MNEMO_PORT or 8000)")
     serve.add_argument("--data-dir", dest="data_dir", help="data directory (MNEMO_DATA_DIR)")
     watch_cli.add_commands(commands)
+    add_commands(commands)
     return parser
 
 
@@ -65,6 +68,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return watch_cli.tail(args)
     if args.command == "actors":
         return watch_cli.actors(args)
+    if args.command == "export":
+        return export_command(args)
+    if args.command == "import":
+        return import_command(args)
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

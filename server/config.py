@@ -14,9 +14,13 @@ import msgspec
 from actors.errors import MnemoError
 from schemas.settings import Settings
 
-__all__ = ["ConfigError", "is_loopback", "load_settings"]
+__all__ = ["CLIENT_KEY", "CLIENT_URL", "ConfigError", "is_loopback", "load_settings"]
 
 _PREFIX = "MNEMO_"
+#: Read by the client commands (``mnemo export`` / ``import``), not by the server.
+CLIENT_KEY = "MNEMO_API_KEY"
+CLIENT_URL = "MNEMO_URL"
+_NOT_SETTINGS = {"MNEMO_CONFIG", CLIENT_KEY, CLIENT_URL}
 _USER_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 
 
@@ -40,7 +44,7 @@ def _from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
     names = {f.upper(): f for f in Settings.__struct_fields__}
     values: dict[str, Any] = {}
     for name, raw in environ.items():
-        if not name.startswith(_PREFIX) or name == "MNEMO_CONFIG":
+        if not name.startswith(_PREFIX) or name in _NOT_SETTINGS:
             continue
         field = names.get(name[len(_PREFIX) :])
         if field is None:

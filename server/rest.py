@@ -21,7 +21,7 @@ from actors.mailbox import SessionDeps
 from actors.registry import SessionRegistry
 from actors.writer import ArchiveWriter
 from schemas.records import ArchivedMessage
-from server import rest_apps, rest_export, rest_search
+from server import rest_apps, rest_export, rest_import, rest_search
 from server.http import BadRequest, authenticated, decode_body, error, int_param, json
 from server.ws import SESSION_ID
 
@@ -214,4 +214,5 @@ routes = [
     *rest_apps.routes,
     *rest_search.routes,
     *rest_export.routes,
+    *rest_import.routes,
 ]

@@ -11,6 +11,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from actors.mailbox import SessionDeps
+from memory.transfer import transfer_id
 from schemas.records import AppNote, ArchivedMessage, Fact
 from server.http import authenticated
 
@@ -23,7 +24,7 @@ _PAGE = 1000
 def _turn(m: ArchivedMessage) -> dict[str, Any]:
     return {
         "kind": "turn",
-        "id": m.id,
+        "id": transfer_id(m),
         "session_id": m.session_id,
         "speaker": m.speaker,
         "role": m.role,
@@ -38,7 +39,7 @@ def _turn(m: ArchivedMessage) -> dict[str, Any]:
 def _fact(f: Fact) -> dict[str, Any]:
     return {
         "kind": "fact",
-        "id": f.id,
+        "id": f.source_id or f.id,
         "content": f.content,
         "category": f.category,
         "confidence": f.confidence,

@@ -17,6 +17,7 @@ from actors.registry import SessionRegistry
 from memory.ratelimit import TokenBucket
 from schemas.settings import Settings
 from schemas.wire import (
+    NAME_PATTERN,
     End,
     ErrorFrame,
     Ping,
@@ -33,7 +34,7 @@ __all__ = ["SESSION_ID", "chat_socket", "refuse"]
 
 _log = logging.getLogger("mnemo.ws")
 
-SESSION_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+SESSION_ID = re.compile(NAME_PATTERN)
 _OUTBOX_SIZE = 256
 _END_TIMEOUT = 15.0
 

@@ -266,6 +266,9 @@ class MemoryStore:
     async def get_message(self, user_id: str, message_id: str) -> ArchivedMessage | None:
         return next((m for m in self._of(user_id) if m.id == message_id), None)
 
+    async def existing_message_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
+        return {m.id for m in self._of(user_id)} & set(ids)
+
     async def delete_message(self, user_id: str, message_id: str) -> bool:
         before = len(self.messages)
         self.messages = [

@@ -81,6 +81,11 @@ def test_config_file_is_read_and_environment_wins(tmp_path: Path) -> None:
     assert (settings.idle_timeout, settings.port, settings.api_keys) == (10.0, 9100, {"k": "carol"})
 
 
+def test_the_client_commands_variables_do_not_stop_the_server() -> None:
+    environ = {"MNEMO_API_KEY": "k", "MNEMO_URL": "http://mnemo:8000", "MNEMO_PORT": "9100"}
+    assert load_settings(environ).port == 9100
+
+
 @pytest.mark.parametrize(
     ("environ", "message"),
     [

@@ -12,7 +12,7 @@ import anyio
 
 from actors.errors import ArchiveUnavailable
 
-__all__ = ["SAFE_ID", "PurgeGate", "hybrid_rows", "quote", "user_filter"]
+__all__ = ["SAFE_ID", "PurgeGate", "hybrid_rows", "quote", "quote_all", "user_filter"]
 
 T = TypeVar("T")
 
@@ -24,6 +24,11 @@ def quote(value: str) -> str:
     if "\x00" in value:
         raise ValueError("NUL byte in a filter value")
     return "'" + value.replace("'", "''") + "'"
+
+
+def quote_all(values: Sequence[str]) -> str:
+    """A parenthesized list of string literals, for ``IN``."""
+    return "(" + ", ".join(quote(v) for v in values) + ")"
 
 
 def user_filter(user_id: str) -> str:

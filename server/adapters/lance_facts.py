@@ -18,7 +18,7 @@ from actors.ports import FactHit
 from memory.facts import Stored
 from memory.formats import newest_notes
 from schemas.records import AppNote, Fact, Progress, UserProfile
-from server.adapters.lance_common import PurgeGate, hybrid_rows, quote, user_filter
+from server.adapters.lance_common import PurgeGate, hybrid_rows, quote, quote_all, user_filter
 
 __all__ = ["LanceFacts"]
 
@@ -89,10 +89,6 @@ def _stored(row: dict[str, Any]) -> Stored:
     return Stored(_fact.decode(row["data"]), row["vector"])
 
 
-def _ids(ids: Sequence[str]) -> str:
-    return "(" + ", ".join(quote(i) for i in ids) + ")"
-
-
 async def _table(db: Any, names: set[str], name: str, schema: pa.Schema) -> Any:
     if name in names:
         return await db.open_table(name)
@@ -144,7 +140,7 @@ class LanceFacts:
             return found
         for user_id in user_ids:
             user_filter(user_id)
-        where = f"user_id IN {_ids(user_ids)} AND validity = 'active'"
+        where = f"user_id IN {quote_all(user_ids)} AND validity = 'active'"
         rows = await self._gate.read(self._facts.query().where(where).select(_FACT_COLUMNS).to_list)
         for row in rows:
             stored = _stored(row)
@@ -165,7 +161,7 @@ class LanceFacts:
     async def get_facts(self, user_id: str, ids: Sequence[str]) -> list[Stored]:
         if not ids:
             return []
-        where = f"{user_filter(user_id)} AND id IN {_ids(ids)}"
+        where = f"{user_filter(user_id)} AND id IN {quote_all(ids)}"
         rows = await self._gate.read(self._facts.query().where(where).select(_FACT_COLUMNS).to_list)
         return [_stored(r) for r in rows]
 
@@ -176,7 +172,7 @@ class LanceFacts:
         users = sorted({u for u, _ in keys})
         for user_id in users:
             user_filter(user_id)
-        where = f"user_id IN {_ids(users)} AND id IN {_ids(sorted({i for _, i in keys}))}"
+        where = f"user_id IN {quote_all(users)} AND id IN {quote_all(sorted({i for _, i in keys}))}"
         rows = await self._gate.read(self._facts.query().where(where).select(_FACT_COLUMNS).to_list)
         wanted = set(keys)
         return [s for s in map(_stored, rows) if (s.fact.user_id, s.fact.id) in wanted]
@@ -212,7 +208,7 @@ class LanceFacts:
     async def delete_facts(self, user_id: str, ids: Sequence[str], *, purge_now: bool) -> int:
         if not ids:
             return 0
-        where = f"{user_filter(user_id)} AND id IN {_ids(ids)}"
+        where = f"{user_filter(user_id)} AND id IN {quote_all(ids)}"
         count = int(await self._gate.read(lambda: self._facts.count_rows(where)))
         if count:
             await self._facts.delete(where)
@@ -287,7 +283,7 @@ class LanceFacts:
         if ids is not None:
             if not ids:
                 return 0
-            where += f" AND id IN {_ids(ids)}"
+            where += f" AND id IN {quote_all(ids)}"
         count = int(await self._gate.read(lambda: self._notes.count_rows(where)))
         if count:
             await self._notes.delete(where)

@@ -24,7 +24,7 @@ from lancedb.query import ColumnOrdering
 from actors.errors import ArchiveUnavailable, MnemoError
 from actors.ports import Embedder, Page, ScoredMessage
 from schemas.records import ArchivedMessage, WorkingMemory
-from server.adapters.lance_common import PurgeGate, hybrid_rows, quote, user_filter
+from server.adapters.lance_common import PurgeGate, hybrid_rows, quote, quote_all, user_filter
 from server.adapters.lance_facts import LanceFacts
 
 __all__ = ["LanceStore", "StoreMismatch", "quote"]
@@ -246,6 +246,17 @@ class LanceStore:
             .to_list
         )
         return _message(rows[0]) if rows else None
+
+    async def existing_message_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
+        if not ids:
+            return set()
+        rows = await self._gate.read(
+            self._messages.query()
+            .where(f"{user_filter(user_id)} AND id IN {quote_all(ids)}")
+            .select(["id"])
+            .to_list
+        )
+        return {row["id"] for row in rows}
 
     async def delete_message(self, user_id: str, message_id: str) -> bool:
         where = f"{user_filter(user_id)} AND id = {quote(message_id)}"

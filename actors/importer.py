@@ -1,0 +1,73 @@
+"""Writing a batch of checked import lines: turns through the archive writer, facts through
+the FactKeeper (so the fact rules apply), both idempotent on the lines' ids."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from actors.mailbox import SessionDeps
+from memory.transfer import message_from_line
+from schemas.records import ArchivedMessage
+from schemas.transfer import FactLine, ImportLine, TurnLine
+
+__all__ = ["Tally", "import_lines"]
+
+
+@dataclass(frozen=True, slots=True)
+class Tally:
+    imported: int
+    skipped: int
+
+
+async def import_lines(deps: SessionDeps, user_id: str, lines: Sequence[ImportLine]) -> Tally:
+    """Store one batch of lines checked by ``memory.transfer.parse_line``.
+
+    A line is skipped when its id was imported before for this user (or names a
+    record of the user's: an export imported back), when it repeats an id of
+    the batch, when it is a fact that is not active or duplicates a stored fact,
+    and when it is a note or profile line. Raises ``MnemoError`` when the store
+    fails; whatever an earlier batch wrote stays.
+    """
+    turns = [line for line in lines if isinstance(line, TurnLine)]
+    facts = [line for line in lines if isinstance(line, FactLine)]
+    imported = await _import_turns(deps, user_id, turns)
+    if facts:
+        changes = await deps.learning.keeper.import_facts(user_id, facts)
+        imported += len(changes.added)
+    return Tally(imported, len(lines) - imported)
+
+
+async def _import_turns(deps: SessionDeps, user_id: str, lines: Sequence[TurnLine]) -> int:
+    """Append the turns not stored yet; how many were appended."""
+    store = deps.store
+    batch: dict[str, ArchivedMessage] = {}
+    for line in lines:
+        message = message_from_line(line, user_id)
+        batch.setdefault(message.id, message)
+
+    async def stored() -> set[str]:
+        ids = [*batch, *(m.source_id for m in batch.values())]
+        return await store.existing_message_ids(user_id, ids)
+
+    def unseen(known: set[str]) -> list[ArchivedMessage]:
+        return [m for m in batch.values() if m.id not in known and m.source_id not in known]
+
+    fresh = unseen(await stored()) if batch else []
+    if not fresh:
+        return 0
+    vectors = dict(
+        zip(
+            (m.id for m in fresh),
+            await deps.embedder.embed([m.text for m in fresh]),
+            strict=True,
+        )
+    )
+
+    async def append() -> int:
+        # Checked again in the writer's task: another import may have landed meanwhile.
+        rows = [m for m in unseen(await stored()) if m.id in vectors]
+        await store.append_messages(rows, [vectors[m.id] for m in rows])
+        return len(rows)
+
+    return await deps.writer.call(append)

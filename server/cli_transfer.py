@@ -1,0 +1,165 @@
+"""``mnemo export`` and ``mnemo import``: a user's memory to and from a JSON-lines file,
+over the REST API of a running server, with a progress bar on stderr."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+import msgspec
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TransferSpeedColumn,
+)
+
+from schemas.transfer import ImportReply
+from server.config import CLIENT_KEY, CLIENT_URL
+
+__all__ = ["add_commands", "export_command", "import_command"]
+
+_CHUNK = 1 << 16
+_NDJSON = "application/x-ndjson"
+_SHOWN_ERRORS = 20
+#: Per network operation: one batch of the import must not take longer.
+_TIMEOUT = httpx.Timeout(300.0, connect=10.0)
+
+
+def add_commands(commands: Any) -> None:
+    """Add ``export`` and ``import`` to the ``mnemo`` subcommands."""
+    export = commands.add_parser("export", help="download your memory as JSON lines")
+    export.add_argument("--out", help="file to write (default: standard output)")
+    _add_connection(export)
+    upload = commands.add_parser("import", help="upload JSON lines of turns and facts")
+    upload.add_argument("file", help="JSON-lines file (the format of `mnemo export`)")
+    _add_connection(upload)
+
+
+def _add_connection(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", help=f"server URL (default {CLIENT_URL} or http://127.0.0.1:8000)")
+    parser.add_argument("--key", help=f"API key (default {CLIENT_KEY})")
+
+
+def _client(args: argparse.Namespace) -> httpx.Client:
+    url = args.url or os.environ.get(CLIENT_URL) or "http://127.0.0.1:8000"
+    key = args.key or os.environ.get(CLIENT_KEY)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.Client(base_url=url, headers=headers, timeout=_TIMEOUT)
+
+
+def _failure(response: httpx.Response) -> str:
+    try:
+        detail = response.json()["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        detail = response.text[:200]
+    return f"mnemo: HTTP {response.status_code}: {detail}"
+
+
+def export_command(args: argparse.Namespace) -> int:
+    console = Console(stderr=True)
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("exporting: {task.completed} lines"),
+        TimeElapsedColumn(),
+        console=console,
+    )
+    out: IO[bytes] = open(args.out, "wb") if args.out else sys.stdout.buffer
+    try:
+        with _client(args) as client, progress, client.stream("GET", "/memory/export") as response:
+            if response.status_code != 200:
+                response.read()
+                console.print(_failure(response))
+                return 2
+            task = progress.add_task("export", total=None)
+            for line in response.iter_lines():
+                out.write(line.encode() + b"\n")
+                progress.advance(task)
+    except httpx.HTTPError as exc:
+        console.print(f"mnemo: {exc}")
+        return 2
+    finally:
+        if args.out:
+            out.close()
+        else:
+            out.flush()
+    return 0
+
+
+def _chunks(path: Path, progress: Progress) -> Iterator[bytes]:
+    task = progress.add_task("import", total=path.stat().st_size)
+    with path.open("rb") as file:
+        while chunk := file.read(_CHUNK):
+            yield chunk
+            progress.advance(task, len(chunk))
+
+
+def _upload(client: httpx.Client, path: Path, progress: Progress) -> bytes | str:
+    """Send the file; the server's last line (the reply or an error), or a failure message.
+
+    Progress lines keep the answer alive while the server writes the batches the
+    connection still buffers after the last byte was sent.
+    """
+    headers = {"Content-Type": _NDJSON, "Accept": _NDJSON}
+    body = _chunks(path, progress)
+    with client.stream("POST", "/memory/import", content=body, headers=headers) as response:
+        if response.status_code != 200:
+            response.read()
+            return _failure(response)
+        last = b""
+        for line in response.iter_lines():
+            if line:
+                last = line.encode()
+        return last
+
+
+def import_command(args: argparse.Namespace) -> int:
+    """Exit status 0 when every line imported or was skipped, 1 when some failed, 2 when
+    the import did not run (no file, no server, a refused key, a store failure)."""
+    console = Console(stderr=True)
+    path = Path(args.file)
+    if not path.is_file():
+        console.print(f"mnemo: no such file: {path}")
+        return 2
+    progress = Progress(
+        TextColumn("importing"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    )
+    try:
+        with _client(args) as client, progress:
+            last = _upload(client, path, progress)
+    except httpx.HTTPError as exc:
+        console.print(f"mnemo: {exc}")
+        return 2
+    if isinstance(last, str):
+        console.print(last)
+        return 2
+    try:
+        answer = msgspec.json.decode(last, type=dict[str, Any])
+        if "error" in answer:  # the store failed midway: earlier batches are written
+            console.print(f"mnemo: the import stopped: {answer['error']['message']}")
+            return 2
+        reply = msgspec.convert(answer, ImportReply)
+    except (msgspec.DecodeError, KeyError, TypeError):
+        console.print(f"mnemo: unexpected answer: {last.decode(errors='replace')[:300]}")
+        return 2
+    failed = len(reply.errors) + reply.errors_omitted
+    console.print(f"imported {reply.imported}, skipped {reply.skipped}, failed {failed}")
+    for item in reply.errors[:_SHOWN_ERRORS]:
+        console.print(f"  line {item.line}: {item.message}", markup=False, highlight=False)
+    if failed > _SHOWN_ERRORS:
+        console.print(f"  ... and {failed - _SHOWN_ERRORS} more")
+    return 1 if failed else 0

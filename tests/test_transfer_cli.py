@@ -1,0 +1,94 @@
+"""`mnemo export` and `mnemo import` against a real server (the CLI runs in a thread)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio.to_thread
+import httpx
+import pytest
+
+from server.cli import main
+from tests.fake_ollama import FakeOllama
+from tests.harness import make_app, serve, settings_for
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def url(tmp_path: Path, fake: FakeOllama) -> AsyncIterator[str]:
+    settings = settings_for(tmp_path / "data", fake.url, api_keys={"ka": "alice", "kb": "bob"})
+    async with serve(make_app(settings)) as address:
+        yield f"http://{address}"
+
+
+async def mnemo(*argv: str) -> int:
+    return await anyio.to_thread.run_sync(main, list(argv))
+
+
+def write_lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+TURN = {
+    "kind": "turn",
+    "id": "t1",
+    "session_id": "trip",
+    "speaker": "Ann",
+    "role": "user",
+    "text": "We landed in Porto",
+    "at": "2024-06-02T12:00:00Z",
+}
+FACT = {"kind": "fact", "id": "f1", "content": "User likes port wine", "category": "preference"}
+
+
+async def test_mnemo_export_then_import_moves_memory_to_another_user(
+    url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = write_lines(
+        tmp_path / "in.jsonl", [json.dumps(TURN), json.dumps(FACT | {"confidence": 0.9})]
+    )
+    assert await mnemo("import", str(source), "--url", url, "--key", "ka") == 0
+    assert "imported 2, skipped 0, failed 0" in capsys.readouterr().err
+    out = tmp_path / "alice.jsonl"
+    assert await mnemo("export", "--out", str(out), "--url", url, "--key", "ka") == 0
+    exported = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert sorted(line["kind"] for line in exported) == ["fact", "turn"]
+    assert await mnemo("import", str(out), "--url", url, "--key", "kb") == 0
+    assert await mnemo("import", str(out), "--url", url, "--key", "kb") == 0
+    assert "imported 0, skipped 2, failed 0" in capsys.readouterr().err
+    async with httpx.AsyncClient(headers={"Authorization": "Bearer kb"}) as client:
+        listed = (await client.get(f"{url}/memory/long-term")).json()["items"]
+    assert sorted(i.get("text") or i.get("content") for i in listed) == [
+        "User likes port wine",
+        "We landed in Porto",
+    ]
+
+
+async def test_mnemo_import_lists_failed_lines_and_exits_1(
+    url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = write_lines(tmp_path / "in.jsonl", [json.dumps(TURN), "{oops", json.dumps(FACT)])
+    assert await mnemo("import", str(source), "--url", url, "--key", "ka") == 1
+    err = capsys.readouterr().err
+    assert "imported 1, skipped 0, failed 2" in err
+    assert "line 2: JSON is malformed" in err
+    assert "line 3: Object missing required field `confidence`" in err
+
+
+async def test_mnemo_reads_url_and_key_from_the_environment_and_refuses_a_bad_key(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = write_lines(tmp_path / "in.jsonl", [json.dumps(TURN)])
+    monkeypatch.setenv("MNEMO_URL", url)
+    monkeypatch.setenv("MNEMO_API_KEY", "nope")
+    assert await mnemo("import", str(source)) == 2
+    assert await mnemo("export", "--out", str(tmp_path / "x.jsonl")) == 2
+    assert capsys.readouterr().err.count("HTTP 401") == 2
+    monkeypatch.setenv("MNEMO_API_KEY", "ka")
+    assert await mnemo("import", str(source)) == 0
+    assert await mnemo("import", str(tmp_path / "missing.jsonl")) == 2
+    assert "no such file" in capsys.readouterr().err
