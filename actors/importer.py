@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from actors.mailbox import SessionDeps
+from memory.recall import said, search_text
 from memory.transfer import message_from_line
 from schemas.records import ArchivedMessage
 from schemas.transfer import FactLine, ImportLine, TurnLine
@@ -20,30 +21,40 @@ class Tally:
     skipped: int
 
 
-async def import_lines(deps: SessionDeps, user_id: str, lines: Sequence[ImportLine]) -> Tally:
+async def import_lines(
+    deps: SessionDeps,
+    user_id: str,
+    lines: Sequence[ImportLine],
+    previous: dict[str, str] | None = None,
+) -> Tally:
     """Store one batch of lines checked by ``memory.transfer.parse_line``.
 
     A line is skipped when its id was imported before for this user (or names a
     record of the user's: an export imported back), when it repeats an id of
     the batch, when it is a fact that is not active or duplicates a stored fact,
     and when it is a note or profile line. Raises ``MnemoError`` when the store
-    fails; whatever an earlier batch wrote stays.
+    fails; whatever an earlier batch wrote stays. ``previous`` (session id -> its last
+    message, ``speaker: text``) carries each session's context from batch to batch: a
+    turn is indexed with the one before it.
     """
     turns = [line for line in lines if isinstance(line, TurnLine)]
     facts = [line for line in lines if isinstance(line, FactLine)]
-    imported = await _import_turns(deps, user_id, turns)
+    imported = await _import_turns(deps, user_id, turns, {} if previous is None else previous)
     if facts:
         changes = await deps.learning.keeper.import_facts(user_id, facts)
         imported += len(changes.added)
     return Tally(imported, len(lines) - imported)
 
 
-async def _import_turns(deps: SessionDeps, user_id: str, lines: Sequence[TurnLine]) -> int:
+async def _import_turns(
+    deps: SessionDeps, user_id: str, lines: Sequence[TurnLine], previous: dict[str, str]
+) -> int:
     """Append the turns not stored yet; how many were appended."""
     store = deps.store
     batch: dict[str, ArchivedMessage] = {}
     for line in lines:
-        message = message_from_line(line, user_id)
+        message = message_from_line(line, user_id, context=previous.get(line.session_id, ""))
+        previous[line.session_id] = said(line.speaker, line.text)
         batch.setdefault(message.id, message)
 
     async def stored() -> set[str]:
@@ -59,7 +70,7 @@ async def _import_turns(deps: SessionDeps, user_id: str, lines: Sequence[TurnLin
     vectors = dict(
         zip(
             (m.id for m in fresh),
-            await deps.embedder.embed([m.text for m in fresh]),
+            await deps.embedder.embed([search_text(m) for m in fresh]),
             strict=True,
         )
     )

@@ -26,6 +26,7 @@ from actors.keeper import changes_frame, emit_changes
 from actors.learning import Extracted, SessionLearning
 from actors.mailbox import Mail, SessionDeps, answer_closed, send_reply
 from memory.prompts import Exchange, exchanges_of
+from memory.recall import said
 from memory.tokens import estimate_tokens
 from memory.working import apply_set, record_message
 from schemas.llm import PromptMessage
@@ -247,8 +248,18 @@ class SessionActor:
         self._deps.events.emit(kind, session_id=self.session_id, user_id=self.user_id, **data)
 
     def _row(
-        self, turn: int, role: Role, text: str, source_id: str, meta: dict[str, Any]
+        self,
+        turn: int,
+        role: Role,
+        text: str,
+        source_id: str,
+        meta: dict[str, Any],
+        after: str | None = None,
     ) -> ArchivedMessage:
+        """A message to archive; ``after`` is the message it answers (``speaker: text``),
+        by default the session's last one."""
+        if after is None:
+            after = said(self._history[-1].role, self._history[-1].content) if self._history else ""
         return ArchivedMessage(
             id=new_message_id(),
             user_id=self.user_id,
@@ -261,6 +272,7 @@ class SessionActor:
             at=self._now(),
             meta=meta,
             source_id=source_id,
+            context=after,
         )
 
     async def _turn(self, turn: Turn, reply: MemoryObjectSendStream[ServerMessage]) -> None:
@@ -270,7 +282,9 @@ class SessionActor:
         received = anyio.current_time()
         rows = [
             self._row(number, "user", turn.user, turn.id, turn.meta),
-            self._row(number, "assistant", turn.assistant, turn.id, turn.meta),
+            self._row(
+                number, "assistant", turn.assistant, turn.id, turn.meta, said("user", turn.user)
+            ),
         ]
         self._remember(rows)
         self._deps.writer.put_working(self.user_id, self._memory)
@@ -311,6 +325,7 @@ class SessionActor:
         number = self._memory.turn_count
         self._emit("chat.received", id=chat.id, turn=number)
         user_row = self._row(number, "user", chat.content, chat.id, chat.meta)
+        asked = said("user", chat.content)
         self._deps.writer.put_working(self.user_id, self._memory)
         started = anyio.current_time()
         memory = await chat_context(
@@ -363,12 +378,15 @@ class SessionActor:
             # The client went away mid-stream: keep what was said, stop generating.
             partial = {**chat.meta, "interrupted": True}
             self._archive(
-                [user_row, self._row(number, "assistant", "".join(parts), chat.id, partial)]
+                [
+                    user_row,
+                    self._row(number, "assistant", "".join(parts), chat.id, partial, asked),
+                ]
             )
             return
         finally:
             self._state = "idle"
-        assistant_row = self._row(number, "assistant", "".join(parts), chat.id, chat.meta)
+        assistant_row = self._row(number, "assistant", "".join(parts), chat.id, chat.meta, asked)
         self._archive([user_row, assistant_row])
         self._remember([user_row, assistant_row])
         await send_reply(reply, Done(id=chat.id, turn=number, usage=usage))

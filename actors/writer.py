@@ -20,6 +20,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from actors.errors import ArchiveUnavailable, MnemoError
 from actors.events import EventBus
 from actors.ports import Embedder, Store
+from memory.recall import search_text
 from schemas.records import ArchivedMessage, WorkingMemory
 
 __all__ = ["ArchiveWriter", "WriterStats"]
@@ -255,7 +256,7 @@ class ArchiveWriter:
         started = anyio.current_time()
         while True:
             try:
-                vectors = await self._embedder.embed([r.text for r in rows])
+                vectors = await self._embedder.embed([search_text(r) for r in rows])
                 await self._store.append_messages(rows, vectors)
                 break
             except MnemoError as exc:

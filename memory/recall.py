@@ -7,7 +7,15 @@ from collections.abc import Sequence
 from memory.tokens import estimate_tokens
 from schemas.records import ArchivedMessage
 
-__all__ = ["CONTEXT_FORMATS", "HEADING", "RecalledBlock", "format_recalled"]
+__all__ = [
+    "CONTEXT_CHARS",
+    "CONTEXT_FORMATS",
+    "HEADING",
+    "RecalledBlock",
+    "format_recalled",
+    "said",
+    "search_text",
+]
 
 HEADING = "## Relevant past conversation"
 #: Names a ``context`` request may ask for in ``format``.
@@ -23,6 +31,26 @@ class RecalledBlock:
         self.text = text
         self.tokens = tokens
         self.memory_ids = memory_ids
+
+
+#: How much of the message before it a message's search text carries.
+CONTEXT_CHARS = 300
+
+
+def said(speaker: str, text: str) -> str:
+    """``speaker: text`` on one line: how a message reads in a search text."""
+    return f"{speaker}: {' '.join(text.split())}"
+
+
+def search_text(message: ArchivedMessage) -> str:
+    """What a message is found by (full-text index and embedding): who said it, what they
+    said, and the message it answered. Conversations are about people: a question names
+    them ("When did Caroline...?") while their own words rarely do; and a short answer
+    ("Yes, last week!") means what the message before it asked."""
+    text = said(message.speaker, message.text)
+    if message.context:
+        text += f"\n(after {message.context[:CONTEXT_CHARS]})"
+    return text
 
 
 def _line(message: ArchivedMessage) -> str:

@@ -124,8 +124,9 @@ def transfer_id(message: ArchivedMessage) -> str:
     return message.id
 
 
-def message_from_line(line: TurnLine, user_id: str) -> ArchivedMessage:
-    """The archived message of a checked turn line (see ``parse_line``)."""
+def message_from_line(line: TurnLine, user_id: str, context: str = "") -> ArchivedMessage:
+    """The archived message of a checked turn line (see ``parse_line``); ``context`` is the
+    message before it in its session (``speaker: text``)."""
     return ArchivedMessage(
         id=imported_message_id(user_id, line.id),
         user_id=user_id,
@@ -138,6 +139,7 @@ def message_from_line(line: TurnLine, user_id: str) -> ArchivedMessage:
         at=line.at,
         meta=line.meta,
         source_id=line.id,
+        context=context,
     )
 
 

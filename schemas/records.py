@@ -36,6 +36,9 @@ class ArchivedMessage(msgspec.Struct, frozen=True, kw_only=True):
     meta: dict[str, Any] = {}
     #: The client's id of the frame or import line this message came from.
     source_id: str = ""
+    #: The message before it in its conversation (``speaker: text``), indexed with it for
+    #: search (``memory.recall.search_text``); not stored on its own, empty when read back.
+    context: str = ""
 
 
 class WorkingMemory(msgspec.Struct, frozen=True, kw_only=True):

@@ -42,6 +42,8 @@ class _Import:
         self.reply = ImportReply()
         self.lines = 0
         self._pending: list[ImportLine] = []
+        #: Each session's last message so far: the next turn is indexed with it.
+        self._previous: dict[str, str] = {}
 
     async def batches(self, body: AsyncIterator[bytes]) -> AsyncIterator[None]:
         """Read ``body`` to its end, yielding after each batch written (a last short one too).
@@ -82,7 +84,7 @@ class _Import:
     async def _write(self) -> None:
         lines, self._pending = self._pending, []
         if lines:
-            tally = await import_lines(self._deps, self._user_id, lines)
+            tally = await import_lines(self._deps, self._user_id, lines, self._previous)
             self.reply.imported += tally.imported
             self.reply.skipped += tally.skipped
 

@@ -6,13 +6,16 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import lancedb
 import msgspec
+import pyarrow as pa
 import pytest
+from lancedb.index import FTS
 
 from memory.facts import Stored
 from memory.hashing import HashEmbedder
 from schemas.records import AppNote, ArchivedMessage, Role, WorkingMemory
-from server.adapters.lance_store import LanceStore, StoreMismatch, quote
+from server.adapters.lance_store import LanceStore, StoreMismatch, _messages_schema, quote
 from tests.test_facts import make_fact
 
 pytestmark = pytest.mark.anyio
@@ -240,3 +243,63 @@ async def test_app_notes_come_most_recently_updated_first_and_limited(store: Lan
     assert await store.facts.count_notes("u1", "cal") == 12
     assert await store.facts.count_notes("u1", "todo") == 1
     assert await store.facts.count_notes("u2", "todo") == 0
+
+
+async def test_a_message_is_found_by_its_speakers_name_and_the_message_it_answered(
+    store: LanceStore,
+) -> None:
+    question = msgspec.structs.replace(
+        message(1, "Did you go anywhere last weekend?"), speaker="Melanie", role="other"
+    )
+    answer = msgspec.structs.replace(
+        message(2, "Yes, we went camping by the lake!"),
+        speaker="Caroline",
+        context="Melanie: Did you go anywhere last weekend?",
+    )
+    noise = [message(n, f"Something else entirely, number {n}") for n in range(3, 30)]
+    await put(store, question, answer, *noise)
+    by_name = await store.search_messages("u1", "Caroline", _embedder.embed_one("Caroline"), k=1)
+    by_question = await store.search_messages("u1", "weekend", _embedder.embed_one("weekend"), k=2)
+    assert [m.id for m, _ in by_name] == [answer.id]
+    assert answer.id in [m.id for m, _ in by_question]
+    assert by_name[0][0].text == "Yes, we went camping by the lake!"  # stored as said
+
+
+async def test_a_store_from_before_search_texts_is_migrated_on_open(tmp_path: Path) -> None:
+    old = msgspec.structs.replace(message(1, "we went camping"), speaker="Caroline")
+    row = _old_row(old)
+    db = await lancedb.connect_async(str(tmp_path / "db"))
+    schema = pa.schema(
+        [f for f in _messages_schema(_embedder.dim, "hash") if f.name != "search_text"]
+    )
+    table = await db.create_table("messages", schema=schema)
+    await table.add(pa.Table.from_pylist([row], schema=schema))
+    await table.create_index("text", config=FTS(base_tokenizer="icu", with_position=True))
+    db.close()
+    store = LanceStore(tmp_path / "db", embedder=_embedder)
+    await store.open()
+    try:
+        found = await store.search_messages("u1", "Caroline", _embedder.embed_one("x"), k=1)
+        await put(store, message(2, "a new message"))
+        total = (await store.list_messages("u1", limit=10, offset=0))[1]
+    finally:
+        await store.aclose()
+    assert [m.text for m, _ in found] == ["we went camping"]
+    assert total == 2
+
+
+def _old_row(m: ArchivedMessage) -> dict[str, object]:
+    return {
+        "id": m.id,
+        "user_id": m.user_id,
+        "session_id": m.session_id,
+        "scope": m.scope,
+        "turn": m.turn,
+        "role": m.role,
+        "speaker": m.speaker,
+        "text": m.text,
+        "at": m.at,
+        "meta": "{}",
+        "source_id": m.source_id,
+        "vector": _embedder.embed_one(m.text),
+    }

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import msgspec
 import pytest
 
 from memory.ratelimit import TokenBucket
-from memory.recall import HEADING, format_recalled
+from memory.recall import CONTEXT_CHARS, HEADING, format_recalled, search_text
 from memory.tokens import estimate_tokens
 from memory.working import apply_set, new_working_memory, record_message
 from schemas.records import ArchivedMessage
@@ -107,3 +108,23 @@ def test_token_bucket_allows_a_burst_then_the_rate() -> None:
     assert bucket.take(0.5)
     assert not bucket.take(0.5)
     assert [bucket.take(100.0) for _ in range(4)] == [True, True, True, False]
+
+
+def test_a_search_text_says_who_spoke_and_what_it_answered() -> None:
+    answered = ArchivedMessage(
+        id="msg_0000000000000001",
+        user_id="u1",
+        session_id="s1",
+        scope="global",
+        turn=2,
+        role="other",
+        speaker="Caroline",
+        text="Yes,\n last   week!",
+        at=datetime(2026, 1, 1, tzinfo=UTC),
+        context="Melanie: " + "Did you go camping? " * 30,
+    )
+    text = search_text(answered)
+    assert text.startswith("Caroline: Yes, last week!\n(after Melanie: Did you go camping?")
+    assert len(text) == len("Caroline: Yes, last week!\n(after ") + CONTEXT_CHARS + 1
+    alone = msgspec.structs.replace(answered, context="")
+    assert search_text(alone) == "Caroline: Yes, last week!"

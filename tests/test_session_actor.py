@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
@@ -9,7 +10,9 @@ import pytest
 from trio.testing import MockClock
 
 from actors.errors import LlmTimeout, LlmUnavailable, Overloaded
+from actors.importer import import_lines
 from actors.mailbox import ActorMessage
+from schemas.transfer import TurnLine
 from schemas.wire import (
     Ack,
     Chat,
@@ -252,3 +255,41 @@ async def test_writer_optimizes_after_many_writes_without_waiting_for_the_interv
             await w.ask(Turn(id=f"t{i}", user="a", assistant="b"))
         await w.writer.call(_noop)
         assert w.store.optimizes >= 1
+
+
+async def test_archived_messages_carry_the_message_they_answer_for_search() -> None:
+    async with world() as w:
+        await w.ask(Turn(id="t1", user="Where should I travel?", assistant="Try Lisbon."))
+        await w.ask(Turn(id="t2", user="Why  there?", assistant="Great food."))
+    contexts = [(m.role, m.text, m.context) for m in w.store.messages]
+    assert contexts == [
+        ("user", "Where should I travel?", ""),
+        ("assistant", "Try Lisbon.", "user: Where should I travel?"),
+        ("user", "Why  there?", "assistant: Try Lisbon."),
+        ("assistant", "Great food.", "user: Why there?"),
+    ]
+
+
+async def test_imported_turns_carry_the_turn_before_them_across_batches() -> None:
+    lines = [
+        TurnLine(
+            id=f"d{n}",
+            session_id="s1",
+            speaker=speaker,
+            role="user",
+            text=text,
+            at=datetime(2023, 5, 8, tzinfo=UTC),
+        )
+        for n, (speaker, text) in enumerate(
+            [("Melanie", "Been anywhere?"), ("Caroline", "Camping!"), ("Melanie", "Nice")]
+        )
+    ]
+    previous: dict[str, str] = {}
+    async with world() as w:
+        await import_lines(w.deps, "u1", lines[:2], previous)
+        await import_lines(w.deps, "u1", lines[2:], previous)  # the next batch
+    assert [m.context for m in w.store.messages] == [
+        "",
+        "Melanie: Been anywhere?",
+        "Caroline: Camping!",
+    ]

@@ -100,7 +100,14 @@ class PurgeGate:
 
 
 async def hybrid_rows(
-    table: Any, vector: Sequence[float], text: str, *, where: str, columns: list[str], limit: int
+    table: Any,
+    vector: Sequence[float],
+    text: str,
+    *,
+    where: str,
+    columns: list[str],
+    limit: int,
+    text_column: str | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Exact cosine vector search and BM25 full-text search under one filter, run at once
     (each LanceDB query costs a few milliseconds of fixed overhead). Rows best first."""
@@ -119,7 +126,7 @@ async def hybrid_rows(
     async def sparse() -> None:
         found["sparse"] = (
             await table.query()
-            .nearest_to_text(text)
+            .nearest_to_text(text, columns=text_column)
             .where(where)
             .select([*columns, "_score"])
             .limit(limit)

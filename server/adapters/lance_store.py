@@ -23,6 +23,7 @@ from lancedb.query import ColumnOrdering
 
 from actors.errors import ArchiveUnavailable, MnemoError
 from actors.ports import Embedder, Page, ScoredMessage
+from memory.recall import search_text
 from schemas.records import ArchivedMessage, WorkingMemory
 from server.adapters.lance_common import PurgeGate, hybrid_rows, quote, quote_all, user_filter
 from server.adapters.lance_facts import LanceFacts
@@ -57,6 +58,8 @@ def _messages_schema(dim: int, embedder: str) -> pa.Schema:
             pa.field("at", pa.timestamp("us", tz="UTC"), nullable=False),
             pa.field("meta", pa.string(), nullable=False),
             pa.field("source_id", pa.string(), nullable=False),
+            # What the message is found by (memory.recall.search_text): full-text indexed.
+            pa.field("search_text", pa.string(), nullable=False),
             pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
         ],
         metadata={_EMBEDDER_KEY: embedder.encode()},
@@ -90,6 +93,7 @@ def _row(message: ArchivedMessage, vector: Sequence[float]) -> dict[str, Any]:
         "at": message.at,
         "meta": _json.encode(message.meta).decode(),
         "source_id": message.source_id,
+        "search_text": search_text(message),
         "vector": list(vector),
     }
 
@@ -111,7 +115,7 @@ def _message(row: dict[str, Any]) -> ArchivedMessage:
     )
 
 
-_COLUMNS = [f.name for f in _messages_schema(1, "") if f.name != "vector"]
+_COLUMNS = [f.name for f in _messages_schema(1, "") if f.name not in ("vector", "search_text")]
 
 
 class LanceStore:
@@ -163,6 +167,9 @@ class LanceStore:
             self._messages = await self._db.create_table(
                 _MESSAGES, schema=_messages_schema(self._dim, name)
             )
+        if "search_text" not in (await self._messages.schema()).names:
+            # Written before search texts existed: who said it, then what (no context).
+            await self._messages.add_columns({"search_text": "concat(speaker, ': ', text)"})
         self._schema = await self._messages.schema()
         if _WORKING in names:
             self._working = await self._db.open_table(_WORKING)
@@ -176,10 +183,12 @@ class LanceStore:
         have = {tuple(ix.columns) for ix in await self._messages.list_indices()}
         if ("user_id",) not in have:
             await self._messages.create_index("user_id", config=BTree())
-        if ("text",) not in have:
+        if ("search_text",) not in have:
             await self._messages.create_index(
-                "text", config=FTS(base_tokenizer="icu", with_position=True)
+                "search_text", config=FTS(base_tokenizer="icu", with_position=True)
             )
+        if ("text",) in have:  # the index of stores from before search texts
+            await self._messages.drop_index("text_idx")
         if ("user_id",) not in {tuple(ix.columns) for ix in await self._working.list_indices()}:
             await self._working.create_index("user_id", config=BTree())
 
@@ -284,7 +293,13 @@ class LanceStore:
             where += f" AND scope IN ('global', {quote(scope)})"
         dense, sparse = await self._gate.read(
             lambda: hybrid_rows(
-                self._messages, vector, text, where=where, columns=_COLUMNS, limit=k * 2
+                self._messages,
+                vector,
+                text,
+                where=where,
+                columns=_COLUMNS,
+                limit=k * 2,
+                text_column="search_text",
             )
         )
         scores: dict[str, float] = {}
