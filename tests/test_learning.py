@@ -390,6 +390,28 @@ async def test_a_user_without_facts_is_invited_to_share_and_later_is_not() -> No
     assert welcome not in later
 
 
+async def test_a_chat_prompt_carries_at_most_five_facts_the_most_relevant_included() -> None:
+    facts = [
+        "User plays the cello",
+        "User has a cat named Miso",
+        "User works as a nurse",
+        "User lives in Porto",
+        "User studies Japanese",
+        "User runs marathons",
+        "User bakes sourdough bread",
+        "User collects vinyl records",
+    ]
+    async with world() as w:
+        for n, content in enumerate(facts):
+            await w.ask(Remember(id=f"r{n}", content=content, category="knowledge"))
+        await w.ask(Chat(id="c", content="Any tips for my sourdough bread?"))
+    system = w.llm.prompts[-1][0].content
+    shown = [fact for fact in facts if fact in system]
+    assert Settings().retrieval_limit == 5
+    assert len(shown) == 5
+    assert "User bakes sourdough bread" in shown
+
+
 async def test_long_history_is_trimmed_middle_out_before_the_model_call() -> None:
     async with world(chat_context_tokens=400, history_messages=40) as w:
         for i in range(12):
