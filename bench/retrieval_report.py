@@ -1,0 +1,106 @@
+"""The retrieval bench's printed table and its plot of latency against store size."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = ["METRICS", "table", "write_plot"]
+
+#: Timed calls per query: result key -> column name.
+METRICS = {
+    "search_messages_ms": "search_messages",
+    "search_facts_ms": "search_facts",
+    "embed_search_ms": "embed+search",
+    "context_ms": "context build",
+}
+
+
+def table(result: dict[str, Any]) -> list[str]:
+    setup = result["setup"]
+    lines = [
+        f"retrieval: {setup['queries']} LoCoMo questions per size, one at a time; "
+        f"{setup['cores']} cores, {setup['cpu']}; load {setup['load_before']:.2f} -> "
+        f"{setup['load_after']:.2f}",
+        "stored memory = archived message; + up to "
+        f"{setup['facts_per_user']} facts per user; messages k=10, facts k=50; ms p50/p95/p99",
+        f"{'rows':>9} {'users':>5} {'facts':>7} {'build s':>7}  "
+        + "  ".join(f"{name:>20}" for name in METRICS.values()),
+    ]
+    for s in result["scenarios"]:
+        cells = [
+            f"{s[key]['p50']:5.1f}/{s[key]['p95']:5.1f}/{s[key]['p99']:6.1f}" for key in METRICS
+        ]
+        lines.append(
+            f"{s['rows']:>9,} {s['users']:>5} {s['facts']:>7,} {s['build']['seconds']:>7.0f}  "
+            + "  ".join(f"{c:>20}" for c in cells)
+        )
+    for s in result["scenarios"]:
+        if (ann := s["ann"]) is not None:
+            m, es = ann["search_messages_ms"], ann["embed_search_ms"]
+            lines.append(
+                f"{s['rows']:,} rows, {s['users']} user, ANN {ann['index']} "
+                f"(built in {ann['build_s']:.0f} s): recall@10 vs exact"
+            )
+            for ef in ("default", "ef100"):
+                v = ann[f"vector_only_{ef}_ms"]
+                lines.append(
+                    f"  ef {ef.removeprefix('ef'):<8} recall {ann[f'recall_at_10_{ef}']:.3f} "
+                    f"(min {ann[f'recall_at_10_{ef}_min']:.1f}); vector search alone "
+                    f"p50/p95 {v['p50']:.1f}/{v['p95']:.1f} ms"
+                )
+            lines.append(
+                f"  search_messages with it (default ef) p50/p95 {m['p50']:.1f}/{m['p95']:.1f}, "
+                f"embed+search {es['p50']:.1f}/{es['p95']:.1f} ms"
+            )
+    e = result["query_embedding_ms"]
+    lines.append(
+        f"query embedding (ONNX MiniLM, {result['query_words']:.1f} words): "
+        f"p50 {e['p50']:.1f}  p95 {e['p95']:.1f}  p99 {e['p99']:.1f} ms"
+    )
+    for i in result["ingest"]:
+        lines.append(
+            f"ingest through ArchiveWriter ({i['embedder']}): {i['rows_per_s']:,.0f} rows/s "
+            f"({i['rows']:,} rows in {i['batches']} batches)"
+        )
+    for s in result["scenarios"]:
+        b = s["build"]
+        unindexed = sum(s["unindexed_rows"].values())
+        lines.append(
+            f"bulk append_messages at {s['rows']:,}: {b['append_rows_per_s']:,.0f} rows/s; "
+            f"optimize {b['optimize_s']:.1f} s; rows left unindexed: {unindexed}"
+        )
+    return lines
+
+
+def write_plot(result: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scenarios = result["scenarios"]
+    labels = [f"{s['rows']:,}\n{s['users']} user(s)" for s in scenarios]
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for key, name in METRICS.items():
+        p95 = [s[key]["p95"] for s in scenarios]
+        p50 = [s[key]["p50"] for s in scenarios]
+        (line,) = ax.plot(labels, p95, marker="o", label=f"{name} p95")
+        ax.plot(labels, p50, marker=".", linestyle=":", color=line.get_color(), label=f"{name} p50")
+    for i, s in enumerate(scenarios):
+        if s["ann"] is not None:
+            ann_p95 = s["ann"]["embed_search_ms"]["p95"]
+            ax.scatter([i], [ann_p95], marker="x", color="green", zorder=3)
+            ax.annotate("embed+search p95 with ANN", (i, ann_p95), fontsize=7)
+    targets = {100_000: 20.0, 1_000_000: 40.0}
+    for i, s in enumerate(scenarios):
+        if s["rows"] in targets:
+            ax.scatter([i], [targets[s["rows"]]], marker="_", s=600, color="red", zorder=3)
+    ax.set_ylabel("latency (ms)")
+    ax.set_xlabel("stored messages (red: embed+search p95 target)")
+    ax.set_title(f"mnemo retrieval, {result['setup']['cores']} cores")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
