@@ -7,6 +7,7 @@ from typing import Any
 
 import anyio
 import msgspec
+from anyio.streams.memory import MemoryObjectReceiveStream
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
@@ -145,8 +146,7 @@ async def tail(websocket: WebSocket) -> None:
                 tg.cancel_scope.cancel()
 
 
-async def _send_events(websocket: WebSocket, events: Any) -> None:
-    event: Event
+async def _send_events(websocket: WebSocket, events: MemoryObjectReceiveStream[Event]) -> None:
     try:
         async for event in events:
             await websocket.send_text(_encode(event).decode())

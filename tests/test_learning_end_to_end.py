@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx
@@ -80,13 +81,13 @@ async def test_facts_are_recalled_in_a_later_session_and_sent_to_the_model(
     assert "Preferences:\n- User prefers short answers" in system
 
 
-def extraction_calls(fake: FakeOllama) -> list[dict[str, object]]:
+def extraction_calls(fake: FakeOllama) -> list[dict[str, Any]]:
     return [
         b
         for _, path, b in fake.requests
         if path == "/api/chat"
         and "format" in b
-        and "extract durable facts" in str(b["messages"][0]["content"])  # type: ignore[index]
+        and "extract durable facts" in str(b["messages"][0]["content"])
     ]
 
 
@@ -101,7 +102,7 @@ async def test_extraction_reads_only_the_newest_turns_and_asks_for_user_stated_f
             with anyio.fail_after(10):
                 while len(extraction_calls(fake)) < n:
                     await anyio.sleep(0.01)
-    first, second = (b["messages"] for b in extraction_calls(fake))  # type: ignore[index]
+    first, second = (b["messages"] for b in extraction_calls(fake))
     system, prompt = first[0]["content"], second[-1]["content"]
     assert "things the user stated about themselves" in system
     assert "0.9 or more only when the user stated it directly" in system

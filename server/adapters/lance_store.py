@@ -180,15 +180,16 @@ class LanceStore:
         await self._facts.open()
 
     async def _ensure_indexes(self) -> None:
-        have = {tuple(ix.columns) for ix in await self._messages.list_indices()}
+        indices = await self._messages.list_indices()
+        have = {tuple(ix.columns) for ix in indices}
         if ("user_id",) not in have:
             await self._messages.create_index("user_id", config=BTree())
         if ("search_text",) not in have:
             await self._messages.create_index(
                 "search_text", config=FTS(base_tokenizer="icu", with_position=True)
             )
-        if ("text",) in have:  # the index of stores from before search texts
-            await self._messages.drop_index("text_idx")
+        for old in (ix for ix in indices if tuple(ix.columns) == ("text",)):
+            await self._messages.drop_index(old.name)  # from before search texts
         if ("user_id",) not in {tuple(ix.columns) for ix in await self._working.list_indices()}:
             await self._working.create_index("user_id", config=BTree())
 
