@@ -185,6 +185,10 @@ class Store(Protocol):
         """With a ``scope``: messages of ``global`` and that scope only."""
         ...
 
+    async def warm(self, user_id: str) -> None:
+        """Get the user's memories ready for search (a session of theirs has started)."""
+        ...
+
     async def put_working(self, items: Sequence[tuple[str, WorkingMemory]]) -> None:
         """Upsert working-memory snapshots, each keyed by (user id, session id)."""
         ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -77,6 +78,7 @@ class SessionRegistry:
             )
             self._live[key] = actor
             await self._tg.start(self._supervise, key, actor)
+            self.spawn(functools.partial(store.warm, user_id))  # memories ready for its search
             kind: EventKind = "actor.resumed" if memory is not None else "actor.spawned"
             self._deps.events.emit(
                 kind, session_id=session_id, user_id=user_id, scope=scope, turns=actor.turn_count

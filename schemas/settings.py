@@ -55,6 +55,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     optimize_after_writes: int = 100
     #: Versions older than this many seconds are removed by the scheduled optimize.
     cleanup_older_than: float = 3600.0
+    #: Memory (MiB) for users' in-memory search indexes; the least recently searched
+    #: users are evicted past it (and read back from the store when searched again).
+    cache_mb: int = 1024
 
     # -- facts (issue 3) --------------------------------------------------------
     #: The category taxonomy (set it in the TOML file: ``[[categories]]`` tables).

@@ -234,6 +234,8 @@ class MemoryStore:
     optimize_delay: float = 0.0
     #: Seconds a working-memory snapshot write takes.
     working_delay: float = 0.0
+    #: Users whose memories were warmed, in order.
+    warmed: list[str] = field(default_factory=list)
 
     async def open(self) -> None:
         pass
@@ -290,6 +292,9 @@ class MemoryStore:
         mine = [m for m in self._of(user_id) if scope is None or m.scope in ("global", scope)]
         hits = [(m, float(len(words & set(m.text.lower().split())))) for m in mine]
         return sorted((h for h in hits if h[1] > 0), key=lambda h: -h[1])[:k]
+
+    async def warm(self, user_id: str) -> None:
+        self.warmed.append(user_id)
 
     async def put_working(self, items: Sequence[tuple[str, WorkingMemory]]) -> None:
         if self.working_delay:

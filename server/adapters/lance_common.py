@@ -12,7 +12,7 @@ import anyio
 
 from actors.errors import ArchiveUnavailable
 
-__all__ = ["SAFE_ID", "PurgeGate", "hybrid_rows", "quote", "quote_all", "user_filter"]
+__all__ = ["SAFE_ID", "PurgeGate", "quote", "quote_all", "user_filter"]
 
 T = TypeVar("T")
 
@@ -97,44 +97,3 @@ class PurgeGate:
                 async with self._changed:
                     self._purging = False
                     self._changed.notify_all()
-
-
-async def hybrid_rows(
-    table: Any,
-    vector: Sequence[float],
-    text: str,
-    *,
-    where: str,
-    columns: list[str],
-    limit: int,
-    text_column: str | None = None,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Exact cosine vector search and BM25 full-text search under one filter, run at once
-    (each LanceDB query costs a few milliseconds of fixed overhead). Rows best first."""
-    found: dict[str, list[dict[str, Any]]] = {"dense": [], "sparse": []}
-
-    async def dense() -> None:
-        found["dense"] = (
-            await table.vector_search(list(vector))
-            .where(where)
-            .distance_type("cosine")
-            .select([*columns, "_distance"])
-            .limit(limit)
-            .to_list()
-        )
-
-    async def sparse() -> None:
-        found["sparse"] = (
-            await table.query()
-            .nearest_to_text(text, columns=text_column)
-            .where(where)
-            .select([*columns, "_score"])
-            .limit(limit)
-            .to_list()
-        )
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(dense)
-        if text.strip():
-            tg.start_soon(sparse)
-    return found["dense"], found["sparse"]

@@ -7,6 +7,8 @@ table migration. Facts also carry their embedding and a full-text index.
 
 from __future__ import annotations
 
+import functools
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,11 +19,15 @@ from lancedb.index import FTS, BTree
 from actors.ports import FactHit
 from memory.facts import Stored
 from memory.formats import newest_notes
+from memory.keywords import extract_keywords
 from schemas.records import AppNote, Fact, Progress, UserProfile
-from server.adapters.lance_common import PurgeGate, hybrid_rows, quote, quote_all, user_filter
+from server.adapters.lance_analyzer import Analyzer, AnalyzerUnavailable, QueryTerms
+from server.adapters.lance_cache import FactEntry, UserCache, hybrid_ranks
+from server.adapters.lance_common import PurgeGate, quote, quote_all, user_filter
 
 __all__ = ["LanceFacts"]
 
+_log = logging.getLogger("mnemo.store")
 _json = msgspec.json.Encoder()
 _fact = msgspec.json.Decoder(Fact)
 _note = msgspec.json.Decoder(AppNote)
@@ -98,8 +104,13 @@ async def _table(db: Any, names: set[str], name: str, schema: pa.Schema) -> Any:
 class LanceFacts:
     """Implements the ``FactStore`` port on the connection of an opened ``LanceStore``."""
 
-    def __init__(self, db: Any, *, dim: int, gate: PurgeGate) -> None:
+    def __init__(
+        self, db: Any, *, dim: int, gate: PurgeGate, analyzer: Analyzer, cache_bytes: int
+    ) -> None:
         self._db, self._dim, self._gate = db, dim, gate
+        self._analyzer = analyzer
+        #: Each user's active facts, and an index over them for search.
+        self._cache = UserCache(self._load, budget=cache_bytes)
         self._facts: Any = None
         self._notes: Any = None
         self._profiles: Any = None
@@ -128,24 +139,40 @@ class LanceFacts:
 
     # -- facts ---------------------------------------------------------------
 
+    async def _load(self, user_id: str) -> FactEntry:
+        where = f"{user_filter(user_id)} AND validity = 'active'"
+        rows = await self._gate.read(self._facts.query().where(where).select(_FACT_COLUMNS).to_list)
+        return FactEntry(self._dim, map(_stored, rows))
+
+    async def warm(self, user_id: str) -> None:
+        """Load the user's active facts into memory ahead of their first search."""
+        await self._cache.get(user_id)
+
     async def facts_of(self, user_id: str, *, active_only: bool = True) -> list[Stored]:
-        where = user_filter(user_id) + (" AND validity = 'active'" if active_only else "")
+        if active_only:
+            return list((await self._cache.get(user_id)).facts.values())
+        where = user_filter(user_id)
         rows = await self._gate.read(self._facts.query().where(where).select(_FACT_COLUMNS).to_list)
         return [_stored(r) for r in rows]
 
     async def facts_of_users(self, user_ids: Sequence[str]) -> dict[str, list[Stored]]:
-        """Active facts of several users in one query (the writer's batched learning)."""
-        found: dict[str, list[Stored]] = {u: [] for u in user_ids}
-        if not user_ids:
-            return found
+        """Active facts of several users (the writer's batched learning): those not in memory
+        are read in one query."""
         for user_id in user_ids:
             user_filter(user_id)
-        where = f"user_id IN {quote_all(user_ids)} AND validity = 'active'"
-        rows = await self._gate.read(self._facts.query().where(where).select(_FACT_COLUMNS).to_list)
-        for row in rows:
-            stored = _stored(row)
-            found[stored.fact.user_id].append(stored)
-        return found
+        cold = [u for u in user_ids if not self._cache.holds(u)]
+        if cold:
+            where = f"user_id IN {quote_all(cold)} AND validity = 'active'"
+            rows = await self._gate.read(
+                self._facts.query().where(where).select(_FACT_COLUMNS).to_list
+            )
+            loaded: dict[str, list[Stored]] = {u: [] for u in cold}
+            for row in rows:
+                stored = _stored(row)
+                loaded[stored.fact.user_id].append(stored)
+            for user_id, stored_facts in loaded.items():
+                self._cache.insert(user_id, FactEntry(self._dim, stored_facts))
+        return {u: list((await self._cache.get(u)).facts.values()) for u in user_ids}
 
     async def list_facts(
         self, user_id: str, *, limit: int, offset: int, validity: str | None = "active"
@@ -188,6 +215,15 @@ class LanceFacts:
                 [_fact_row(i.fact, i.vector) for i in items], schema=_facts_schema(self._dim)
             )
         )
+        self._held(items)
+
+    def _held(self, items: Sequence[Stored]) -> None:
+        """Apply written facts to the users' entries in memory."""
+        by_user: dict[str, list[Stored]] = {}
+        for item in items:
+            by_user.setdefault(item.fact.user_id, []).append(item)
+        for user_id, mine in by_user.items():
+            self._cache.apply(user_id, functools.partial(FactEntry.put, items=mine))
 
     async def put_facts(self, items: Sequence[Stored]) -> None:
         """Insert or replace facts (matched on user and id)."""
@@ -204,6 +240,7 @@ class LanceFacts:
             .when_not_matched_insert_all()
             .execute(data)
         )
+        self._held(items)
 
     async def delete_facts(self, user_id: str, ids: Sequence[str], *, purge_now: bool) -> int:
         if not ids:
@@ -212,6 +249,7 @@ class LanceFacts:
         count = int(await self._gate.read(lambda: self._facts.count_rows(where)))
         if count:
             await self._facts.delete(where)
+            self._cache.apply(user_id, lambda entry: entry.remove(ids))
             if purge_now:
                 await self._gate.purge(self._facts)
         return count
@@ -221,27 +259,58 @@ class LanceFacts:
         count = int(await self._gate.read(lambda: self._facts.count_rows(where)))
         if count:
             await self._facts.delete(where)
+            self._cache.drop(user_id)
             await self._gate.purge(self._facts)
         return count
 
     async def search_facts(
         self, user_id: str, text: str, vector: Sequence[float], *, k: int, scope: str | None
     ) -> list[FactHit]:
-        """Active facts by vector and by BM25: (fact, vector rank, text rank), ranks from 1."""
-        where = f"{user_filter(user_id)} AND validity = 'active'"
-        if scope is not None:
-            where += f" AND scope IN ('global', {quote(scope)})"
-        dense, sparse = await self._gate.read(
-            lambda: hybrid_rows(
-                self._facts, vector, text, where=where, columns=_FACT_COLUMNS, limit=k
-            )
+        """Active facts by exact cosine and by BM25 (keyword counts when the analyzer fails):
+        (fact, vector rank, text rank), ranks from 1, each side at most ``k`` deep."""
+        user_filter(user_id)
+        held = await self._indexed(user_id)
+        dense, sparse = await hybrid_ranks(
+            held.index,
+            vector,
+            lambda: self._query(text),
+            held.texts,
+            lambda: extract_keywords(text),
+            depth=k,
+            scope=scope,
         )
         ranks: dict[str, list[Any]] = {}
-        for rank, row in enumerate(dense, 1):
-            ranks[row["data"]] = [row, rank, None]
-        for rank, row in enumerate(sparse, 1):
-            ranks.setdefault(row["data"], [row, None, None])[2] = rank
-        return [(_stored(row), dr, sr) for row, dr, sr in ranks.values()]
+        for rank, position in enumerate(dense, 1):
+            ranks[held.order[position]] = [rank, None]
+        for rank, position in enumerate(sparse, 1):
+            ranks.setdefault(held.order[position], [None, None])[1] = rank
+        return [(held.facts[i], dr, sr) for i, (dr, sr) in ranks.items()]
+
+    async def _query(self, text: str) -> QueryTerms | None:
+        if not text.strip():
+            return QueryTerms(())
+        try:
+            return await self._analyzer.query(text)
+        except AnalyzerUnavailable as exc:
+            _log.warning("full-text analysis failed, matching keywords instead: %s", exc)
+            return None
+
+    async def _indexed(self, user_id: str) -> FactEntry:
+        """The user's entry with its index current (terms analyzed for new contents)."""
+        entry = await self._cache.get(user_id)
+        for _ in range(3):  # writes may land while the analyzer runs
+            if not entry.dirty:
+                break
+            missing = entry.missing_terms()
+            if missing:
+                try:
+                    terms = await self._analyzer.analyze([s.fact.content for s in missing])
+                except AnalyzerUnavailable:
+                    terms = [[] for _ in missing]  # found by vector and keywords only
+                entry.learn_terms(missing, terms)
+            if not entry.missing_terms():
+                entry.rebuild()
+        return entry
 
     # -- notes (seed 003) ----------------------------------------------------
 

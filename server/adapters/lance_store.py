@@ -9,6 +9,8 @@ calls ``optimize()`` on a schedule.
 
 from __future__ import annotations
 
+import functools
+import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,15 +19,20 @@ from typing import Any
 import anyio
 import lancedb
 import msgspec
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from lancedb.index import FTS, BTree
 from lancedb.query import ColumnOrdering
 
 from actors.errors import ArchiveUnavailable, MnemoError
 from actors.ports import Embedder, Page, ScoredMessage
+from memory.keywords import extract_keywords
 from memory.recall import search_text
 from schemas.records import ArchivedMessage, WorkingMemory
-from server.adapters.lance_common import PurgeGate, hybrid_rows, quote, quote_all, user_filter
+from server.adapters.lance_analyzer import Analyzer, AnalyzerUnavailable, QueryTerms
+from server.adapters.lance_cache import MessageEntry, UserCache, fused, hybrid_ranks
+from server.adapters.lance_common import PurgeGate, quote, quote_all, user_filter
 from server.adapters.lance_facts import LanceFacts
 
 __all__ = ["LanceStore", "StoreMismatch", "quote"]
@@ -116,16 +123,44 @@ def _message(row: dict[str, Any]) -> ArchivedMessage:
 
 
 _COLUMNS = [f.name for f in _messages_schema(1, "") if f.name not in ("vector", "search_text")]
+_log = logging.getLogger("mnemo.store")
+
+
+def _add(
+    columns: dict[str, list[Any]], vectors: Any, terms: list[list[str]], entry: MessageEntry
+) -> None:
+    entry.add(columns, vectors, terms)
+
+
+def _columns(messages: Sequence[ArchivedMessage]) -> dict[str, list[Any]]:
+    """Messages column by column, as ``MessageEntry.add`` takes them."""
+    return {
+        "id": [m.id for m in messages],
+        "session_id": [m.session_id for m in messages],
+        "scope": [m.scope for m in messages],
+        "turn": [m.turn for m in messages],
+        "role": [m.role for m in messages],
+        "speaker": [m.speaker for m in messages],
+        "text": [m.text for m in messages],
+        "at": [m.at.timestamp() for m in messages],
+        "meta": [_json.encode(m.meta).decode() for m in messages],
+        "source_id": [m.source_id for m in messages],
+    }
 
 
 class LanceStore:
     """Implements the ``Store`` port on a LanceDB directory (or object-store URI)."""
 
-    def __init__(self, uri: str | Path, *, embedder: Embedder) -> None:
+    def __init__(self, uri: str | Path, *, embedder: Embedder, cache_bytes: int = 1 << 30) -> None:
+        """``cache_bytes`` bounds the in-memory search indexes (messages get three quarters,
+        facts one); past it, the least recently searched users are evicted."""
         self._uri = str(uri)
         self._embedder = embedder
+        self._cache_bytes = cache_bytes
         self._dim = 0
         self._schema: pa.Schema | None = None
+        self._cache = UserCache(self._load_messages, budget=cache_bytes - cache_bytes // 4)
+        self._analyzer: Analyzer | None = None
         self._db: Any = None
         self._messages: Any = None
         self._working: Any = None
@@ -176,7 +211,15 @@ class LanceStore:
         else:
             self._working = await self._db.create_table(_WORKING, schema=_WORKING_SCHEMA)
         await self._ensure_indexes()
-        self._facts = LanceFacts(self._db, dim=self._dim, gate=self._gate)
+        # One analyzer for messages and facts: both indexes are icu with positions.
+        self._analyzer = Analyzer(self._messages, "search_text")
+        self._facts = LanceFacts(
+            self._db,
+            dim=self._dim,
+            gate=self._gate,
+            analyzer=self._analyzer,
+            cache_bytes=self._cache_bytes // 4,
+        )
         await self._facts.open()
 
     async def _ensure_indexes(self) -> None:
@@ -217,6 +260,68 @@ class LanceStore:
             await self._messages.add(table)
         except (OSError, RuntimeError, ValueError) as exc:
             raise ArchiveUnavailable(f"append of {len(rows)} rows failed: {exc}") from exc
+        await self._index_appended(rows, vectors)
+
+    async def _index_appended(
+        self, rows: Sequence[ArchivedMessage], vectors: Sequence[Sequence[float]]
+    ) -> None:
+        """Add durable rows to the in-memory indexes of the users held there."""
+        held = [i for i, m in enumerate(rows) if self._cache.holds(m.user_id)]
+        if not held:
+            return
+        try:
+            terms = await self._analyze([search_text(rows[i]) for i in held])
+        except AnalyzerUnavailable as exc:
+            _log.warning("dropping in-memory indexes after an analyzer failure: %s", exc)
+            for user_id in {rows[i].user_id for i in held}:
+                self._cache.drop(user_id)
+            return
+        by_user: dict[str, list[int]] = {}
+        for n, i in enumerate(held):
+            by_user.setdefault(rows[i].user_id, []).append(n)
+        for user_id, picks in by_user.items():
+            mine = [rows[held[n]] for n in picks]
+            matrix = np.asarray([vectors[held[n]] for n in picks], dtype=np.float32)
+            words = [terms[n] for n in picks]
+            self._cache.apply(user_id, functools.partial(_add, _columns(mine), matrix, words))
+
+    async def _analyze(self, texts: Sequence[str]) -> list[list[str]]:
+        assert self._analyzer is not None, "the store is not open"
+        return await self._analyzer.analyze(texts)
+
+    async def query_terms(self, text: str) -> QueryTerms | None:
+        """The analyzed query; None when the analyzer fails (search falls back to keywords)."""
+        assert self._analyzer is not None, "the store is not open"
+        if not text.strip():
+            return QueryTerms(())
+        try:
+            return await self._analyzer.query(text)
+        except AnalyzerUnavailable as exc:
+            _log.warning("full-text analysis failed, matching keywords instead: %s", exc)
+            return None
+
+    async def _load_messages(self, user_id: str) -> MessageEntry:
+        """Read all of a user's messages into a new in-memory index."""
+        columns = [*_COLUMNS, "search_text", "vector"]
+        where = user_filter(user_id)
+        table = await self._gate.read(self._messages.query().where(where).select(columns).to_arrow)
+        entry = MessageEntry(self._dim)
+        if not table.num_rows:
+            return entry
+        data: dict[str, list[Any]] = {
+            name: table[name].to_pylist() for name in _COLUMNS if name not in ("at", "user_id")
+        }
+        micros = pc.cast(table["at"], pa.int64()).to_numpy()
+        data["at"] = (micros / 1e6).tolist()
+        vectors = table["vector"].combine_chunks().flatten().to_numpy().reshape(-1, self._dim)
+        try:
+            terms = await self._analyze(table["search_text"].to_pylist())
+        except AnalyzerUnavailable as exc:
+            _log.warning("indexing user %s without full-text terms: %s", user_id, exc)
+            terms = [[] for _ in range(table.num_rows)]
+            entry.degraded = True
+        entry.add(data, vectors, terms)
+        return entry
 
     async def list_messages(self, user_id: str, *, limit: int, offset: int) -> Page:
         where = user_filter(user_id)
@@ -273,6 +378,7 @@ class LanceStore:
         if not await self._gate.read(lambda: self._messages.count_rows(where)):
             return False
         await self._messages.delete(where)
+        self._cache.apply(user_id, lambda e: e.remove([message_id]))
         await self._gate.purge(self._messages)
         return True
 
@@ -281,36 +387,36 @@ class LanceStore:
         count = int(await self._gate.read(lambda: self._messages.count_rows(where)))
         if count:
             await self._messages.delete(where)
+            self._cache.drop(user_id)
             await self._gate.purge(self._messages)
         return count
 
     async def search_messages(
         self, user_id: str, text: str, vector: Sequence[float], *, k: int, scope: str | None = None
     ) -> list[ScoredMessage]:
-        """Hybrid search: exact vector search and BM25, fused by reciprocal rank (k=60).
-        With a ``scope``, only ``global`` messages and that scope's."""
-        where = user_filter(user_id)
-        if scope is not None:
-            where += f" AND scope IN ('global', {quote(scope)})"
-        dense, sparse = await self._gate.read(
-            lambda: hybrid_rows(
-                self._messages,
-                vector,
-                text,
-                where=where,
-                columns=_COLUMNS,
-                limit=k * 2,
-                text_column="search_text",
-            )
+        """Hybrid search of the user's in-memory index: exact cosine and BM25, each to depth
+        ``2k``, fused by reciprocal rank (k=60). With a ``scope``, only ``global`` messages
+        and that scope's."""
+        user_filter(user_id)
+        held = await self._cache.get(user_id)
+        depth = 2 * k
+        ranked = await hybrid_ranks(
+            held.index,
+            vector,
+            lambda: self.query_terms(text),
+            held.texts,
+            lambda: extract_keywords(text),
+            depth=depth,
+            scope=scope,
         )
-        scores: dict[str, float] = {}
-        rows: dict[str, dict[str, Any]] = {}
-        for ranked in (dense, sparse):
-            for rank, row in enumerate(ranked):
-                scores[row["id"]] = scores.get(row["id"], 0.0) + 1.0 / (60 + rank + 1)
-                rows[row["id"]] = row
-        best = sorted(scores, key=lambda i: (-scores[i], i))[:k]
-        return [(_message(rows[i]), scores[i]) for i in best]
+        if held.degraded:
+            self._cache.drop(user_id)  # load it again, analyzed, next time
+        return [(held.row(p, user_id), score) for p, score in fused(ranked, depth=depth)[:k]]
+
+    async def warm(self, user_id: str) -> None:
+        """Load the user's messages and facts into memory ahead of their first search."""
+        await self._cache.get(user_id)
+        await self.facts.warm(user_id)
 
     # -- working memory ------------------------------------------------------
 

@@ -1,0 +1,249 @@
+"""An in-memory hybrid index over one user's documents: exact cosine and BM25.
+
+Pure and synchronous (NumPy and the standard library). Each document has a
+position (0, 1, 2, ... in the order added), a unit vector, its analyzed terms
+and a scope. ``dense`` ranks by exact cosine similarity (a matrix product: no
+approximation, so no recall to lose), ``sparse`` by Okapi BM25 with the user's
+own document statistics. Both filter by scope (``global`` plus the asked one)
+and skip removed documents.
+
+Positions stay valid until ``compact()``, which returns where each one went.
+Not thread-safe for writes; ``dense_scores`` only reads arrays it has sliced,
+so it may run in a worker thread while the owner appends.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["BM25_B", "BM25_K1", "GLOBAL_SCOPE", "SearchIndex", "top_k"]
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+GLOBAL_SCOPE = "global"
+
+Floats = npt.NDArray[np.float32]
+
+
+def top_k(scores: Floats, k: int) -> list[tuple[int, float]]:
+    """Positions of the ``k`` highest finite scores, best first (ties: lower position)."""
+    finite = np.isfinite(scores)
+    if finite.all():
+        values, positions = scores, None
+    else:  # partitioning many equal -inf values is slow: partition the finite ones alone
+        positions = np.flatnonzero(finite)
+        values = scores[positions]
+    n = len(values)
+    if k <= 0 or not n:
+        return []
+    picked = np.argpartition(values, n - k)[n - k :] if n > k else np.arange(n)
+    if positions is not None:
+        picked = positions[picked]
+    order = np.lexsort((picked, -scores[picked]))
+    return [(int(picked[i]), float(scores[picked[i]])) for i in order]
+
+
+class _Grow:
+    """A 1-D NumPy array with spare capacity at the end."""
+
+    __slots__ = ("data", "size")
+
+    def __init__(self, dtype: type[np.generic], fill: float | bool = 0) -> None:
+        self.data = np.full(16, fill, dtype=dtype)
+        self.size = 0
+
+    def extend(self, values: npt.ArrayLike) -> None:
+        values = np.asarray(values, dtype=self.data.dtype)
+        need = self.size + len(values)
+        if need > len(self.data):
+            grown = np.zeros(max(need, 2 * len(self.data)), dtype=self.data.dtype)
+            grown[: self.size] = self.data[: self.size]
+            self.data = grown
+        self.data[self.size : need] = values
+        self.size = need
+
+    def view(self) -> npt.NDArray[Any]:
+        return self.data[: self.size]
+
+
+class SearchIndex:
+    """One user's documents (see the module docstring)."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self._vectors = np.zeros((16, dim), dtype=np.float32)
+        self._size = 0
+        self._lengths = _Grow(np.float32)
+        self._alive = _Grow(np.bool_)
+        self._scopes = _Grow(np.int32)
+        self._scope_codes: dict[str, int] = {GLOBAL_SCOPE: 0}
+        self._terms: dict[str, int] = {}
+        self._docs: list[array[int]] = []
+        self._counts: list[array[int]] = []
+        self._live = 0
+        self._live_length = 0.0
+        self._removed = 0
+        self._postings = 0
+        self._vocabulary_bytes = 0
+
+    def __len__(self) -> int:
+        """Live (not removed) documents."""
+        return self._live
+
+    @property
+    def size(self) -> int:
+        """Positions handed out so far, removed ones included."""
+        return self._size
+
+    @property
+    def removed(self) -> int:
+        return self._removed
+
+    def nbytes(self) -> int:
+        """About how much memory the index holds."""
+        return int(
+            self._vectors.nbytes + self._size * 9 + self._postings * 8 + self._vocabulary_bytes
+        )
+
+    # -- writing ---------------------------------------------------------------
+
+    def add(
+        self, vectors: npt.ArrayLike, terms: Sequence[Sequence[str]], scopes: Sequence[str]
+    ) -> int:
+        """Append documents; returns the position of the first. Vectors should be unit
+        length (cosine is their dot product)."""
+        matrix = np.asarray(vectors, dtype=np.float32).reshape(-1, self.dim)
+        n = len(matrix)
+        if not (n == len(terms) == len(scopes)):
+            raise ValueError("vectors, terms and scopes differ in length")
+        first = self._size
+        need = first + n
+        if need > len(self._vectors):
+            # Grow by a quarter: a large user's matrix is most of the index's memory.
+            spare = max(need, len(self._vectors) + len(self._vectors) // 4 + 16)
+            grown = np.zeros((spare if first else need, self.dim), dtype=np.float32)
+            grown[:first] = self._vectors[:first]
+            self._vectors = grown
+        self._vectors[first:need] = matrix
+        lengths = []
+        for offset, words in enumerate(terms):
+            lengths.append(len(words))
+            self._post(first + offset, words)
+        self._lengths.extend(lengths)
+        self._alive.extend(np.ones(n, dtype=np.bool_))
+        self._scopes.extend([self._scope_code(s) for s in scopes])
+        self._size = need
+        self._live += n
+        self._live_length += sum(lengths)
+        return first
+
+    def _scope_code(self, scope: str) -> int:
+        return self._scope_codes.setdefault(scope, len(self._scope_codes))
+
+    def _post(self, position: int, words: Sequence[str]) -> None:
+        counts: dict[str, int] = {}
+        for word in words:
+            counts[word] = counts.get(word, 0) + 1
+        for word, count in counts.items():
+            term = self._terms.get(word)
+            if term is None:
+                term = self._terms[word] = len(self._docs)
+                self._docs.append(array("i"))
+                self._counts.append(array("i"))
+                self._vocabulary_bytes += len(word) + 250  # the key, two arrays, a dict slot
+            self._docs[term].append(position)
+            self._counts[term].append(count)
+        self._postings += len(counts)
+
+    def remove(self, position: int) -> None:
+        """Forget the document at ``position`` (no-op if already removed)."""
+        alive = self._alive.data
+        if not 0 <= position < self._size or not alive[position]:
+            return
+        alive[position] = False
+        self._live -= 1
+        self._live_length -= float(self._lengths.data[position])
+        self._removed += 1
+
+    def compact(self) -> npt.NDArray[np.int64]:
+        """Drop removed documents for good. Returns each old position's new one (-1: gone)."""
+        keep = self._alive.view().astype(np.bool_)
+        moved = np.full(self._size, -1, dtype=np.int64)
+        moved[keep] = np.arange(int(keep.sum()))
+        self._vectors = self._vectors[: self._size][keep].copy()
+        for grow in (self._lengths, self._alive, self._scopes):
+            kept = grow.view()[keep].copy()
+            grow.data, grow.size = kept, len(kept)
+        for term in range(len(self._docs)):
+            docs = np.frombuffer(self._docs[term], dtype=np.int32)
+            counts = np.frombuffer(self._counts[term], dtype=np.int32)
+            new = moved[docs]
+            stay = new >= 0
+            self._docs[term] = array("i", new[stay].astype(np.int32).tobytes())
+            self._counts[term] = array("i", counts[stay].tobytes())
+            del docs, counts  # views of the old arrays' buffers
+        self._postings = sum(len(d) for d in self._docs)
+        self._size = len(self._vectors)
+        self._removed = 0
+        return moved
+
+    # -- reading ---------------------------------------------------------------
+
+    def visible(self, scope: str | None) -> npt.NDArray[np.bool_] | None:
+        """Live documents a read with ``scope`` sees (``global`` plus that scope); None
+        when that is every position."""
+        if scope is None and not self._removed:
+            return None
+        mask: npt.NDArray[np.bool_] = self._alive.view().astype(np.bool_)
+        if scope is not None:
+            codes = self._scopes.view()
+            wanted = self._scope_codes.get(scope, -1)
+            mask &= (codes == 0) | (codes == wanted)
+        return mask
+
+    def dense_scores(self, vector: npt.ArrayLike, mask: npt.NDArray[np.bool_] | None) -> Floats:
+        """Cosine similarity of every position to ``vector``; -inf where ``mask`` is False."""
+        matrix = self._vectors[: self._size]
+        scores: Floats = matrix @ np.asarray(vector, dtype=np.float32)
+        if mask is not None:
+            scores[~mask] = -np.inf
+        return scores
+
+    def sparse_scores(
+        self,
+        terms: Iterable[str],
+        mask: npt.NDArray[np.bool_] | None,
+        *,
+        prefixes: Sequence[str] = (),
+    ) -> Floats:
+        """BM25 of every position for the query ``terms`` (and every indexed term that starts
+        with one of ``prefixes``); -inf where no term matched or ``mask`` is False."""
+        wanted = {self._terms[t] for t in terms if t in self._terms}
+        for prefix in prefixes:
+            wanted.update(i for t, i in self._terms.items() if t.startswith(prefix))
+        scores = np.full(self._size, -np.inf, dtype=np.float32)
+        if not wanted or not self._live:
+            return scores
+        total = np.zeros(self._size, dtype=np.float32)
+        lengths = self._lengths.view()
+        average = max(self._live_length / self._live, 1e-9)
+        norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / average)
+        matched = np.zeros(self._size, dtype=np.bool_)
+        alive = self._alive.view()
+        for term in wanted:
+            docs = np.array(self._docs[term], dtype=np.int64)
+            counts = np.array(self._counts[term], dtype=np.float32)
+            frequency = int(alive[docs].sum()) if self._removed else len(docs)
+            idf = math.log(1.0 + (self._live - frequency + 0.5) / (frequency + 0.5))
+            total[docs] += idf * counts * (BM25_K1 + 1.0) / (counts + norm[docs])
+            matched[docs] = True
+        if mask is not None:
+            matched &= mask
+        scores[matched] = total[matched]
+        return scores

@@ -1,0 +1,105 @@
+"""LanceDB's full-text analyzer (``icu`` tokenizer, stemming, stop words) for the in-memory index.
+
+The terms of every indexed text and query come from the same analyzer as the
+store's own full-text index, through ``AsyncTable.tokenize``. One call costs
+about a millisecond of fixed overhead, so texts are analyzed many at a time:
+joined by a separator word and split again where its token appears.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from actors.errors import MnemoError
+
+__all__ = ["Analyzer", "AnalyzerUnavailable", "QueryTerms"]
+
+_log = logging.getLogger("mnemo.store")
+_SEPARATOR = "mnemosepqz"
+_PREFIX = re.compile(r"(\w+)\*")
+_CHUNK_CHARS = 200_000
+_QUERY_CACHE = 256
+
+
+class AnalyzerUnavailable(MnemoError):
+    """The full-text analyzer failed (its index is missing, or the call raised)."""
+
+    code = "analyzer_unavailable"
+
+
+@dataclass(frozen=True, slots=True)
+class QueryTerms:
+    """A query as the index sees it: analyzed terms, and prefixes from ``word*``."""
+
+    terms: tuple[str, ...]
+    prefixes: tuple[str, ...] = ()
+
+
+class Analyzer:
+    """Tokenizes with the analyzer of ``table``'s full-text index on ``column``."""
+
+    def __init__(self, table: Any, column: str) -> None:
+        self._table, self._column = table, column
+        self._separator: str | None = None
+        self._queries: OrderedDict[str, QueryTerms] = OrderedDict()
+
+    async def _tokens(self, text: str) -> list[str]:
+        try:
+            found = await self._table.tokenize(text, column=self._column)
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise AnalyzerUnavailable(f"full-text analyzer of {self._column}: {exc}") from exc
+        return [token.text for token in found]
+
+    async def analyze(self, texts: Sequence[str]) -> list[list[str]]:
+        """The terms of each text, in order."""
+        if self._separator is None:
+            [self._separator] = await self._tokens(_SEPARATOR) or [_SEPARATOR]
+        out: list[list[str]] = []
+        chunk: list[str] = []
+        size = 0
+        for text in texts:
+            clean = text.replace(_SEPARATOR, " ")
+            chunk.append(clean)
+            size += len(clean)
+            if size >= _CHUNK_CHARS:
+                out += await self._analyze_chunk(chunk)
+                chunk, size = [], 0
+        if chunk:
+            out += await self._analyze_chunk(chunk)
+        return out
+
+    async def _analyze_chunk(self, texts: list[str]) -> list[list[str]]:
+        if len(texts) == 1:
+            return [await self._tokens(texts[0])]
+        tokens = await self._tokens(f" {_SEPARATOR} ".join(texts))
+        out: list[list[str]] = [[]]
+        for token in tokens:
+            if token == self._separator:
+                out.append([])
+            else:
+                out[-1].append(token)
+        if len(out) != len(texts):  # the separator was split or dropped after all
+            _log.warning("analyzer separator lost; analyzing %d texts one by one", len(texts))
+            return [await self._tokens(t) for t in texts]
+        return out
+
+    async def query(self, text: str) -> QueryTerms:
+        """A query's terms; ``word*`` asks for every term starting with ``word`` (seed 001's
+        prefix match, which the full-text index itself does not offer)."""
+        cached = self._queries.get(text)
+        if cached is not None:
+            self._queries.move_to_end(text)
+            return cached
+        prefixes = tuple(dict.fromkeys(m.casefold() for m in _PREFIX.findall(text)))
+        rest = _PREFIX.sub(" ", text)
+        terms = tuple(await self._tokens(rest)) if rest.strip() else ()
+        found = QueryTerms(terms, prefixes)
+        self._queries[text] = found
+        if len(self._queries) > _QUERY_CACHE:
+            self._queries.popitem(last=False)
+        return found

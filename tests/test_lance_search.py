@@ -1,0 +1,134 @@
+"""Search through the real LanceDB adapter: in-memory indexes kept current by every write,
+the same answers cold and warm, prefix matching and the keyword fallback."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import lancedb
+import msgspec
+import pytest
+
+from memory.facts import Stored
+from memory.hashing import HashEmbedder
+from server.adapters.lance_store import LanceStore
+from tests.test_facts import make_fact
+from tests.test_lance_store import message, put
+
+pytestmark = pytest.mark.anyio
+
+_embedder = HashEmbedder()
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[LanceStore]:
+    store = LanceStore(tmp_path / "db", embedder=_embedder)
+    await store.open()
+    yield store
+    await store.aclose()
+
+
+async def _found(store: LanceStore, query: str, *, user: str = "u1", k: int = 5) -> list[str]:
+    hits = await store.search_messages(user, query, _embedder.embed_one(query), k=k)
+    return [m.text for m, _ in hits]
+
+
+async def test_a_message_written_after_the_first_search_is_found_by_the_next(
+    store: LanceStore,
+) -> None:
+    await put(store, message(1, "we hiked the alps in june"))
+    assert await _found(store, "alps hiking", k=1) == ["we hiked the alps in june"]
+    await put(store, message(2, "the marathon in berlin was hard"))
+    assert (await _found(store, "berlin marathon", k=1)) == ["the marathon in berlin was hard"]
+
+
+async def test_a_reopened_store_gives_the_same_hits_as_the_warm_one(
+    store: LanceStore, tmp_path: Path
+) -> None:
+    texts = [f"note {i} about {w}" for i, w in enumerate(["tea", "coffee", "tea time", "cake"])]
+    await put(store, *(message(i, t) for i, t in enumerate(texts)))
+    warm = await store.search_messages("u1", "tea", _embedder.embed_one("tea"), k=4)
+    cold_store = LanceStore(tmp_path / "db", embedder=_embedder)
+    await cold_store.open()
+    try:
+        cold = await cold_store.search_messages("u1", "tea", _embedder.embed_one("tea"), k=4)
+    finally:
+        await cold_store.aclose()
+    assert [(m, pytest.approx(s)) for m, s in warm] == cold
+    assert warm[0][0].meta == {"n": warm[0][0].turn}  # rows read back whole
+
+
+async def test_deleted_and_cleared_messages_are_never_found_again(store: LanceStore) -> None:
+    await put(store, message(1, "secret plan alpha"), message(2, "secret plan beta"))
+    assert len(await _found(store, "secret plan")) == 2
+    assert await store.delete_message("u1", message(1, "").id)
+    assert await _found(store, "secret plan") == ["secret plan beta"]
+    assert await store.clear_messages("u1") == 1
+    assert await _found(store, "secret plan") == []
+
+
+async def test_a_scope_sees_global_messages_and_its_own(store: LanceStore) -> None:
+    rows = [message(1, "tea global"), message(2, "tea in app a"), message(3, "tea in app b")]
+    rows[1] = msgspec.structs.replace(rows[1], scope="app-a")
+    rows[2] = msgspec.structs.replace(rows[2], scope="app-b")
+    await put(store, *rows)
+    hits = await store.search_messages("u1", "tea", _embedder.embed_one("tea"), k=5, scope="app-a")
+    assert sorted(m.text for m, _ in hits) == ["tea global", "tea in app a"]
+
+
+async def test_a_word_ending_in_a_star_matches_words_that_start_with_it(
+    store: LanceStore,
+) -> None:
+    # seed 001: `Pyth*` matches "Python"; LanceDB's own full-text search has no prefixes.
+    await put(store, message(1, "I write Python every day"), message(2, "I like green tea"))
+    hits = await store.search_messages("u1", "Pyth*", [0.0] * _embedder.dim, k=1)
+    assert [m.text for m, _ in hits] == ["I write Python every day"]
+
+
+async def test_without_the_analyzer_search_matches_keywords_instead(
+    store: LanceStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # seed 001: full-text search unavailable or failing -> LIKE-style keyword matching.
+    await put(store, message(1, "my cat Mochi loves tuna"), message(2, "we moved to Lyon"))
+    await store.facts.add_facts(
+        [Stored(make_fact("fact_0000000a", content="User's cat is named Mochi"), [0.0] * 64)]
+    )
+
+    async def broken(self: Any, text: str, **_: Any) -> list[Any]:
+        raise ValueError("Column 'search_text' does not have a full text search index")
+
+    monkeypatch.setattr(lancedb.table.AsyncTable, "tokenize", broken)
+    nowhere = [0.0] * _embedder.dim  # the vector side finds nothing in particular
+    hits = await store.search_messages("u1", "where is Lyon", nowhere, k=2)
+    assert hits[0][0].text == "we moved to Lyon"
+    facts = await store.facts.search_facts("u1", "Mochi", nowhere, k=5, scope=None)
+    assert [(s.fact.id, text_rank) for s, _, text_rank in facts] == [("fact_0000000a", 1)]
+
+
+async def test_fact_search_follows_edits_supersession_and_deletion(store: LanceStore) -> None:
+    tea = make_fact("fact_00000001", content="User drinks green tea")
+    bike = make_fact("fact_00000002", content="User rides a red bike")
+    await store.facts.add_facts(
+        [Stored(tea, _embedder.embed_one(tea.content)), Stored(bike, _embedder.embed_one("b"))]
+    )
+
+    async def text_hits(query: str) -> list[str]:
+        found = await store.facts.search_facts(
+            "u1", query, _embedder.embed_one(query), k=5, scope=None
+        )
+        return sorted(s.fact.id for s, _, text_rank in found if text_rank is not None)
+
+    assert await text_hits("tea") == ["fact_00000001"]
+    coffee = msgspec.structs.replace(tea, content="User drinks black coffee")
+    await store.facts.put_facts([Stored(coffee, _embedder.embed_one(coffee.content))])
+    assert await text_hits("tea") == []
+    assert await text_hits("coffee") == ["fact_00000001"]
+    gone = msgspec.structs.replace(bike, validity="superseded")
+    await store.facts.put_facts([Stored(gone, _embedder.embed_one("b"))])
+    assert await text_hits("bike") == []
+    assert [s.fact.id for s in await store.facts.facts_of("u1")] == ["fact_00000001"]
+    await store.facts.delete_facts("u1", ["fact_00000001"], purge_now=False)
+    assert await store.facts.facts_of("u1") == []
+    assert len(await store.facts.facts_of("u1", active_only=False)) == 1

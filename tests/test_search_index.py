@@ -1,0 +1,110 @@
+"""The in-memory hybrid index: exact cosine, BM25 by hand, scopes, removal and compaction."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from memory.search_index import BM25_B, BM25_K1, SearchIndex, top_k
+
+
+def _unit(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
+    vectors = rng.standard_normal((n, dim)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def _index(docs: list[list[str]], scopes: list[str] | None = None, dim: int = 4) -> SearchIndex:
+    index = SearchIndex(dim)
+    vectors = np.eye(dim, dtype=np.float32)[[i % dim for i in range(len(docs))]]
+    index.add(vectors, docs, scopes or ["global"] * len(docs))
+    return index
+
+
+def test_dense_ranking_is_exact_cosine_over_every_document() -> None:
+    rng = np.random.default_rng(7)
+    vectors = _unit(rng, 3000, 32)
+    index = SearchIndex(32)
+    for start in range(0, 3000, 700):  # several appends, growing the matrix
+        chunk = vectors[start : start + 700]
+        index.add(chunk, [[] for _ in chunk], ["global"] * len(chunk))
+    query = _unit(rng, 1, 32)[0]
+    expected = np.argsort(-(vectors @ query), kind="stable")[:25].tolist()
+    assert [p for p, _ in top_k(index.dense_scores(query, None), 25)] == expected
+
+
+def test_bm25_scores_match_the_okapi_formula_by_hand() -> None:
+    docs = [["tea", "green", "tea"], ["coffee"], ["green", "tea", "garden", "walk"], ["walk"]]
+    index = _index(docs)
+    scores = index.sparse_scores(["tea", "green"], None)
+    average = sum(map(len, docs)) / len(docs)
+
+    def part(term: str, doc: list[str]) -> float:
+        df = sum(1 for d in docs if term in d)
+        idf = math.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
+        tf = doc.count(term)
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * len(doc) / average)
+        return idf * tf * (BM25_K1 + 1) / (tf + norm)
+
+    assert scores[0] == pytest.approx(part("tea", docs[0]) + part("green", docs[0]), rel=1e-5)
+    assert scores[2] == pytest.approx(part("tea", docs[2]) + part("green", docs[2]), rel=1e-5)
+    assert math.isinf(scores[1])
+    assert math.isinf(scores[3])
+    assert [p for p, _ in top_k(scores, 10)] == [0, 2]
+
+
+def test_a_prefix_matches_every_term_that_starts_with_it() -> None:
+    index = _index([["python", "code"], ["pythagoras"], ["java"]])
+    hits = top_k(index.sparse_scores([], None, prefixes=["pyth"]), 10)
+    assert sorted(p for p, _ in hits) == [0, 1]
+
+
+def test_a_scope_sees_global_documents_and_its_own_only() -> None:
+    index = _index([["tea"], ["tea"], ["tea"]], scopes=["global", "app-a", "app-b"])
+    for scores in (
+        index.sparse_scores(["tea"], index.visible("app-a")),
+        index.dense_scores([1, 1, 1, 1], index.visible("app-a")),
+    ):
+        assert sorted(p for p, _ in top_k(scores, 10)) == [0, 1]
+    assert index.visible(None) is None
+    never = index.visible("unknown-app")
+    assert never is not None
+    assert never.tolist() == [True, False, False]
+
+
+def test_removed_documents_are_never_found_and_compaction_keeps_the_rest() -> None:
+    docs = [["tea", str(i)] for i in range(10)]
+    index = _index(docs)
+    for position in (1, 4, 4, 8):  # removing twice is a no-op
+        index.remove(position)
+    assert len(index) == 7
+    visible = index.visible(None)
+    assert sorted(p for p, _ in top_k(index.sparse_scores(["tea"], visible), 20)) == [
+        0,
+        2,
+        3,
+        5,
+        6,
+        7,
+        9,
+    ]
+    before = dict(top_k(index.sparse_scores(["tea", "3"], visible), 20))
+    moved = index.compact()
+    assert moved.tolist() == [0, -1, 1, 2, -1, 3, 4, 5, -1, 6]
+    after = dict(top_k(index.sparse_scores(["tea", "3"], index.visible(None)), 20))
+    assert {int(moved[p]): s for p, s in before.items()} == pytest.approx(after)
+    assert index.size == 7
+    assert index.removed == 0
+
+
+def test_top_k_breaks_ties_by_position_and_skips_minus_infinity() -> None:
+    scores = np.array([1.0, 3.0, -np.inf, 3.0, 2.0], dtype=np.float32)
+    assert top_k(scores, 3) == [(1, 3.0), (3, 3.0), (4, 2.0)]
+    assert top_k(scores, 10) == [(1, 3.0), (3, 3.0), (4, 2.0), (0, 1.0)]
+    assert top_k(np.full(4, -np.inf, dtype=np.float32), 2) == []
+
+
+def test_adding_mismatched_lengths_is_refused() -> None:
+    with pytest.raises(ValueError, match="differ in length"):
+        SearchIndex(2).add(np.zeros((2, 2)), [["a"]], ["global", "global"])
