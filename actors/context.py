@@ -23,6 +23,8 @@ from memory.formats import Block
 from memory.keywords import expresses_preference, extract_keywords, mentions_personal
 from memory.recall import format_recalled
 from memory.scoring import (
+    CompositeWeights,
+    RelevanceWeights,
     composite_score,
     frequency_score,
     normalized_rrf,
@@ -64,16 +66,38 @@ class ContextBuilder:
         self.store, self._embedder, self._keeper = store, embedder, keeper
         self.settings, self._clock = settings, clock
         self._boosts = {c.name: c.retrieval_boost for c in settings.categories}
+        self._relevance = RelevanceWeights(
+            keyword=settings.score_keyword,
+            category=settings.score_category,
+            recency=settings.score_recency,
+            frequency=settings.score_frequency,
+            confidence=settings.score_confidence,
+            topic_boost=settings.topic_boost,
+        )
+        self._composite = CompositeWeights(
+            relevance=settings.recall_relevance,
+            importance=settings.recall_importance,
+            recency=settings.recall_recency,
+            confidence=settings.recall_confidence,
+        )
 
     async def recall_facts(
         self, user_id: str, query: str, *, scope: str | None, limit: int, topic: str | None = None
     ) -> list[ScoredFact]:
         """The user's best active facts for ``query``, best first (score desc, created_at
-        desc, id asc). Raises ``MnemoError`` when the embedder or store fails."""
+        desc, id asc). Seed 001: the topic's words join the query, and a message that
+        expresses a preference recalls every preference fact as a candidate. Empty when
+        nothing matches. Raises ``MnemoError`` when the embedder or store fails."""
         text = f"{query} {topic}" if topic else query
         [vector] = await self._embedder.embed([text])
+        preference = expresses_preference(query)
         hits = await self.store.facts.search_facts(
-            user_id, text, vector, k=_CANDIDATES, scope=scope
+            user_id,
+            text,
+            vector,
+            k=_CANDIDATES,
+            scope=scope,
+            categories=[c for c, b in self._boosts.items() if b != 1.0] if preference else (),
         )
         scored = self.score(hits, query=query, topic=topic, limit=_CANDIDATES)
         return scored[:limit]
@@ -81,35 +105,42 @@ class ContextBuilder:
     def score(
         self, hits: Sequence[FactHit], *, query: str, topic: str | None, limit: int
     ) -> list[ScoredFact]:
-        """Seed 001's relevance and seed 002's composite score, averaged."""
+        """Seed 001's relevance and seed 002's composite score, averaged.
+
+        Seed 001: ``keyword_score`` is the search's (BM25 scaled to 0..1, or the share of
+        keywords matched when full-text analysis is unavailable); a category's boost (1.5
+        for ``preference``) applies when the message expresses a preference; memories
+        that mention the current topic get 1.3x. Seed 002: relevance is the normalized
+        RRF of the vector and text ranks (``limit + 1`` for a side that missed).
+        """
         now = self._clock.now()
-        keywords = [k.casefold() for k in extract_keywords(query)]
+        half_life = self.settings.recency_half_life_days
         topic_words = [k.casefold() for k in extract_keywords(topic)] if topic else []
         preference = expresses_preference(query)
-        most = max((h[0].fact.access_count for h in hits), default=0)
+        most = max((h.stored.fact.access_count for h in hits), default=0)
         out = []
-        for stored, dense_rank, text_rank in hits:
-            fact = stored.fact
+        for hit in hits:
+            fact = hit.stored.fact
             body = fact.content.casefold()
-            matched = sum(1 for k in keywords if k in body)
-            keyword = matched / len(keywords) if keywords else 0.0
-            boost = self._boosts.get(fact.category, 1.0)
-            if fact.category == "preference" and not preference:
-                boost = 1.0
-            recency = recency_score(fact.last_accessed or fact.last_seen, now)
+            boost = self._boosts.get(fact.category, 1.0) if preference else 1.0
+            recency = recency_score(
+                fact.last_accessed or fact.last_seen, now, half_life_days=half_life
+            )
             seed001 = relevance_score(
-                keyword=keyword,
+                keyword=hit.keyword_score,
                 category_boost=boost,
                 recency=recency,
                 frequency=frequency_score(fact.access_count, most),
                 confidence=fact.confidence,
                 on_topic=any(w in body for w in topic_words),
+                weights=self._relevance,
             )
             seed002 = composite_score(
-                relevance=normalized_rrf(rrf_score(dense_rank, text_rank, limit=limit)),
+                relevance=normalized_rrf(rrf_score(hit.dense_rank, hit.text_rank, limit=limit)),
                 importance=fact.importance,
                 recency=recency,
                 effective_confidence=effective_confidence(fact, now),
+                weights=self._composite,
             )
             out.append(ScoredFact(fact, 0.5 * seed001 + 0.5 * seed002))
         out.sort(key=lambda s: formats.rank_key(s.score, s.fact))
@@ -222,8 +253,7 @@ async def chat_context(
                 )
             ]
             if not found["facts"]:
-                _, total = await builder.store.facts.list_facts(user_id, limit=1, offset=0)
-                found["welcome"] = total == 0
+                found["welcome"] = not await builder.store.facts.facts_of(user_id)
         except MnemoError as exc:
             _log.warning("no facts for chat of user %s: %s", user_id, exc)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -69,8 +70,16 @@ ScoredMessage = tuple[ArchivedMessage, float]
 Page = tuple[list[ArchivedMessage], int]
 
 
-#: A fact found by search: (fact and vector, rank by vector, rank by text), ranks from 1.
-FactHit = tuple[Stored, int | None, int | None]
+@dataclass(frozen=True, slots=True)
+class FactHit:
+    """A fact found by search: its rank by vector and by text (from 1; None where that
+    side did not find it) and seed 001's ``keyword_score`` (0..1: BM25 over the best
+    BM25 of the search, or the share of the query's keywords it contains)."""
+
+    stored: Stored
+    dense_rank: int | None
+    text_rank: int | None
+    keyword_score: float = 0.0
 
 
 class FactStore(Protocol):
@@ -105,8 +114,18 @@ class FactStore(Protocol):
     async def clear_facts(self, user_id: str) -> int: ...
 
     async def search_facts(
-        self, user_id: str, text: str, vector: Sequence[float], *, k: int, scope: str | None
-    ) -> list[FactHit]: ...
+        self,
+        user_id: str,
+        text: str,
+        vector: Sequence[float],
+        *,
+        k: int,
+        scope: str | None,
+        categories: Sequence[str] = (),
+    ) -> list[FactHit]:
+        """Active facts found by vector and by text (each side ``k`` deep), plus every
+        active fact of ``categories`` (seed 001's category-based candidate recall)."""
+        ...
 
     async def notes_of(
         self, user_id: str, app_id: str, *, limit: int | None = None

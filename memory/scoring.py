@@ -57,14 +57,14 @@ def frequency_score(access_count: int, max_count: int) -> float:
 
 @dataclass(frozen=True, slots=True)
 class RelevanceWeights:
-    """Seed 001's weights and boosts."""
+    """Seed 001's weights and its current-topic boost (the preference boost of 1.5 is the
+    ``preference`` category's ``retrieval_boost`` in the taxonomy)."""
 
     keyword: float = 0.4
     category: float = 0.2
     recency: float = 0.15
     frequency: float = 0.1
     confidence: float = 0.15
-    preference_boost: float = 1.5
     topic_boost: float = 1.3
 
 

@@ -85,6 +85,21 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     retry_interval: float = 300.0
     #: Seed 001's MEMORY_RETRIEVAL_LIMIT: facts put into a chat prompt.
     retrieval_limit: int = 5
+    #: Seed 001's relevance weights: keyword, category boost, recency, frequency, confidence;
+    #: and its boost for memories on the session's current topic.
+    score_keyword: float = 0.4
+    score_category: float = 0.2
+    score_recency: float = 0.15
+    score_frequency: float = 0.1
+    score_confidence: float = 0.15
+    topic_boost: float = 1.3
+    #: Seed 002's recall weights: relevance, importance, recency, effective confidence.
+    recall_relevance: float = 0.4
+    recall_importance: float = 0.3
+    recall_recency: float = 0.2
+    recall_confidence: float = 0.1
+    #: Half-life (days) of recency in both scores.
+    recency_half_life_days: float = 7.0
     #: The chat model's context size when Ollama does not say (tokens).
     chat_context_tokens: int = 8192
     #: Compaction starts when the prompt reaches this share of the context (seed 004).

@@ -136,7 +136,14 @@ class MemoryFacts:
         return len(mine)
 
     async def search_facts(
-        self, user_id: str, text: str, vector: Sequence[float], *, k: int, scope: str | None
+        self,
+        user_id: str,
+        text: str,
+        vector: Sequence[float],
+        *,
+        k: int,
+        scope: str | None,
+        categories: Sequence[str] = (),
     ) -> list[FactHit]:
         active = [
             s
@@ -147,13 +154,21 @@ class MemoryFacts:
             active, key=lambda s: -sum(a * b for a, b in zip(s.vector, vector, strict=True))
         )
         words = set(text.lower().split())
-        sparse = [s for s in active if words & set(s.fact.content.lower().split())]
+        matched = {s.fact.id: len(words & set(s.fact.content.lower().split())) for s in active}
+        sparse = sorted(
+            (s for s in active if matched[s.fact.id]), key=lambda s: -matched[s.fact.id]
+        )
         hits: dict[str, list[Any]] = {}
         for rank, s in enumerate(dense[:k], 1):
             hits[s.fact.id] = [s, rank, None]
         for rank, s in enumerate(sparse[:k], 1):
             hits.setdefault(s.fact.id, [s, None, None])[2] = rank
-        return [(s, d, t) for s, d, t in hits.values()]
+        for s in active:
+            if s.fact.category in categories:
+                hits.setdefault(s.fact.id, [s, None, None])
+        return [
+            FactHit(s, d, t, matched[s.fact.id] / max(len(words), 1)) for s, d, t in hits.values()
+        ]
 
     async def notes_of(
         self, user_id: str, app_id: str, *, limit: int | None = None

@@ -104,7 +104,9 @@ async def test_without_the_analyzer_search_matches_keywords_instead(
     hits = await store.search_messages("u1", "where is Lyon", nowhere, k=2)
     assert hits[0][0].text == "we moved to Lyon"
     facts = await store.facts.search_facts("u1", "Mochi", nowhere, k=5, scope=None)
-    assert [(s.fact.id, text_rank) for s, _, text_rank in facts] == [("fact_0000000a", 1)]
+    assert [(h.stored.fact.id, h.text_rank, h.keyword_score) for h in facts] == [
+        ("fact_0000000a", 1, 1.0)
+    ]
 
 
 async def test_fact_search_follows_edits_supersession_and_deletion(store: LanceStore) -> None:
@@ -118,7 +120,7 @@ async def test_fact_search_follows_edits_supersession_and_deletion(store: LanceS
         found = await store.facts.search_facts(
             "u1", query, _embedder.embed_one(query), k=5, scope=None
         )
-        return sorted(s.fact.id for s, _, text_rank in found if text_rank is not None)
+        return sorted(h.stored.fact.id for h in found if h.text_rank is not None)
 
     assert await text_hits("tea") == ["fact_00000001"]
     coffee = msgspec.structs.replace(tea, content="User drinks black coffee")

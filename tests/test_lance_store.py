@@ -258,11 +258,14 @@ async def test_a_message_is_found_by_its_speakers_name_and_the_message_it_answer
     )
     noise = [message(n, f"Something else entirely, number {n}") for n in range(3, 30)]
     await put(store, question, answer, *noise)
-    by_name = await store.search_messages("u1", "Caroline", _embedder.embed_one("Caroline"), k=1)
-    by_question = await store.search_messages("u1", "weekend", _embedder.embed_one("weekend"), k=2)
-    assert [m.id for m, _ in by_name] == [answer.id]
+    # The hash embedder's vector side ranks the noise arbitrarily, and with seed 002's rule a
+    # hit found by text alone scores like the vector side's second: look a few deep.
+    by_name = await store.search_messages("u1", "Caroline", _embedder.embed_one("Caroline"), k=2)
+    by_question = await store.search_messages("u1", "weekend", _embedder.embed_one("weekend"), k=5)
+    assert answer.id in [m.id for m, _ in by_name]
     assert answer.id in [m.id for m, _ in by_question]
-    assert by_name[0][0].text == "Yes, we went camping by the lake!"  # stored as said
+    said = next(m for m, _ in by_name if m.id == answer.id)
+    assert said.text == "Yes, we went camping by the lake!"  # stored as said
 
 
 async def test_a_store_from_before_search_texts_is_migrated_on_open(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ import sys
 from array import array
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Generic, Protocol, TypeVar, cast
 
@@ -41,9 +42,17 @@ _log = logging.getLogger("mnemo.store")
 _THREAD_FROM = 20_000
 _meta_decoder: msgspec.json.Decoder[dict[str, Any]] = msgspec.json.Decoder(dict[str, Any])
 
-#: Positions best first: by vector and by text (BM25, or keyword counts when the analyzer
-#: is unavailable), each list at most ``depth`` long.
-Ranked = tuple[list[int], list[int]]
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """Positions best first by vector and by text (BM25, or keyword counts when the
+    analyzer is unavailable), each list at most ``depth`` long; and each text hit's
+    seed 001 ``keyword_score`` in 0..1 (BM25 over the best BM25, or the share of the
+    query's keywords it contains)."""
+
+    dense: list[int]
+    sparse: list[int]
+    keyword: dict[int, float]
 
 
 class _Sized(Protocol):
@@ -169,7 +178,7 @@ async def hybrid_ranks(
     gives None), text ranks count the ``keywords()`` each of ``texts()`` contains (seed
     001's LIKE fallback)."""
     mask = index.visible(scope)
-    found: dict[str, list[int]] = {}
+    found: dict[str, Any] = {}
 
     async def dense() -> None:
         if index.size >= _THREAD_FROM:
@@ -182,14 +191,19 @@ async def hybrid_ranks(
         terms = await query()
         if terms is not None:
             scores = index.sparse_scores(terms.terms, mask, prefixes=terms.prefixes)
+            best = top_k(scores, depth)
+            most = best[0][1] if best else 1.0
         else:
-            scores = _keyword_counts(texts(), keywords(), mask)
-        found["sparse"] = [p for p, _ in top_k(scores, depth)]
+            wanted = keywords()
+            best = top_k(_keyword_counts(texts(), wanted, mask), depth)
+            most = float(max(len(wanted), 1))
+        found["sparse"] = [p for p, _ in best]
+        found["keyword"] = {p: score / most for p, score in best}
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(sparse)
         tg.start_soon(dense)
-    return found["dense"], found["sparse"]
+    return Ranked(found["dense"], found["sparse"], found["keyword"])
 
 
 def _keyword_counts(
@@ -208,16 +222,16 @@ def _keyword_counts(
 
 def fused(ranked: Ranked, *, depth: int) -> list[tuple[int, float]]:
     """Reciprocal rank fusion of both lists (k = 60; a position found by one side only
-    takes rank ``depth + 1`` on the other, seed 002), best first, ties by position."""
-    dense, sparse = ranked
+    takes rank ``depth + 1`` on the other), best first; ties by vector rank, then
+    position (seed 002)."""
     ranks: dict[int, list[int | None]] = {}
-    for rank, position in enumerate(dense, 1):
+    for rank, position in enumerate(ranked.dense, 1):
         ranks[position] = [rank, None]
-    for rank, position in enumerate(sparse, 1):
+    for rank, position in enumerate(ranked.sparse, 1):
         ranks.setdefault(position, [None, None])[1] = rank
-    scored = [(p, rrf_score(d, s, limit=depth)) for p, (d, s) in ranks.items()]
-    scored.sort(key=lambda item: (-item[1], item[0]))
-    return scored
+    scored = [(p, rrf_score(d, s, limit=depth), d or depth + 1) for p, (d, s) in ranks.items()]
+    scored.sort(key=lambda item: (-item[1], item[2], item[0]))
+    return [(p, score) for p, score, _ in scored]
 
 
 _STRING_COLUMNS = ("session_id", "scope", "role", "speaker", "text", "meta", "source_id")
@@ -369,3 +383,16 @@ class FactEntry:
 
     def texts(self) -> list[str]:
         return [self.facts[i].fact.content for i in self.order]
+
+    def stored(self, position: int) -> Stored:
+        return self.facts[self.order[position]]
+
+    def of_categories(self, categories: Sequence[str], scope: str | None) -> list[int]:
+        """Positions of the facts in ``categories`` that a read with ``scope`` sees."""
+        wanted = set(categories)
+        return [
+            p
+            for p, ident in enumerate(self.order)
+            if (fact := self.facts[ident].fact).category in wanted
+            and (scope is None or fact.scope in ("global", scope))
+        ]

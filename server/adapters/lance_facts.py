@@ -264,13 +264,20 @@ class LanceFacts:
         return count
 
     async def search_facts(
-        self, user_id: str, text: str, vector: Sequence[float], *, k: int, scope: str | None
+        self,
+        user_id: str,
+        text: str,
+        vector: Sequence[float],
+        *,
+        k: int,
+        scope: str | None,
+        categories: Sequence[str] = (),
     ) -> list[FactHit]:
-        """Active facts by exact cosine and by BM25 (keyword counts when the analyzer fails):
-        (fact, vector rank, text rank), ranks from 1, each side at most ``k`` deep."""
+        """Active facts by exact cosine and by BM25 (keyword counts when the analyzer fails),
+        each side ``k`` deep, plus the active facts of ``categories`` in the scope."""
         user_filter(user_id)
         held = await self._indexed(user_id)
-        dense, sparse = await hybrid_ranks(
+        ranked = await hybrid_ranks(
             held.index,
             vector,
             lambda: self._query(text),
@@ -279,12 +286,18 @@ class LanceFacts:
             depth=k,
             scope=scope,
         )
-        ranks: dict[str, list[Any]] = {}
-        for rank, position in enumerate(dense, 1):
-            ranks[held.order[position]] = [rank, None]
-        for rank, position in enumerate(sparse, 1):
-            ranks.setdefault(held.order[position], [None, None])[1] = rank
-        return [(held.facts[i], dr, sr) for i, (dr, sr) in ranks.items()]
+        ranks: dict[int, list[int | None]] = {}
+        for rank, position in enumerate(ranked.dense, 1):
+            ranks[position] = [rank, None]
+        for rank, position in enumerate(ranked.sparse, 1):
+            ranks.setdefault(position, [None, None])[1] = rank
+        if categories:
+            for position in held.of_categories(categories, scope):
+                ranks.setdefault(position, [None, None])
+        return [
+            FactHit(held.stored(p), dense, text_rank, ranked.keyword.get(p, 0.0))
+            for p, (dense, text_rank) in ranks.items()
+        ]
 
     async def _query(self, text: str) -> QueryTerms | None:
         if not text.strip():
