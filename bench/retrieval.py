@@ -10,8 +10,11 @@ search). Besides its messages every user holds ``--facts-per-user`` active facts
 Stores are real LanceDB directories in a temp dir, built through ``LanceStore``:
 messages from LoCoMo's word distribution with random unit vectors
 (``bench.synthetic``), appended 50,000 rows at a time, then ``optimize()`` (so
-the full-text index covers every row). Queries are LoCoMo questions embedded
-with the bundled ONNX MiniLM. Timed one at a time, per query:
+the full-text index covers every row). The store is then opened again, as a
+server starts, and each user's memories are loaded into the in-memory search
+index (``LanceStore.warm``, what a session's start does): those load times are
+reported apart. Queries are LoCoMo questions embedded with the bundled ONNX
+MiniLM. Timed one at a time, per query, users picked at random:
 
 - ``search_messages`` (k=10) and ``search_facts`` (k=50, as the context builder
   asks) with a precomputed query vector;
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
 import random
 import tempfile
@@ -41,7 +45,6 @@ from typing import Any, cast
 import anyio
 import lancedb
 import numpy as np
-from lancedb.index import HnswSq
 
 from actors.context import ContextBuilder, chat_context
 from actors.keeper import FactKeeper
@@ -51,7 +54,6 @@ from bench.common import RESULTS, machine, percentiles, write_result
 from bench.retrieval_report import METRICS, table, write_plot
 from bench.synthetic import LOCOMO, Corpus, RandomEmbedder, Vectors, facts, messages, mixed_vectors
 from schemas.settings import Settings
-from server.adapters.lance_common import user_filter
 from server.adapters.lance_store import LanceStore
 from server.adapters.onnx_embedder import OnnxMiniLmEmbedder
 from server.app import SystemClock
@@ -162,50 +164,6 @@ async def _unindexed(path: str) -> dict[str, int]:
     return out
 
 
-async def _ann(
-    path: str, onnx: OnnxMiniLmEmbedder, queries: list[tuple[str, str, list[float]]]
-) -> dict[str, Any]:
-    """An IVF_HNSW_SQ index on ``messages.vector`` (one partition: plain HNSW). Recall@10
-    of the user-filtered vector search against exact search and its latency (ids only),
-    at the default ``ef`` and at ``ef`` 100; then ``search_messages`` on a store
-    reopened with the index (the adapter sets no ``ef``)."""
-    db: Any = await lancedb.connect_async(path)
-    table: Any = await db.open_table("messages")
-    started = time.perf_counter()
-    await table.create_index("vector", config=HnswSq(distance_type="cosine", num_partitions=1))
-    build_s = time.perf_counter() - started
-    recalls: dict[str, list[float]] = {"default": [], "ef100": []}
-    dense_ms: dict[str, list[float]] = {"default": [], "ef100": []}
-    for user, _, vector in queries[_WARM:]:
-        exact = await _top10(table.vector_search(vector).bypass_vector_index(), user)
-        for ef, found in recalls.items():
-            query = table.vector_search(vector)
-            started = time.perf_counter()
-            approx = await _top10(query if ef == "default" else query.ef(100), user)
-            dense_ms[ef].append((time.perf_counter() - started) * 1000)
-            found.append(len(exact & approx) / max(1, len(exact)))
-    table.close()
-    db.close()
-    store = LanceStore(path, embedder=RandomEmbedder(_DIM))
-    await store.open()
-    samples = await _measure(store, onnx, queries, ("search_messages_ms", "embed_search_ms"))
-    await store.aclose()
-    return {
-        "index": "IVF_HNSW_SQ, 1 partition, cosine",
-        "build_s": build_s,
-        **{f"recall_at_10_{ef}": sum(r) / len(r) for ef, r in recalls.items()},
-        **{f"recall_at_10_{ef}_min": min(r) for ef, r in recalls.items()},
-        **{f"vector_only_{ef}_ms": percentiles(v) for ef, v in dense_ms.items()},
-        **{key: percentiles(v) for key, v in samples.items()},
-    }
-
-
-async def _top10(query: Any, user: str) -> set[str]:
-    where = user_filter(user)
-    rows = await query.where(where).distance_type("cosine").select(["id"]).limit(10).to_list()
-    return {r["id"] for r in rows}
-
-
 async def _measure(
     store: LanceStore,
     onnx: OnnxMiniLmEmbedder,
@@ -271,11 +229,17 @@ async def _scenario(
         store = LanceStore(tmp, embedder=RandomEmbedder(_DIM))
         await store.open()
         build = await _build(store, corpus, basis, size, users, args.facts_per_user)
+        await store.aclose()
         unindexed = await _unindexed(tmp)
+        store = LanceStore(tmp, embedder=RandomEmbedder(_DIM), cache_bytes=args.cache_mb << 20)
+        await store.open()
+        started = time.perf_counter()
+        load_ms = [await _timed(functools.partial(store.warm, u)) for u in users]
+        warm_s = time.perf_counter() - started
+        index_mb = store.index_bytes() / 2**20
         load = _load()
         samples = await _measure(store, onnx, queries)
         await store.aclose()
-        ann = await _ann(tmp, onnx, queries) if size // n_users >= args.ann_from else None
     result: dict[str, Any] = {
         "rows": size,
         "users": n_users,
@@ -283,8 +247,10 @@ async def _scenario(
         "facts": n_users * args.facts_per_user,
         "build": build,
         "unindexed_rows": unindexed,
+        "index_load_ms": percentiles(load_ms),
+        "index_load_all_s": warm_s,
+        "index_mb": index_mb,
         "load_before_queries": load,
-        "ann": ann,
     }
     result.update({key: percentiles(samples[key]) for key in METRICS})
     return result
@@ -330,7 +296,7 @@ def main() -> None:
     parser.add_argument("--ingest-rows", type=int, default=20_000)
     parser.add_argument("--ingest-onnx-rows", type=int, default=2_000)
     parser.add_argument(
-        "--ann-from", type=int, default=100_000, help="also try ANN at this many rows per user"
+        "--cache-mb", type=int, default=4096, help="MNEMO_CACHE_MB of the measured store"
     )
     parser.add_argument("--locomo", type=Path, default=LOCOMO)
     args = parser.parse_args()
@@ -345,6 +311,7 @@ def main() -> None:
         "load_before": load_before,
         "load_after": _load(),
         "lancedb": lancedb.__version__,
+        "cache_mb": args.cache_mb,
     }
     path = write_result("retrieval", result)
     plot = RESULTS / "retrieval.png"

@@ -19,7 +19,8 @@ METRICS = {
 def table(result: dict[str, Any]) -> list[str]:
     setup = result["setup"]
     lines = [
-        f"retrieval: {setup['queries']} LoCoMo questions per size, one at a time; "
+        f"retrieval: {setup['queries']} LoCoMo questions per size, one at a time, from "
+        "in-memory indexes; "
         f"{setup['cores']} cores, {setup['cpu']}; load {setup['load_before']:.2f} -> "
         f"{setup['load_after']:.2f}",
         "stored memory = archived message; + up to "
@@ -36,23 +37,12 @@ def table(result: dict[str, Any]) -> list[str]:
             + "  ".join(f"{c:>20}" for c in cells)
         )
     for s in result["scenarios"]:
-        if (ann := s["ann"]) is not None:
-            m, es = ann["search_messages_ms"], ann["embed_search_ms"]
-            lines.append(
-                f"{s['rows']:,} rows, {s['users']} user, ANN {ann['index']} "
-                f"(built in {ann['build_s']:.0f} s): recall@10 vs exact"
-            )
-            for ef in ("default", "ef100"):
-                v = ann[f"vector_only_{ef}_ms"]
-                lines.append(
-                    f"  ef {ef.removeprefix('ef'):<8} recall {ann[f'recall_at_10_{ef}']:.3f} "
-                    f"(min {ann[f'recall_at_10_{ef}_min']:.1f}); vector search alone "
-                    f"p50/p95 {v['p50']:.1f}/{v['p95']:.1f} ms"
-                )
-            lines.append(
-                f"  search_messages with it (default ef) p50/p95 {m['p50']:.1f}/{m['p95']:.1f}, "
-                f"embed+search {es['p50']:.1f}/{es['p95']:.1f} ms"
-            )
+        load = s["index_load_ms"]
+        lines.append(
+            f"{s['rows']:,} rows: loading {s['users']} user(s) into memory took "
+            f"{s['index_load_all_s']:.1f} s (per user p50 {load['p50']:.0f} ms, max "
+            f"{load['max']:.0f} ms), {s['index_mb']:,.0f} MiB of index"
+        )
     e = result["query_embedding_ms"]
     lines.append(
         f"query embedding (ONNX MiniLM, {result['query_words']:.1f} words): "
@@ -87,11 +77,6 @@ def write_plot(result: dict[str, Any], path: Path) -> None:
         p50 = [s[key]["p50"] for s in scenarios]
         (line,) = ax.plot(labels, p95, marker="o", label=f"{name} p95")
         ax.plot(labels, p50, marker=".", linestyle=":", color=line.get_color(), label=f"{name} p50")
-    for i, s in enumerate(scenarios):
-        if s["ann"] is not None:
-            ann_p95 = s["ann"]["embed_search_ms"]["p95"]
-            ax.scatter([i], [ann_p95], marker="x", color="green", zorder=3)
-            ax.annotate("embed+search p95 with ANN", (i, ann_p95), fontsize=7)
     targets = {100_000: 20.0, 1_000_000: 40.0}
     for i, s in enumerate(scenarios):
         if s["rows"] in targets:

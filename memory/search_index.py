@@ -55,7 +55,7 @@ class _Grow:
     __slots__ = ("data", "size")
 
     def __init__(self, dtype: type[np.generic], fill: float | bool = 0) -> None:
-        self.data = np.full(16, fill, dtype=dtype)
+        self.data = np.full(0, fill, dtype=dtype)
         self.size = 0
 
     def extend(self, values: npt.ArrayLike) -> None:
@@ -77,7 +77,7 @@ class SearchIndex:
 
     def __init__(self, dim: int) -> None:
         self.dim = dim
-        self._vectors = np.zeros((16, dim), dtype=np.float32)
+        self._vectors = np.zeros((0, dim), dtype=np.float32)
         self._size = 0
         self._lengths = _Grow(np.float32)
         self._alive = _Grow(np.bool_)
@@ -113,6 +113,13 @@ class SearchIndex:
 
     # -- writing ---------------------------------------------------------------
 
+    def reserve(self, documents: int) -> None:
+        """Make room for this many documents in all (a bulk load: no regrowing)."""
+        if documents > len(self._vectors):
+            grown = np.zeros((documents, self.dim), dtype=np.float32)
+            grown[: self._size] = self._vectors[: self._size]
+            self._vectors = grown
+
     def add(
         self, vectors: npt.ArrayLike, terms: Sequence[Sequence[str]], scopes: Sequence[str]
     ) -> int:
@@ -131,10 +138,8 @@ class SearchIndex:
             grown[:first] = self._vectors[:first]
             self._vectors = grown
         self._vectors[first:need] = matrix
-        lengths = []
-        for offset, words in enumerate(terms):
-            lengths.append(len(words))
-            self._post(first + offset, words)
+        lengths = [len(words) for words in terms]
+        self._post(first, terms, lengths)
         self._lengths.extend(lengths)
         self._alive.extend(np.ones(n, dtype=np.bool_))
         self._scopes.extend([self._scope_code(s) for s in scopes])
@@ -146,20 +151,34 @@ class SearchIndex:
     def _scope_code(self, scope: str) -> int:
         return self._scope_codes.setdefault(scope, len(self._scope_codes))
 
-    def _post(self, position: int, words: Sequence[str]) -> None:
-        counts: dict[str, int] = {}
-        for word in words:
-            counts[word] = counts.get(word, 0) + 1
-        for word, count in counts.items():
-            term = self._terms.get(word)
-            if term is None:
-                term = self._terms[word] = len(self._docs)
-                self._docs.append(array("i"))
-                self._counts.append(array("i"))
-                self._vocabulary_bytes += len(word) + 250  # the key, two arrays, a dict slot
-            self._docs[term].append(position)
-            self._counts[term].append(count)
-        self._postings += len(counts)
+    def _post(self, first: int, terms: Sequence[Sequence[str]], lengths: list[int]) -> None:
+        """Append the postings of documents ``first, first + 1, ...``: a term's documents
+        stay in position order. One dictionary lookup per word; the counting is NumPy's."""
+        vocabulary, ids = self._terms, []
+        for words in terms:
+            for word in words:
+                term = vocabulary.get(word)
+                if term is None:
+                    term = vocabulary[word] = len(self._docs)
+                    self._docs.append(array("i"))
+                    self._counts.append(array("i"))
+                    self._vocabulary_bytes += len(word) + 250  # key, two arrays, dict slot
+                ids.append(term)
+        if not ids:
+            return
+        docs = np.repeat(np.arange(first, first + len(terms), dtype=np.int64), lengths)
+        pairs, counts = np.unique(np.asarray(ids, dtype=np.int64) << 32 | docs, return_counts=True)
+        term_of = pairs >> 32
+        doc_of = (pairs & 0xFFFFFFFF).astype(np.int32)
+        counts = counts.astype(np.int32)
+        starts = np.flatnonzero(np.r_[True, term_of[1:] != term_of[:-1]])
+        ends = np.r_[starts[1:], len(pairs)]
+        for term, start, end in zip(
+            term_of[starts].tolist(), starts.tolist(), ends.tolist(), strict=True
+        ):
+            self._docs[term].frombytes(doc_of[start:end].tobytes())
+            self._counts[term].frombytes(counts[start:end].tobytes())
+        self._postings += len(pairs)
 
     def remove(self, position: int) -> None:
         """Forget the document at ``position`` (no-op if already removed)."""

@@ -48,12 +48,15 @@ class Analyzer:
         self._separator: str | None = None
         self._queries: OrderedDict[str, QueryTerms] = OrderedDict()
 
-    async def _tokens(self, text: str) -> list[str]:
+    async def _raw(self, text: str) -> Any:
+        """LanceDB's tokens (``FtsToken``: ``text``, ``position``) of ``text``."""
         try:
-            found = await self._table.tokenize(text, column=self._column)
+            return await self._table.tokenize(text, column=self._column)
         except (OSError, RuntimeError, ValueError) as exc:
             raise AnalyzerUnavailable(f"full-text analyzer of {self._column}: {exc}") from exc
-        return [token.text for token in found]
+
+    async def _tokens(self, text: str) -> list[str]:
+        return [token.text for token in await self._raw(text)]
 
     async def analyze(self, texts: Sequence[str]) -> list[list[str]]:
         """The terms of each text, in order."""
@@ -76,13 +79,17 @@ class Analyzer:
     async def _analyze_chunk(self, texts: list[str]) -> list[list[str]]:
         if len(texts) == 1:
             return [await self._tokens(texts[0])]
-        tokens = await self._tokens(f" {_SEPARATOR} ".join(texts))
-        out: list[list[str]] = [[]]
+        tokens = await self._raw(f" {_SEPARATOR} ".join(texts))
+        separator = self._separator
+        current: list[str] = []
+        out = [current]
         for token in tokens:
-            if token == self._separator:
-                out.append([])
+            text = token.text
+            if text == separator:
+                current = []
+                out.append(current)
             else:
-                out[-1].append(token)
+                current.append(text)
         if len(out) != len(texts):  # the separator was split or dropped after all
             _log.warning("analyzer separator lost; analyzing %d texts one by one", len(texts))
             return [await self._tokens(t) for t in texts]

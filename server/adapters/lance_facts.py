@@ -144,9 +144,12 @@ class LanceFacts:
         rows = await self._gate.read(self._facts.query().where(where).select(_FACT_COLUMNS).to_list)
         return FactEntry(self._dim, map(_stored, rows))
 
+    def index_bytes(self) -> int:
+        return self._cache.bytes
+
     async def warm(self, user_id: str) -> None:
-        """Load the user's active facts into memory ahead of their first search."""
-        await self._cache.get(user_id)
+        """Load and index the user's active facts ahead of their first search."""
+        await self._indexed(user_id)
 
     async def facts_of(self, user_id: str, *, active_only: bool = True) -> list[Stored]:
         if active_only:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import lancedb
 import msgspec
 import numpy as np
@@ -124,6 +125,8 @@ def _message(row: dict[str, Any]) -> ArchivedMessage:
 
 _COLUMNS = [f.name for f in _messages_schema(1, "") if f.name not in ("vector", "search_text")]
 _log = logging.getLogger("mnemo.store")
+#: Rows of a user's messages indexed between two yields to the event loop.
+_LOAD_SLICE = 4096
 
 
 def _add(
@@ -301,26 +304,28 @@ class LanceStore:
             return None
 
     async def _load_messages(self, user_id: str) -> MessageEntry:
-        """Read all of a user's messages into a new in-memory index."""
+        """Read all of a user's messages into a new in-memory index, a slice at a time so
+        the event loop keeps serving other sessions meanwhile."""
         columns = [*_COLUMNS, "search_text", "vector"]
         where = user_filter(user_id)
         table = await self._gate.read(self._messages.query().where(where).select(columns).to_arrow)
         entry = MessageEntry(self._dim)
-        if not table.num_rows:
-            return entry
-        data: dict[str, list[Any]] = {
-            name: table[name].to_pylist() for name in _COLUMNS if name not in ("at", "user_id")
-        }
-        micros = pc.cast(table["at"], pa.int64()).to_numpy()
-        data["at"] = (micros / 1e6).tolist()
-        vectors = table["vector"].combine_chunks().flatten().to_numpy().reshape(-1, self._dim)
-        try:
-            terms = await self._analyze(table["search_text"].to_pylist())
-        except AnalyzerUnavailable as exc:
-            _log.warning("indexing user %s without full-text terms: %s", user_id, exc)
-            terms = [[] for _ in range(table.num_rows)]
-            entry.degraded = True
-        entry.add(data, vectors, terms)
+        entry.index.reserve(table.num_rows)
+        for start in range(0, table.num_rows, _LOAD_SLICE):
+            part = table.slice(start, _LOAD_SLICE)
+            data: dict[str, list[Any]] = {
+                name: part[name].to_pylist() for name in _COLUMNS if name not in ("at", "user_id")
+            }
+            data["at"] = (pc.cast(part["at"], pa.int64()).to_numpy() / 1e6).tolist()
+            vectors = part["vector"].combine_chunks().flatten().to_numpy().reshape(-1, self._dim)
+            try:
+                terms = await self._analyze(part["search_text"].to_pylist())
+            except AnalyzerUnavailable as exc:
+                _log.warning("indexing user %s without full-text terms: %s", user_id, exc)
+                terms = [[] for _ in range(part.num_rows)]
+                entry.degraded = True
+            entry.add(data, vectors, terms)
+            await anyio.lowlevel.checkpoint()
         return entry
 
     async def list_messages(self, user_id: str, *, limit: int, offset: int) -> Page:
@@ -412,6 +417,10 @@ class LanceStore:
         if held.degraded:
             self._cache.drop(user_id)  # load it again, analyzed, next time
         return [(held.row(p, user_id), score) for p, score in fused(ranked, depth=depth)[:k]]
+
+    def index_bytes(self) -> int:
+        """Memory held by the in-memory search indexes (messages and facts)."""
+        return self._cache.bytes + self.facts.index_bytes()
 
     async def warm(self, user_id: str) -> None:
         """Load the user's messages and facts into memory ahead of their first search."""
