@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from memory.tokens import estimate_tokens
 from schemas.records import ArchivedMessage
@@ -12,6 +13,7 @@ __all__ = [
     "CONTEXT_FORMATS",
     "HEADING",
     "RecalledBlock",
+    "date_label",
     "format_recalled",
     "said",
     "search_text",
@@ -42,12 +44,23 @@ def said(speaker: str, text: str) -> str:
     return f"{speaker}: {' '.join(text.split())}"
 
 
+_MONTHS = (
+    "January February March April May June July August September October November December"
+).split()
+
+
+def date_label(at: datetime) -> str:
+    """``8 May 2023``: how a message's date reads in its search text (UTC)."""
+    return f"{at.day} {_MONTHS[at.month - 1]} {at.year}"
+
+
 def search_text(message: ArchivedMessage) -> str:
-    """What a message is found by (full-text index and embedding): who said it, what they
-    said, and the message it answered. Conversations are about people: a question names
-    them ("When did Caroline...?") while their own words rarely do; and a short answer
-    ("Yes, last week!") means what the message before it asked."""
-    text = said(message.speaker, message.text)
+    """What a message is found by (full-text index and embedding): when it was said, who
+    said it, what they said, and the message it answered. People ask about time ("in May
+    2023"); conversations are about people: a question names them ("When did
+    Caroline...?") while their own words rarely do; and a short answer ("Yes, last
+    week!") means what the message before it asked."""
+    text = f"[{date_label(message.at)}] {said(message.speaker, message.text)}"
     if message.context:
         text += f"\n(after {message.context[:CONTEXT_CHARS]})"
     return text

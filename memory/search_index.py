@@ -42,7 +42,14 @@ def top_k(scores: Floats, k: int) -> list[tuple[int, float]]:
     n = len(values)
     if k <= 0 or not n:
         return []
-    picked = np.argpartition(values, n - k)[n - k :] if n > k else np.arange(n)
+    if n > k:
+        # Partitioning picks arbitrarily among scores equal to the k-th best: take those
+        # above it, then the lowest positions of those equal to it.
+        kth = values[np.argpartition(values, n - k)[n - k :]].min()
+        above = np.flatnonzero(values > kth)
+        picked = np.concatenate([above, np.flatnonzero(values == kth)[: k - len(above)]])
+    else:
+        picked = np.arange(n)
     if positions is not None:
         picked = positions[picked]
     order = np.lexsort((picked, -scores[picked]))

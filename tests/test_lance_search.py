@@ -9,11 +9,13 @@ from typing import Any
 
 import lancedb
 import msgspec
+import numpy as np
 import pytest
 
 from memory.facts import Stored
 from memory.hashing import HashEmbedder
-from server.adapters.lance_store import LanceStore
+from server.adapters.lance_cache import MessageEntry, with_neighbours
+from server.adapters.lance_store import LanceStore, _columns
 from tests.test_facts import make_fact
 from tests.test_lance_store import message, put
 
@@ -134,3 +136,39 @@ async def test_fact_search_follows_edits_supersession_and_deletion(store: LanceS
     await store.facts.delete_facts("u1", ["fact_00000001"], purge_now=False)
     assert await store.facts.facts_of("u1") == []
     assert len(await store.facts.facts_of("u1", active_only=False)) == 1
+
+
+async def test_the_reply_to_a_matching_message_is_lifted_by_it(store: LanceStore) -> None:
+    # The reply says what was asked about only through its neighbour.
+    asked = message(1, "Which mountain did you climb in April?", session="trip")
+    reply = message(2, "Yes, it was cold at the top", session="trip")
+    noise = [message(n, f"unrelated chat {n}", session=f"n{n}") for n in range(3, 12)]
+    await put(store, asked, reply, *noise)
+    nowhere = [0.0] * _embedder.dim
+    hits = await store.search_messages("u1", "mountain climb april", nowhere, k=2)
+    assert [m.id for m, _ in hits] == [asked.id, reply.id]
+
+
+def test_neighbours_follow_time_within_a_session_whatever_the_arrival_order() -> None:
+    entry = MessageEntry(2)
+    rows = [message(3, "c"), message(1, "a"), message(9, "x", session="s2"), message(2, "b")]
+    entry.add(_columns(rows), np.zeros((4, 2)), [[] for _ in rows])
+    first, third, other, second = range(4)  # positions, in arrival order
+    assert entry.neighbours(third) == (-1, second)
+    assert entry.neighbours(second) == (third, first)
+    assert entry.neighbours(first) == (second, -1)
+    assert entry.neighbours(other) == (-1, -1)
+    entry.remove([message(2, "").id])  # splice it out
+    assert entry.neighbours(third) == (-1, first)
+    assert entry.neighbours(first) == (third, -1)
+    entry.add(_columns([message(4, "d")]), np.zeros((1, 2)), [[]])
+    assert entry.neighbours(first) == (third, 4)
+    assert entry.neighbours(4) == (first, -1)
+
+
+def test_a_share_of_the_better_neighbour_lifts_a_message() -> None:
+    links = {0: (-1, 1), 1: (0, 2), 2: (1, -1)}
+    lifted = with_neighbours({0: 1.0, 2: 0.2}, links.__getitem__, 0.5, None)
+    assert lifted == pytest.approx({0: 1.0, 1: 0.5, 2: 0.2})
+    hidden = np.array([True, False, True])
+    assert 1 not in with_neighbours({0: 1.0}, links.__getitem__, 0.5, hidden)

@@ -110,7 +110,7 @@ def test_token_bucket_allows_a_burst_then_the_rate() -> None:
     assert [bucket.take(100.0) for _ in range(4)] == [True, True, True, False]
 
 
-def test_a_search_text_says_who_spoke_and_what_it_answered() -> None:
+def test_a_search_text_says_when_who_spoke_and_what_it_answered() -> None:
     answered = ArchivedMessage(
         id="msg_0000000000000001",
         user_id="u1",
@@ -120,11 +120,12 @@ def test_a_search_text_says_who_spoke_and_what_it_answered() -> None:
         role="other",
         speaker="Caroline",
         text="Yes,\n last   week!",
-        at=datetime(2026, 1, 1, tzinfo=UTC),
+        at=datetime(2023, 5, 8, 13, 56, tzinfo=UTC),
         context="Melanie: " + "Did you go camping? " * 30,
     )
     text = search_text(answered)
-    assert text.startswith("Caroline: Yes, last week!\n(after Melanie: Did you go camping?")
-    assert len(text) == len("Caroline: Yes, last week!\n(after ") + CONTEXT_CHARS + 1
+    head = "[8 May 2023] Caroline: Yes, last week!\n(after "
+    assert text.startswith(head + "Melanie: Did you go camping?")
+    assert len(text) == len(head) + CONTEXT_CHARS + 1
     alone = msgspec.structs.replace(answered, context="")
-    assert search_text(alone) == "Caroline: Yes, last week!"
+    assert search_text(alone) == "[8 May 2023] Caroline: Yes, last week!"

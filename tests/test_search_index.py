@@ -103,6 +103,8 @@ def test_top_k_breaks_ties_by_position_and_skips_minus_infinity() -> None:
     assert top_k(scores, 3) == [(1, 3.0), (3, 3.0), (4, 2.0)]
     assert top_k(scores, 10) == [(1, 3.0), (3, 3.0), (4, 2.0), (0, 1.0)]
     assert top_k(np.full(4, -np.inf, dtype=np.float32), 2) == []
+    many_equal = np.array([0.0] * 50 + [1.0] + [0.0] * 50, dtype=np.float32)
+    assert top_k(many_equal, 4) == [(50, 1.0), (0, 0.0), (1, 0.0), (2, 0.0)]
 
 
 def test_adding_mismatched_lengths_is_refused() -> None:

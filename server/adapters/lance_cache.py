@@ -35,7 +35,16 @@ from memory.search_index import SearchIndex, top_k
 from schemas.records import ArchivedMessage, Role
 from server.adapters.lance_analyzer import QueryTerms
 
-__all__ = ["FactEntry", "MessageEntry", "Ranked", "UserCache", "hybrid_ranks"]
+__all__ = [
+    "FactEntry",
+    "MessageEntry",
+    "Ranked",
+    "UserCache",
+    "best_first",
+    "fused",
+    "hybrid_ranks",
+    "with_neighbours",
+]
 
 _log = logging.getLogger("mnemo.store")
 #: Above this many documents the matrix product runs in a worker thread (it frees the GIL).
@@ -53,6 +62,8 @@ class Ranked:
     dense: list[int]
     sparse: list[int]
     keyword: dict[int, float]
+    #: Which positions the search could see (None: all).
+    visible: npt.NDArray[np.bool_] | None = None
 
 
 class _Sized(Protocol):
@@ -203,7 +214,7 @@ async def hybrid_ranks(
     async with anyio.create_task_group() as tg:
         tg.start_soon(sparse)
         tg.start_soon(dense)
-    return Ranked(found["dense"], found["sparse"], found["keyword"])
+    return Ranked(found["dense"], found["sparse"], found["keyword"], mask)
 
 
 def _keyword_counts(
@@ -220,18 +231,44 @@ def _keyword_counts(
     return counts
 
 
-def fused(ranked: Ranked, *, depth: int) -> list[tuple[int, float]]:
-    """Reciprocal rank fusion of both lists (k = 60; a position found by one side only
-    takes rank ``depth + 1`` on the other), best first; ties by vector rank, then
-    position (seed 002)."""
+def fused(ranked: Ranked, *, depth: int) -> dict[int, float]:
+    """Reciprocal rank fusion of both lists: ``1/(60 + dense rank) + 1/(60 + text rank)``,
+    a position found by one side only taking rank ``depth + 1`` on the other (seed 002)."""
     ranks: dict[int, list[int | None]] = {}
     for rank, position in enumerate(ranked.dense, 1):
         ranks[position] = [rank, None]
     for rank, position in enumerate(ranked.sparse, 1):
         ranks.setdefault(position, [None, None])[1] = rank
-    scored = [(p, rrf_score(d, s, limit=depth), d or depth + 1) for p, (d, s) in ranks.items()]
-    scored.sort(key=lambda item: (-item[1], item[2], item[0]))
-    return [(p, score) for p, score, _ in scored]
+    return {p: rrf_score(d, s, limit=depth) for p, (d, s) in ranks.items()}
+
+
+def best_first(
+    scores: Mapping[int, float], ranked: Ranked, *, depth: int, k: int
+) -> list[tuple[int, float]]:
+    """The ``k`` best positions: score desc, then vector rank asc (seed 002), then position."""
+    dense = {p: r for r, p in enumerate(ranked.dense, 1)}
+    order = sorted(scores.items(), key=lambda i: (-i[1], dense.get(i[0], depth + 1), i[0]))
+    return order[:k]
+
+
+def with_neighbours(
+    scores: Mapping[int, float],
+    neighbours: Callable[[int], tuple[int, int]],
+    share: float,
+    visible: npt.NDArray[np.bool_] | None,
+) -> dict[int, float]:
+    """Each message also scores ``share`` of its better-scoring neighbour (the message
+    before or after it in its session): an answer sits next to the turn a question
+    matches, and the reply to a matching message often holds what was asked about."""
+    out = dict(scores)
+    for position, score in scores.items():
+        for neighbour in neighbours(position):
+            if neighbour < 0 or (visible is not None and not visible[neighbour]):
+                continue
+            lifted = scores.get(neighbour, 0.0) + share * score
+            if lifted > out.get(neighbour, 0.0):
+                out[neighbour] = lifted
+    return out
 
 
 _STRING_COLUMNS = ("session_id", "scope", "role", "speaker", "text", "meta", "source_id")
@@ -249,12 +286,18 @@ class MessageEntry:
         self._strings: dict[str, list[str]] = {name: [] for name in _STRING_COLUMNS}
         self._turns = array("i")
         self._at = array("d")
+        #: Each message's neighbours in its session, by time (-1: none), and each session's
+        #: last message; rebuilt from scratch when messages arrive out of order.
+        self._prev = array("i")
+        self._next = array("i")
+        self._last: dict[str, int] = {}
+        self._relink = False
         self._text_bytes = 0
         #: Indexed without terms (the analyzer failed): used once, then reloaded.
         self.degraded = False
 
     def nbytes(self) -> int:
-        return self.index.nbytes() + len(self.ids) * 160 + self._text_bytes
+        return self.index.nbytes() + len(self.ids) * 168 + self._text_bytes
 
     def add(
         self,
@@ -281,16 +324,72 @@ class MessageEntry:
             values += map(sys.intern, columns[name]) if name in _INTERNED else columns[name]
         self._turns.extend(columns["turn"])
         self._at.extend(columns["at"])
+        self._link(first, len(columns["id"]))
         self._text_bytes += sum(len(t) + 100 for t in columns["text"])
         self._text_bytes += sum(len(m) for m in columns["meta"])
+
+    def _link(self, first: int, count: int) -> None:
+        sessions, at = self._strings["session_id"], self._at
+        self._prev.extend([-1] * count)
+        self._next.extend([-1] * count)
+        for position in range(first, first + count):
+            session = sessions[position]
+            last = self._last.get(session)
+            if last is not None and at[last] > at[position]:
+                self._relink = True  # older than the session's newest: relink all
+            elif last is not None:
+                self._prev[position], self._next[last] = last, position
+            if last is None or at[last] <= at[position]:
+                self._last[session] = position
+
+    def neighbours(self, position: int) -> tuple[int, int]:
+        """The messages before and after ``position`` in its session (-1: none)."""
+        if self._relink:
+            self._relink_all()
+        return self._prev[position], self._next[position]
+
+    def _relink_all(self) -> None:
+        """Neighbours from scratch: live messages sorted by (session, time, position)."""
+        size = self.index.size
+        alive = self.index.visible(None)
+        codes: dict[str, int] = {}
+        session = np.array(
+            [codes.setdefault(s, len(codes)) for s in self._strings["session_id"]], dtype=np.int64
+        )
+        order = np.lexsort((np.arange(size), np.array(self._at, dtype=np.float64), session))
+        if alive is not None:
+            order = order[alive[order]]
+        prev = np.full(size, -1, dtype=np.int32)
+        after = np.full(size, -1, dtype=np.int32)
+        same = session[order[1:]] == session[order[:-1]]
+        prev[order[1:][same]] = order[:-1][same]
+        after[order[:-1][same]] = order[1:][same]
+        self._prev, self._next = array("i", prev.tobytes()), array("i", after.tobytes())
+        self._last = {self._strings["session_id"][p]: int(p) for p in order}
+        self._relink = False
 
     def remove(self, ids: Iterable[str]) -> None:
         for ident in ids:
             position = self.positions.pop(ident, None)
             if position is not None:
                 self.index.remove(position)
+                self._unlink(position)
         if self.index.removed > max(1024, len(self.index) // 4):
             self._compact()
+
+    def _unlink(self, position: int) -> None:
+        before, after = self._prev[position], self._next[position]
+        if before >= 0:
+            self._next[before] = after
+        if after >= 0:
+            self._prev[after] = before
+        session = self._strings["session_id"][position]
+        if self._last.get(session) == position:
+            if before >= 0:
+                self._last[session] = before
+            else:
+                del self._last[session]
+        self._prev[position] = self._next[position] = -1
 
     def _compact(self) -> None:
         moved = self.index.compact()
@@ -301,6 +400,7 @@ class MessageEntry:
         self._turns = array("i", [self._turns[p] for p in keep])
         self._at = array("d", [self._at[p] for p in keep])
         self.positions = {ident: p for p, ident in enumerate(self.ids)}
+        self._relink_all()
 
     def texts(self) -> list[str]:
         """What the keyword fallback matches: who said it and what."""

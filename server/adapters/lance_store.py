@@ -32,7 +32,14 @@ from memory.keywords import extract_keywords
 from memory.recall import search_text
 from schemas.records import ArchivedMessage, WorkingMemory
 from server.adapters.lance_analyzer import Analyzer, AnalyzerUnavailable, QueryTerms
-from server.adapters.lance_cache import MessageEntry, UserCache, fused, hybrid_ranks
+from server.adapters.lance_cache import (
+    MessageEntry,
+    UserCache,
+    best_first,
+    fused,
+    hybrid_ranks,
+    with_neighbours,
+)
 from server.adapters.lance_common import PurgeGate, quote, quote_all, user_filter
 from server.adapters.lance_facts import LanceFacts
 
@@ -127,6 +134,9 @@ _COLUMNS = [f.name for f in _messages_schema(1, "") if f.name not in ("vector", 
 _log = logging.getLogger("mnemo.store")
 #: Rows of a user's messages indexed between two yields to the event loop.
 _LOAD_SLICE = 4096
+#: Share of a neighbouring message's fused score a message gets (``with_neighbours``):
+#: LoCoMo dev Recall@10 0.723 -> 0.745 at 0.5, flat from 0.35 to 0.7.
+_NEIGHBOUR_SHARE = 0.5
 
 
 def _add(
@@ -400,8 +410,9 @@ class LanceStore:
         self, user_id: str, text: str, vector: Sequence[float], *, k: int, scope: str | None = None
     ) -> list[ScoredMessage]:
         """Hybrid search of the user's in-memory index: exact cosine and BM25, each to depth
-        ``2k``, fused by reciprocal rank (k=60). With a ``scope``, only ``global`` messages
-        and that scope's."""
+        ``2k``, fused by reciprocal rank (k=60); then each message also scores half of its
+        better neighbour's score in its session. With a ``scope``, only ``global``
+        messages and that scope's."""
         user_filter(user_id)
         held = await self._cache.get(user_id)
         depth = 2 * k
@@ -416,7 +427,11 @@ class LanceStore:
         )
         if held.degraded:
             self._cache.drop(user_id)  # load it again, analyzed, next time
-        return [(held.row(p, user_id), score) for p, score in fused(ranked, depth=depth)[:k]]
+        scores = with_neighbours(
+            fused(ranked, depth=depth), held.neighbours, _NEIGHBOUR_SHARE, ranked.visible
+        )
+        best = best_first(scores, ranked, depth=depth, k=k)
+        return [(held.row(p, user_id), score) for p, score in best]
 
     def index_bytes(self) -> int:
         """Memory held by the in-memory search indexes (messages and facts)."""
