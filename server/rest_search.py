@@ -12,7 +12,6 @@ from starlette.routing import Route
 
 from actors.keeper import fact_view
 from actors.mailbox import SessionDeps
-from memory.scoring import normalized_rrf
 from server.http import BadRequest, authenticated, int_param, json
 from server.ws import SESSION_ID
 
@@ -23,7 +22,8 @@ _KINDS = ("all", "facts", "turns")
 
 async def search(request: Request, user_id: str) -> Response:
     """Best first. Facts score by the mean of seed 001's and seed 002's scores; turns by
-    their normalized reciprocal-rank fusion of vector and BM25 ranks (both in 0..1)."""
+    the store's hybrid score: reciprocal-rank fusion of vector and BM25 ranks, lifted by
+    their neighbours (both in 0..1)."""
     query = request.query_params.get("q", "").strip()
     if not query:
         raise BadRequest("q must not be empty")
@@ -35,27 +35,30 @@ async def search(request: Request, user_id: str) -> Response:
     if scope is not None and not SESSION_ID.match(scope):
         raise BadRequest("scope: 1-128 of A-Z a-z 0-9 _ . : -")
     deps: SessionDeps = request.state.deps
-    hits: list[dict[str, Any]] = []
+    found: dict[str, list[dict[str, Any]]] = {"facts": [], "turns": []}
 
     async def facts() -> None:
         for scored in await deps.context.recall_facts(user_id, query, scope=scope, limit=k):
             view = msgspec.to_builtins(fact_view(scored.fact))
-            hits.append({**view, "kind": "fact", "score": scored.score, "text": view["content"]})
+            hit = {**view, "kind": "fact", "score": scored.score, "text": view["content"]}
+            found["facts"].append(hit)
 
     async def turns() -> None:
         [vector] = await deps.embedder.embed([query])
-        found = await deps.store.search_messages(user_id, query, vector, k=k, scope=scope)
-        for message, rrf in found:
+        for message, score in await deps.store.search_messages(
+            user_id, query, vector, k=k, scope=scope
+        ):
             item = msgspec.to_builtins(message)
             del item["user_id"]
-            hits.append({**item, "kind": "turn", "score": normalized_rrf(rrf)})
+            found["turns"].append({**item, "kind": "turn", "score": score})
 
     async with anyio.create_task_group() as tg:
         if kind in ("all", "facts"):
             tg.start_soon(facts)
         if kind in ("all", "turns"):
             tg.start_soon(turns)
-    hits.sort(key=lambda h: (-h["score"], h["id"]))
+    # Each side is best first already; a stable sort keeps its order among equal scores.
+    hits = sorted([*found["facts"], *found["turns"]], key=lambda h: -h["score"])
     return json({"hits": hits[:k]})
 
 

@@ -30,6 +30,7 @@ from actors.errors import ArchiveUnavailable, MnemoError
 from actors.ports import Embedder, Page, ScoredMessage
 from memory.keywords import extract_keywords
 from memory.recall import search_text
+from memory.scoring import rrf_score
 from schemas.records import ArchivedMessage, WorkingMemory
 from server.adapters.lance_analyzer import Analyzer, AnalyzerUnavailable, QueryTerms
 from server.adapters.lance_cache import (
@@ -137,6 +138,8 @@ _LOAD_SLICE = 4096
 #: Share of a neighbouring message's fused score a message gets (``with_neighbours``):
 #: LoCoMo dev Recall@10 0.723 -> 0.745 at 0.5, flat from 0.35 to 0.7.
 _NEIGHBOUR_SHARE = 0.5
+#: The highest score a message can reach (first on both sides, and so is a neighbour).
+_BEST_SCORE = (1.0 + _NEIGHBOUR_SHARE) * rrf_score(1, 1, limit=1)
 
 
 def _add(
@@ -411,7 +414,8 @@ class LanceStore:
     ) -> list[ScoredMessage]:
         """Hybrid search of the user's in-memory index: exact cosine and BM25, each to depth
         ``2k``, fused by reciprocal rank (k=60); then each message also scores half of its
-        better neighbour's score in its session. With a ``scope``, only ``global``
+        better neighbour's score in its session. Scores are scaled to 0..1 (1: first on both
+        sides and next to another such message). With a ``scope``, only ``global``
         messages and that scope's."""
         user_filter(user_id)
         held = await self._cache.get(user_id)
@@ -431,7 +435,7 @@ class LanceStore:
             fused(ranked, depth=depth), held.neighbours, _NEIGHBOUR_SHARE, ranked.visible
         )
         best = best_first(scores, ranked, depth=depth, k=k)
-        return [(held.row(p, user_id), score) for p, score in best]
+        return [(held.row(p, user_id), score / _BEST_SCORE) for p, score in best]
 
     def index_bytes(self) -> int:
         """Memory held by the in-memory search indexes (messages and facts)."""
