@@ -37,13 +37,50 @@ from schemas.llm import PromptMessage
 from schemas.records import Fact
 from schemas.settings import Settings
 
-__all__ = ["FORMAT_NAMES", "ChatContext", "ContextBuilder", "ScoredFact", "chat_context"]
+__all__ = [
+    "FORMAT_NAMES",
+    "ChatContext",
+    "ContextBuilder",
+    "QueryVector",
+    "ScoredFact",
+    "chat_context",
+]
 
 _log = logging.getLogger("mnemo.context")
 
 #: Every name a ``context`` request may give in ``format``.
 FORMAT_NAMES = (*formats.FORMATS, "conversation")
 _CANDIDATES = 50
+
+
+class QueryVector:
+    """A query's embedding, computed once, on the first search's need, and shared by every
+    search that awaits it (a ``VectorSource``): each scores its text side meanwhile.
+    Raises what the embedder raised."""
+
+    def __init__(self, embedder: Embedder, text: str) -> None:
+        self._embedder, self.text = embedder, text
+        self._done: anyio.Event | None = None
+        self._vector: list[float] | None = None
+        self._error: MnemoError | None = None
+
+    async def __call__(self) -> Sequence[float]:
+        while self._vector is None:
+            if self._error is not None:
+                raise self._error
+            if self._done is not None:
+                await self._done.wait()
+                if self._vector is None and self._error is None:
+                    self._done = None  # the search computing it was cancelled: take over
+                continue
+            self._done = done = anyio.Event()
+            try:
+                [self._vector] = await self._embedder.embed([self.text])
+            except MnemoError as exc:
+                self._error = exc
+            finally:
+                done.set()
+        return self._vector
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,15 +118,29 @@ class ContextBuilder:
             confidence=settings.recall_confidence,
         )
 
+    def query_vector(self, text: str) -> QueryVector:
+        """``text``'s embedding, to share between searches (computed on first need)."""
+        return QueryVector(self._embedder, text)
+
     async def recall_facts(
-        self, user_id: str, query: str, *, scope: str | None, limit: int, topic: str | None = None
+        self,
+        user_id: str,
+        query: str,
+        *,
+        scope: str | None,
+        limit: int,
+        topic: str | None = None,
+        vector: QueryVector | None = None,
     ) -> list[ScoredFact]:
         """The user's best active facts for ``query``, best first (score desc, created_at
         desc, id asc). Seed 001: the topic's words join the query, and a message that
         expresses a preference recalls every preference fact as a candidate. Empty when
-        nothing matches. Raises ``MnemoError`` when the embedder or store fails."""
+        nothing matches. ``vector`` is the query's (shared with other searches); with a
+        topic the query and topic are embedded together instead. Raises ``MnemoError``
+        when the embedder or store fails."""
         text = f"{query} {topic}" if topic else query
-        [vector] = await self._embedder.embed([text])
+        if vector is None or topic:
+            vector = self.query_vector(text)
         preference = expresses_preference(query)
         hits = await self.store.facts.search_facts(
             user_id,
@@ -156,14 +207,17 @@ class ContextBuilder:
         scope: str | None,
         topic: str | None = None,
         exclude: frozenset[tuple[str, str]] = frozenset(),
+        vector: QueryVector | None = None,
     ) -> Block:
         """A context block in the named format (see ``FORMAT_NAMES``), never over ``budget``.
 
         The facts it includes count as accessed. ``exclude`` holds (role, text) pairs
-        the prompt already carries, left out of the ``conversation`` format.
+        the prompt already carries, left out of the ``conversation`` format. ``vector``
+        is the query's embedding, shared with other searches.
         """
+        vector = vector or self.query_vector(query)
         try:
-            block = await self._build(user_id, query, format, budget, scope, topic, exclude)
+            block = await self._build(user_id, query, format, budget, scope, topic, exclude, vector)
         except MnemoError as exc:
             _log.warning("context for user %s degraded to empty: %s", user_id, exc)
             return Block("", 0, [])
@@ -183,9 +237,9 @@ class ContextBuilder:
         scope: str | None,
         topic: str | None,
         exclude: frozenset[tuple[str, str]],
+        vector: QueryVector,
     ) -> Block:
         if format == "conversation":
-            [vector] = await self._embedder.embed([query])
             found = await self.store.search_messages(
                 user_id, query, vector, k=8 + len(exclude), scope=scope
             )
@@ -200,7 +254,7 @@ class ContextBuilder:
         facts = [
             s.fact
             for s in await self.recall_facts(
-                user_id, query, scope=scope, limit=_CANDIDATES, topic=topic
+                user_id, query, scope=scope, limit=_CANDIDATES, topic=topic, vector=vector
             )
         ]
         if format == "user-context":
@@ -243,13 +297,19 @@ async def chat_context(
     used = system_tokens + sum(estimate_tokens(m.content) for m in history)
     budget = formats.about_user_budget(context_tokens, used, reserve_for_reply=1024)
     found: dict[str, Any] = {"facts": [], "notes": Block("", 0, [])}
+    vector = builder.query_vector(query)  # embedded once, for the facts and the conversation
 
     async def facts() -> None:
         try:
             found["facts"] = [
                 s.fact
                 for s in await builder.recall_facts(
-                    user_id, query, scope=scope, limit=settings.retrieval_limit, topic=topic
+                    user_id,
+                    query,
+                    scope=scope,
+                    limit=settings.retrieval_limit,
+                    topic=topic,
+                    vector=vector,
                 )
             ]
             if not found["facts"]:
@@ -260,7 +320,13 @@ async def chat_context(
     async def conversation() -> None:
         exclude = frozenset((m.role, m.content) for m in history)
         found["recalled"] = await builder.build(
-            user_id, query, format="conversation", budget=budget, scope=scope, exclude=exclude
+            user_id,
+            query,
+            format="conversation",
+            budget=budget,
+            scope=scope,
+            exclude=exclude,
+            vector=vector,
         )
 
     async def notes() -> None:  # seed 003: an app's conversations see that app's notes

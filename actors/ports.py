@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -21,6 +21,8 @@ __all__ = [
     "ScoredMessage",
     "Store",
     "Stored",
+    "VectorSource",
+    "resolve",
 ]
 
 
@@ -67,6 +69,15 @@ class Clock(Protocol):
 
 
 ScoredMessage = tuple[ArchivedMessage, float]
+#: A query's vector, or a way to get it: a search scores its text side while it waits.
+VectorSource = Sequence[float] | Callable[[], Awaitable[Sequence[float]]]
+
+
+async def resolve(vector: VectorSource) -> Sequence[float]:
+    """The vector of a ``VectorSource``."""
+    return await vector() if callable(vector) else vector
+
+
 Page = tuple[list[ArchivedMessage], int]
 
 
@@ -117,7 +128,7 @@ class FactStore(Protocol):
         self,
         user_id: str,
         text: str,
-        vector: Sequence[float],
+        vector: VectorSource,
         *,
         k: int,
         scope: str | None,
@@ -199,7 +210,7 @@ class Store(Protocol):
     async def clear_messages(self, user_id: str) -> int: ...
 
     async def search_messages(
-        self, user_id: str, text: str, vector: Sequence[float], *, k: int, scope: str | None = None
+        self, user_id: str, text: str, vector: VectorSource, *, k: int, scope: str | None = None
     ) -> list[ScoredMessage]:
         """With a ``scope``: messages of ``global`` and that scope only."""
         ...

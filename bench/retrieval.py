@@ -258,7 +258,7 @@ async def _scenario(
 
 async def _run(args: argparse.Namespace) -> dict[str, Any]:
     corpus = Corpus.load(args.locomo)
-    onnx = OnnxMiniLmEmbedder()
+    onnx = OnnxMiniLmEmbedder(threads=Settings().embed_threads)
     await onnx.warm_up()
     questions = random.Random(0).sample(corpus.questions, min(args.queries, len(corpus.questions)))
     for q in questions[:_WARM]:

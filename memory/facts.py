@@ -15,6 +15,8 @@ from datetime import datetime
 from typing import Any, Literal
 
 import msgspec
+import numpy as np
+import numpy.typing as npt
 
 from memory.decay import decay_rate_for, eviction_score, sweep_fact
 from schemas.llm import ExtractedFact
@@ -30,6 +32,7 @@ __all__ = [
     "Changes",
     "FactPolicy",
     "Stored",
+    "Vector",
     "apply_candidate",
     "apply_candidates",
     "candidate_from_extracted",
@@ -37,6 +40,9 @@ __all__ = [
     "normalize_category",
     "sweep",
 ]
+
+#: An embedding: a list of floats, or float32 NumPy (what the in-memory indexes hold).
+Vector = Sequence[float] | npt.NDArray[np.float32]
 
 #: ``reinforce``: seed 004's merge (+confidence, mention count); ``unchanged``: seed 000's skip.
 DUPLICATE_POLICIES = ("reinforce", "unchanged")
@@ -80,7 +86,7 @@ class Stored:
     """A stored fact and its embedding (unit length)."""
 
     fact: Fact
-    vector: Sequence[float]
+    vector: Vector
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -214,14 +220,14 @@ def _fold(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def _similarity(a: Sequence[float], b: Sequence[float]) -> float:
+def _similarity(a: Vector, b: Vector) -> float:
     # Vectors of another embedder (other length) are never similar.
-    if not a or len(a) != len(b):
+    if len(a) == 0 or len(a) != len(b):
         return 0.0
-    return sum(x * y for x, y in zip(a, b, strict=True))
+    return float(np.dot(np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)))
 
 
-def _most_similar(peers: Iterable[Stored], vector: Sequence[float], floor: float) -> Fact | None:
+def _most_similar(peers: Iterable[Stored], vector: Vector, floor: float) -> Fact | None:
     scored = [(sim, s.fact) for s in peers if (sim := _similarity(s.vector, vector)) >= floor]
     if not scored:
         return None

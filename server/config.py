@@ -84,7 +84,15 @@ def _validate(settings: Settings) -> None:
     for user in [*settings.api_keys.values(), settings.default_user]:
         if not _USER_ID.match(user):
             raise ConfigError(f"invalid user id {user!r}: use 1-64 of A-Z a-z 0-9 _ . @ -")
-    positive = ("idle_timeout", "llm_timeout", "ack_timeout", "mailbox_size", "max_frame_bytes")
+    positive = (
+        "idle_timeout",
+        "llm_timeout",
+        "ack_timeout",
+        "mailbox_size",
+        "max_frame_bytes",
+        "embed_threads",
+        "cache_mb",
+    )
     for name in positive:
         if getattr(settings, name) <= 0:
             raise ConfigError(f"MNEMO_{name.upper()} must be positive")

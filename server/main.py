@@ -29,7 +29,7 @@ def build_embedder(settings: Settings) -> Embedder:
         )
     from server.adapters.onnx_embedder import OnnxMiniLmEmbedder
 
-    return OnnxMiniLmEmbedder()
+    return OnnxMiniLmEmbedder(threads=settings.embed_threads)
 
 
 def build_app(settings: Settings) -> Starlette:

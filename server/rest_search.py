@@ -36,15 +36,17 @@ async def search(request: Request, user_id: str) -> Response:
         raise BadRequest("scope: 1-128 of A-Z a-z 0-9 _ . : -")
     deps: SessionDeps = request.state.deps
     found: dict[str, list[dict[str, Any]]] = {"facts": [], "turns": []}
+    vector = deps.context.query_vector(query)  # embedded once, while the texts are scored
 
     async def facts() -> None:
-        for scored in await deps.context.recall_facts(user_id, query, scope=scope, limit=k):
+        for scored in await deps.context.recall_facts(
+            user_id, query, scope=scope, limit=k, vector=vector
+        ):
             view = msgspec.to_builtins(fact_view(scored.fact))
             hit = {**view, "kind": "fact", "score": scored.score, "text": view["content"]}
             found["facts"].append(hit)
 
     async def turns() -> None:
-        [vector] = await deps.embedder.embed([query])
         for message, score in await deps.store.search_messages(
             user_id, query, vector, k=k, scope=scope
         ):

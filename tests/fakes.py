@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 
 from actors.errors import ArchiveUnavailable, LlmFailure
-from actors.ports import FactHit, Page, ScoredMessage
+from actors.ports import FactHit, Page, ScoredMessage, VectorSource, resolve
 from memory.facts import Stored
 from memory.formats import newest_notes
 from schemas.llm import ChatChunk, PromptMessage
@@ -139,19 +139,20 @@ class MemoryFacts:
         self,
         user_id: str,
         text: str,
-        vector: Sequence[float],
+        vector: VectorSource,
         *,
         k: int,
         scope: str | None,
         categories: Sequence[str] = (),
     ) -> list[FactHit]:
+        query = await resolve(vector)
         active = [
             s
             for s in await self.facts_of(user_id)
             if scope is None or s.fact.scope in ("global", scope)
         ]
         dense = sorted(
-            active, key=lambda s: -sum(a * b for a, b in zip(s.vector, vector, strict=True))
+            active, key=lambda s: -sum(a * b for a, b in zip(s.vector, query, strict=True))
         )
         words = set(text.lower().split())
         matched = {s.fact.id: len(words & set(s.fact.content.lower().split())) for s in active}
@@ -299,7 +300,7 @@ class MemoryStore:
         return before - len(self.messages)
 
     async def search_messages(
-        self, user_id: str, text: str, vector: Sequence[float], *, k: int, scope: str | None = None
+        self, user_id: str, text: str, vector: VectorSource, *, k: int, scope: str | None = None
     ) -> list[ScoredMessage]:
         if self.search_delay:
             await anyio.sleep(self.search_delay)

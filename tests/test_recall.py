@@ -3,7 +3,7 @@ the keyword fallback, preference recall, the current topic, and an empty result.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -12,7 +12,7 @@ import anyio
 import lancedb
 import pytest
 
-from actors.context import ContextBuilder
+from actors.context import ContextBuilder, chat_context
 from actors.keeper import FactKeeper
 from actors.ports import FactHit
 from actors.writer import ArchiveWriter
@@ -22,7 +22,9 @@ from memory.scoring import recency_score, relevance_score
 from schemas.records import Fact
 from schemas.settings import Settings
 from server.adapters.lance_store import LanceStore
+from server.adapters.onnx_embedder import EmbedderUnavailable
 from tests.test_facts import NOW, make_fact
+from tests.test_lance_store import message, put
 
 pytestmark = pytest.mark.anyio
 
@@ -183,3 +185,46 @@ async def test_no_memories_give_an_empty_recall_and_an_empty_block(
         "nobody", "what do I like?", format="conversation", budget=300, scope=None
     )
     assert conversation.memory_ids == []
+
+
+class _CountingEmbedder(HashEmbedder):
+    """Counts embed calls; fails them all once ``broken`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+        self.broken = False
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls += 1
+        if self.broken:
+            raise EmbedderUnavailable("model file damaged (fake)")
+        return await super().embed(texts)
+
+
+async def test_a_chat_prompt_embeds_its_query_once_for_facts_and_conversation(
+    store: LanceStore,
+) -> None:
+    embedder = _CountingEmbedder()
+    settings, clock = Settings(), _At()
+    await _add(store, _fact(1, "User plays chess"))
+    await put(store, message(1, "we talked about chess openings"))
+    writer = ArchiveWriter(store, embedder)
+    async with anyio.create_task_group() as tg:
+        await tg.start(writer.run)
+        keeper = FactKeeper(store, embedder, writer, settings, clock)
+        builder = ContextBuilder(store, embedder, keeper, settings, clock)
+        found = await chat_context(
+            builder, "u1", "chess?", scope=None, topic=None, history=[], system_tokens=10
+        )
+        assert embedder.calls == 1
+        assert "User plays chess" in found.memory_text
+        assert "chess openings" in found.memory_text
+        embedder.broken = True
+        with pytest.raises(EmbedderUnavailable):  # a MnemoError, not an ExceptionGroup
+            await store.search_messages("u1", "chess", builder.query_vector("chess"), k=3)
+        degraded = await chat_context(
+            builder, "u1", "chess?", scope=None, topic=None, history=[], system_tokens=10
+        )
+        assert degraded.memory_text == ""  # memory helps a reply, never blocks it
+        tg.cancel_scope.cancel()

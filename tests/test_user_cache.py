@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from server.adapters.lance_cache import UserCache
+from server.adapters.lance_cache import Budget, UserCache
 
 pytestmark = pytest.mark.anyio
 
@@ -44,7 +44,7 @@ async def test_many_readers_of_a_cold_user_share_one_load() -> None:
     loader = _Loader()
     loader.store["u1"] = ["a"]
     loader.gate = anyio.Event()
-    cache = UserCache(loader, budget=1000)
+    cache = UserCache(loader, budget=Budget(1000))
     got: list[_Entry] = []
     async with anyio.create_task_group() as tg:
         for _ in range(5):
@@ -65,7 +65,7 @@ async def test_writes_during_a_load_are_replayed_onto_the_loaded_entry() -> None
     loader = _Loader()
     loader.store["u1"] = ["a"]
     loader.gate = anyio.Event()
-    cache = UserCache(loader, budget=1000)
+    cache = UserCache(loader, budget=Budget(1000))
     async with anyio.create_task_group() as tg:
         tg.start_soon(cache.get, "u1")
         await loader.started.wait()
@@ -78,7 +78,7 @@ async def test_writes_during_a_load_are_replayed_onto_the_loaded_entry() -> None
 
 async def test_writes_for_users_not_held_are_ignored_and_read_later_from_the_store() -> None:
     loader = _Loader()
-    cache = UserCache(loader, budget=1000)
+    cache = UserCache(loader, budget=Budget(1000))
     cache.apply("u1", lambda e: e.items.append("lost"))
     loader.store["u1"] = ["from store"]
     assert (await cache.get("u1")).items == ["from store"]
@@ -88,7 +88,7 @@ async def test_a_user_dropped_during_their_load_is_loaded_again_next_time() -> N
     loader = _Loader()
     loader.store["u1"] = ["old"]
     loader.gate = anyio.Event()
-    cache = UserCache(loader, budget=1000)
+    cache = UserCache(loader, budget=Budget(1000))
     async with anyio.create_task_group() as tg:
         tg.start_soon(cache.get, "u1")
         await loader.started.wait()
@@ -103,7 +103,7 @@ async def test_a_user_dropped_during_their_load_is_loaded_again_next_time() -> N
 async def test_a_failed_load_raises_and_the_next_reader_loads_again() -> None:
     loader = _Loader()
     loader.fail = 1
-    cache = UserCache(loader, budget=1000)
+    cache = UserCache(loader, budget=Budget(1000))
     with pytest.raises(OSError, match="disk error"):
         await cache.get("u1")
     assert not cache.holds("u1")
@@ -112,7 +112,7 @@ async def test_a_failed_load_raises_and_the_next_reader_loads_again() -> None:
 
 async def test_past_the_budget_the_least_recently_used_users_are_evicted() -> None:
     loader = _Loader()
-    cache = UserCache(loader, budget=30)
+    cache = UserCache(loader, budget=Budget(30))
     for user in ("a", "b", "c"):
         await cache.get(user)
     await cache.get("a")  # now b is the least recently used
@@ -122,3 +122,22 @@ async def test_past_the_budget_the_least_recently_used_users_are_evicted() -> No
     big = _Entry([], size=100)
     assert cache.insert("e", big) is big  # one entry over the budget is still kept
     assert [u for u in "abcde" if cache.holds(u)] == ["e"]
+
+
+async def test_caches_sharing_a_budget_evict_whichever_user_was_used_longest_ago() -> None:
+    budget = Budget(30)
+    messages, facts = UserCache(_Loader(), budget=budget), UserCache(_Loader(), budget=budget)
+    await messages.get("a")
+    await facts.get("a")
+    await messages.get("b")
+    await messages.get("a")  # the facts of a are now the oldest
+    await facts.get("c")
+    assert (messages.holds("a"), messages.holds("b"), facts.holds("a"), facts.holds("c")) == (
+        True,
+        True,
+        False,
+        True,
+    )
+    assert budget.total == messages.bytes + facts.bytes == 30
+    messages.drop("b")
+    assert budget.total == 20

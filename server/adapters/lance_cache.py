@@ -29,6 +29,8 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from actors.errors import MnemoError
+from actors.ports import VectorSource, resolve
 from memory.facts import Stored
 from memory.scoring import rrf_score
 from memory.search_index import SearchIndex, top_k
@@ -36,6 +38,7 @@ from schemas.records import ArchivedMessage, Role
 from server.adapters.lance_analyzer import QueryTerms
 
 __all__ = [
+    "Budget",
     "FactEntry",
     "MessageEntry",
     "Ranked",
@@ -81,19 +84,47 @@ class _Loading(Generic[E]):
         self.stale = False
 
 
-class UserCache(Generic[E]):
-    """Per-user entries, loaded on first use, least recently used evicted past ``budget``
-    bytes. ``apply`` keeps loaded (and loading) entries current."""
+class Budget:
+    """Memory shared by caches: past ``limit`` bytes, the least recently used entry of any
+    of them is evicted (never the one being charged)."""
 
-    def __init__(self, load: Callable[[str], Awaitable[E]], *, budget: int) -> None:
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.total = 0
+        self._order: OrderedDict[tuple[int, str], UserCache[Any]] = OrderedDict()
+
+    def touch(self, cache: UserCache[Any], user_id: str) -> None:
+        self._order.move_to_end((id(cache), user_id))
+
+    def charge(self, cache: UserCache[Any], user_id: str, delta: int) -> None:
+        key = (id(cache), user_id)
+        self._order[key] = cache
+        self._order.move_to_end(key)
+        self.total += delta
+        while self.total > self.limit and len(self._order) > 1:
+            (_, oldest), owner = self._order.popitem(last=False)
+            self.total -= owner.evict(oldest)
+            _log.debug("evicted a memory index of user %s", oldest)
+
+    def forget(self, cache: UserCache[Any], user_id: str, size: int) -> None:
+        if self._order.pop((id(cache), user_id), None) is not None:
+            self.total -= size
+
+
+class UserCache(Generic[E]):
+    """Per-user entries, loaded on first use, kept within a shared ``Budget`` (least
+    recently used first out). ``apply`` keeps loaded (and loading) entries current."""
+
+    def __init__(self, load: Callable[[str], Awaitable[E]], *, budget: Budget) -> None:
         self._load, self._budget = load, budget
-        self._entries: OrderedDict[str, E] = OrderedDict()
+        self._entries: dict[str, E] = {}
         self._sizes: dict[str, int] = {}
         self._loading: dict[str, _Loading[E]] = {}
         self._total = 0
 
     @property
     def bytes(self) -> int:
+        """Memory held by this cache's entries."""
         return self._total
 
     def __len__(self) -> int:
@@ -108,7 +139,7 @@ class UserCache(Generic[E]):
         while True:
             entry = self._entries.get(user_id)
             if entry is not None:
-                self._entries.move_to_end(user_id)
+                self._budget.touch(self, user_id)
                 return entry
             loading = self._loading.get(user_id)
             if loading is None:
@@ -155,28 +186,29 @@ class UserCache(Generic[E]):
 
     def drop(self, user_id: str) -> None:
         """Forget the user's entry; a load under way is used once but not kept."""
-        if self._entries.pop(user_id, None) is not None:
-            self._total -= self._sizes.pop(user_id)
+        if user_id in self._entries:
+            self._budget.forget(self, user_id, self.evict(user_id))
         if (loading := self._loading.get(user_id)) is not None:
             loading.stale = True
 
+    def evict(self, user_id: str) -> int:
+        """Drop the user's entry (the budget's call); returns the bytes it held."""
+        del self._entries[user_id]
+        size = self._sizes.pop(user_id)
+        self._total -= size
+        return size
+
     def _account(self, user_id: str, entry: E) -> None:
         size = entry.nbytes()
-        self._total += size - self._sizes.get(user_id, 0)
+        delta = size - self._sizes.get(user_id, 0)
         self._sizes[user_id] = size
-        while self._total > self._budget and len(self._entries) > 1:
-            oldest = next(iter(self._entries))
-            if oldest == user_id:
-                self._entries.move_to_end(user_id)
-                oldest = next(iter(self._entries))
-            del self._entries[oldest]
-            self._total -= self._sizes.pop(oldest)
-            _log.debug("evicted the memory index of user %s", oldest)
+        self._total += delta
+        self._budget.charge(self, user_id, delta)
 
 
 async def hybrid_ranks(
     index: SearchIndex,
-    vector: Sequence[float],
+    vector: VectorSource,
     query: Callable[[], Awaitable[QueryTerms | None]],
     texts: Callable[[], Sequence[str]],
     keywords: Callable[[], Sequence[str]],
@@ -185,17 +217,22 @@ async def hybrid_ranks(
     scope: str | None,
 ) -> Ranked:
     """Exact vector ranks and BM25 ranks under one scope filter, computed at once: the
-    query's analysis runs while the vectors are scored. When the analysis fails (``query``
-    gives None), text ranks count the ``keywords()`` each of ``texts()`` contains (seed
-    001's LIKE fallback)."""
+    query's analysis and its text side run while its vector is computed and scored.
+    When the analysis fails (``query`` gives None), text ranks count the ``keywords()``
+    each of ``texts()`` contains (seed 001's LIKE fallback)."""
     mask = index.visible(scope)
     found: dict[str, Any] = {}
 
     async def dense() -> None:
+        try:
+            query = await resolve(vector)
+        except MnemoError as exc:  # raised after the group, not wrapped in an ExceptionGroup
+            found["error"] = exc
+            return
         if index.size >= _THREAD_FROM:
-            scores = await anyio.to_thread.run_sync(index.dense_scores, vector, mask)
+            scores = await anyio.to_thread.run_sync(index.dense_scores, query, mask)
         else:
-            scores = index.dense_scores(vector, mask)
+            scores = index.dense_scores(query, mask)
         found["dense"] = [p for p, _ in top_k(scores, depth)]
 
     async def sparse() -> None:
@@ -214,6 +251,8 @@ async def hybrid_ranks(
     async with anyio.create_task_group() as tg:
         tg.start_soon(sparse)
         tg.start_soon(dense)
+    if "error" in found:
+        raise found["error"]
     return Ranked(found["dense"], found["sparse"], found["keyword"], mask)
 
 
@@ -424,12 +463,19 @@ class MessageEntry:
         )
 
 
+def _compact(stored: Stored) -> Stored:
+    """The fact with its vector as float32 (a list of Python floats is six times larger)."""
+    if isinstance(stored.vector, np.ndarray) and stored.vector.dtype == np.float32:
+        return stored
+    return Stored(stored.fact, np.asarray(stored.vector, dtype=np.float32))
+
+
 class FactEntry:
     """One user's active facts, and an index over them rebuilt when their texts change."""
 
     def __init__(self, dim: int, facts: Iterable[Stored]) -> None:
         self.dim = dim
-        self.facts: dict[str, Stored] = {s.fact.id: s for s in facts}
+        self.facts: dict[str, Stored] = {s.fact.id: _compact(s) for s in facts}
         #: fact id -> (the content its terms are of, the terms).
         self.terms: dict[str, tuple[str, list[str]]] = {}
         self.index = SearchIndex(dim)
@@ -437,7 +483,8 @@ class FactEntry:
         self.dirty = True
 
     def nbytes(self) -> int:
-        return len(self.facts) * (self.dim * 8 + 1200) + self.index.nbytes()
+        # A Fact struct with its strings and datetimes is ~1.5 KB; its vector float32.
+        return len(self.facts) * (self.dim * 4 + 1500) + self.index.nbytes()
 
     def put(self, items: Iterable[Stored]) -> None:
         """Upsert facts; one that is no longer active leaves the entry."""
@@ -448,7 +495,7 @@ class FactEntry:
                 if self.facts.pop(fact.id, None) is not None:
                     self.dirty = True
                 continue
-            self.facts[fact.id] = stored
+            self.facts[fact.id] = _compact(stored)
             if old is None or old.fact.content != fact.content or old.fact.scope != fact.scope:
                 self.dirty = True
 

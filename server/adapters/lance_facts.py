@@ -13,16 +13,17 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
+import numpy as np
 import pyarrow as pa
 from lancedb.index import FTS, BTree
 
-from actors.ports import FactHit
-from memory.facts import Stored
+from actors.ports import FactHit, VectorSource
+from memory.facts import Stored, Vector
 from memory.formats import newest_notes
 from memory.keywords import extract_keywords
 from schemas.records import AppNote, Fact, Progress, UserProfile
 from server.adapters.lance_analyzer import Analyzer, AnalyzerUnavailable, QueryTerms
-from server.adapters.lance_cache import FactEntry, UserCache, hybrid_ranks
+from server.adapters.lance_cache import Budget, FactEntry, UserCache, hybrid_ranks
 from server.adapters.lance_common import PurgeGate, quote, quote_all, user_filter
 
 __all__ = ["LanceFacts"]
@@ -77,7 +78,7 @@ _PROGRESS = pa.schema(
 _FACT_COLUMNS = ["data", "vector"]
 
 
-def _fact_row(fact: Fact, vector: Sequence[float]) -> dict[str, Any]:
+def _fact_row(fact: Fact, vector: Vector) -> dict[str, Any]:
     return {
         "id": fact.id,
         "user_id": fact.user_id,
@@ -87,7 +88,7 @@ def _fact_row(fact: Fact, vector: Sequence[float]) -> dict[str, Any]:
         "content": fact.content,
         "created_at": fact.created_at,
         "data": _json.encode(fact).decode(),
-        "vector": list(vector),
+        "vector": vector.tolist() if isinstance(vector, np.ndarray) else list(vector),
     }
 
 
@@ -105,12 +106,12 @@ class LanceFacts:
     """Implements the ``FactStore`` port on the connection of an opened ``LanceStore``."""
 
     def __init__(
-        self, db: Any, *, dim: int, gate: PurgeGate, analyzer: Analyzer, cache_bytes: int
+        self, db: Any, *, dim: int, gate: PurgeGate, analyzer: Analyzer, budget: Budget
     ) -> None:
         self._db, self._dim, self._gate = db, dim, gate
         self._analyzer = analyzer
         #: Each user's active facts, and an index over them for search.
-        self._cache = UserCache(self._load, budget=cache_bytes)
+        self._cache = UserCache(self._load, budget=budget)
         self._facts: Any = None
         self._notes: Any = None
         self._profiles: Any = None
@@ -143,9 +144,6 @@ class LanceFacts:
         where = f"{user_filter(user_id)} AND validity = 'active'"
         rows = await self._gate.read(self._facts.query().where(where).select(_FACT_COLUMNS).to_list)
         return FactEntry(self._dim, map(_stored, rows))
-
-    def index_bytes(self) -> int:
-        return self._cache.bytes
 
     async def warm(self, user_id: str) -> None:
         """Load and index the user's active facts ahead of their first search."""
@@ -270,7 +268,7 @@ class LanceFacts:
         self,
         user_id: str,
         text: str,
-        vector: Sequence[float],
+        vector: VectorSource,
         *,
         k: int,
         scope: str | None,

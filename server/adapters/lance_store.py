@@ -27,13 +27,14 @@ from lancedb.index import FTS, BTree
 from lancedb.query import ColumnOrdering
 
 from actors.errors import ArchiveUnavailable, MnemoError
-from actors.ports import Embedder, Page, ScoredMessage
+from actors.ports import Embedder, Page, ScoredMessage, VectorSource
 from memory.keywords import extract_keywords
 from memory.recall import search_text
 from memory.scoring import rrf_score
 from schemas.records import ArchivedMessage, WorkingMemory
 from server.adapters.lance_analyzer import Analyzer, AnalyzerUnavailable, QueryTerms
 from server.adapters.lance_cache import (
+    Budget,
     MessageEntry,
     UserCache,
     best_first,
@@ -168,14 +169,15 @@ class LanceStore:
     """Implements the ``Store`` port on a LanceDB directory (or object-store URI)."""
 
     def __init__(self, uri: str | Path, *, embedder: Embedder, cache_bytes: int = 1 << 30) -> None:
-        """``cache_bytes`` bounds the in-memory search indexes (messages get three quarters,
-        facts one); past it, the least recently searched users are evicted."""
+        """``cache_bytes`` bounds the in-memory search indexes (messages and facts together);
+        past it, the least recently used users' indexes are evicted."""
         self._uri = str(uri)
         self._embedder = embedder
-        self._cache_bytes = cache_bytes
         self._dim = 0
         self._schema: pa.Schema | None = None
-        self._cache = UserCache(self._load_messages, budget=cache_bytes - cache_bytes // 4)
+        #: One memory budget for the messages' and the facts' indexes.
+        self._budget = Budget(cache_bytes)
+        self._cache = UserCache(self._load_messages, budget=self._budget)
         self._analyzer: Analyzer | None = None
         self._db: Any = None
         self._messages: Any = None
@@ -234,7 +236,7 @@ class LanceStore:
             dim=self._dim,
             gate=self._gate,
             analyzer=self._analyzer,
-            cache_bytes=self._cache_bytes // 4,
+            budget=self._budget,
         )
         await self._facts.open()
 
@@ -410,7 +412,7 @@ class LanceStore:
         return count
 
     async def search_messages(
-        self, user_id: str, text: str, vector: Sequence[float], *, k: int, scope: str | None = None
+        self, user_id: str, text: str, vector: VectorSource, *, k: int, scope: str | None = None
     ) -> list[ScoredMessage]:
         """Hybrid search of the user's in-memory index: exact cosine and BM25, each to depth
         ``2k``, fused by reciprocal rank (k=60); then each message also scores half of its
@@ -439,7 +441,7 @@ class LanceStore:
 
     def index_bytes(self) -> int:
         """Memory held by the in-memory search indexes (messages and facts)."""
-        return self._cache.bytes + self.facts.index_bytes()
+        return self._budget.total
 
     async def warm(self, user_id: str) -> None:
         """Load the user's messages and facts into memory ahead of their first search."""

@@ -124,6 +124,8 @@ class OnnxMiniLmEmbedder:
         if not texts:
             return []
         limiter = self._limiter
+        if len(texts) == 1:  # a query: one trip to a worker thread, not two
+            return await anyio.to_thread.run_sync(self.embed_sync, texts, limiter=limiter)
         model = self._model
         if model is None:
             model = await anyio.to_thread.run_sync(self._loaded, limiter=limiter)
@@ -191,6 +193,9 @@ def _load(threads: int) -> _Model:
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
+    # Idle pool threads would spin for a while after each run, taking the cores from the
+    # search that follows a query's embedding.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.log_severity_level = 3
     session = onnxruntime.InferenceSession(
         model_bytes, sess_options=options, providers=["CPUExecutionProvider"]
