@@ -18,7 +18,8 @@ MiniLM. Timed one at a time, per query, users picked at random:
 
 - ``search_messages`` (k=10) and ``search_facts`` (k=50, as the context builder
   asks) with a precomputed query vector;
-- embed + ``search_messages``: the end-to-end figure the issue's targets name;
+- embed + ``search_messages``: the end-to-end figure the issue's targets name, as
+  ``GET /memory/search`` runs it (the text side scored while the query embeds);
 - ``chat_context``: the full context build of ``chat`` (facts recall, recalled
   conversation; two query embeddings) on the ONNX embedder.
 
@@ -46,7 +47,7 @@ import anyio
 import lancedb
 import numpy as np
 
-from actors.context import ContextBuilder, chat_context
+from actors.context import ContextBuilder, QueryVector, chat_context
 from actors.keeper import FactKeeper
 from actors.ports import Embedder
 from actors.writer import ArchiveWriter
@@ -199,8 +200,8 @@ def _runs(
     """One query's timed calls, in the keys of ``METRICS``."""
 
     async def embed_search() -> None:
-        [fresh] = await onnx.embed([text])
-        await store.search_messages(user, text, fresh, k=10)
+        # As GET /memory/search does it: the text side is scored while the query embeds.
+        await store.search_messages(user, text, QueryVector(onnx, text), k=10)
 
     return {
         "search_messages_ms": lambda: store.search_messages(user, text, vector, k=10),
