@@ -54,6 +54,8 @@ from actors.writer import ArchiveWriter
 from bench.common import RESULTS, machine, percentiles, write_result
 from bench.retrieval_report import METRICS, table, write_plot
 from bench.synthetic import LOCOMO, Corpus, RandomEmbedder, Vectors, facts, messages, mixed_vectors
+from memory.projection import PROJECT_FROM
+from memory.search_index import top_k
 from schemas.settings import Settings
 from server.adapters.lance_store import LanceStore
 from server.adapters.onnx_embedder import OnnxMiniLmEmbedder
@@ -165,6 +167,24 @@ async def _unindexed(path: str) -> dict[str, int]:
     return out
 
 
+async def _projection_recall(
+    store: LanceStore, users: list[str], queries: list[tuple[str, str, list[float]]]
+) -> dict[str, float] | None:
+    """Recall@10 of the vector side against exact search where users' indexes rank by
+    projection first (``memory.projection``); None where none is that large."""
+    found: list[float] = []
+    for user, _, vector in queries:
+        index = await store.message_index(user)
+        if index.wants_projection or len(index) < PROJECT_FROM:
+            continue
+        exact = {p for p, _ in top_k(index.dense_scores(vector, None, exact=True), 10)}
+        approx = {p for p, _ in top_k(index.dense_scores(vector, None), 10)}
+        found.append(len(exact & approx) / max(1, len(exact)))
+    if not found:
+        return None
+    return {"mean": sum(found) / len(found), "min": min(found), "queries": len(found)}
+
+
 async def _measure(
     store: LanceStore,
     onnx: OnnxMiniLmEmbedder,
@@ -240,6 +260,7 @@ async def _scenario(
         index_mb = store.index_bytes() / 2**20
         load = _load()
         samples = await _measure(store, onnx, queries)
+        recall = await _projection_recall(store, users, queries)
         await store.aclose()
     result: dict[str, Any] = {
         "rows": size,
@@ -252,6 +273,7 @@ async def _scenario(
         "index_load_all_s": warm_s,
         "index_mb": index_mb,
         "load_before_queries": load,
+        "projection_recall_at_10": recall,
     }
     result.update({key: percentiles(samples[key]) for key in METRICS})
     return result

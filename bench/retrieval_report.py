@@ -43,6 +43,11 @@ def table(result: dict[str, Any]) -> list[str]:
             f"{s['index_load_all_s']:.1f} s (per user p50 {load['p50']:.0f} ms, max "
             f"{load['max']:.0f} ms), {s['index_mb']:,.0f} MiB of index"
         )
+        if (recall := s.get("projection_recall_at_10")) is not None:
+            lines.append(
+                f"  vector side ranked by projection first: recall@10 against exact "
+                f"{recall['mean']:.3f} (min {recall['min']:.1f}, {recall['queries']} queries)"
+            )
     e = result["query_embedding_ms"]
     lines.append(
         f"query embedding (ONNX MiniLM, {result['query_words']:.1f} words): "

@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from memory.projection import CANDIDATES, PROJECT_FROM, Projection
+
 __all__ = ["BM25_B", "BM25_K1", "GLOBAL_SCOPE", "SearchIndex", "top_k"]
 
 BM25_K1 = 1.2
@@ -98,6 +100,8 @@ class SearchIndex:
         self._removed = 0
         self._postings = 0
         self._vocabulary_bytes = 0
+        #: Set by ``install`` once the index is large (see ``memory.projection``).
+        self._projection: Projection | None = None
 
     def __len__(self) -> int:
         """Live (not removed) documents."""
@@ -114,8 +118,13 @@ class SearchIndex:
 
     def nbytes(self) -> int:
         """About how much memory the index holds."""
+        projected = self._projection.nbytes() if self._projection is not None else 0
         return int(
-            self._vectors.nbytes + self._size * 9 + self._postings * 8 + self._vocabulary_bytes
+            self._vectors.nbytes
+            + projected
+            + self._size * 9
+            + self._postings * 8
+            + self._vocabulary_bytes
         )
 
     # -- writing ---------------------------------------------------------------
@@ -145,6 +154,8 @@ class SearchIndex:
             grown[:first] = self._vectors[:first]
             self._vectors = grown
         self._vectors[first:need] = matrix
+        if self._projection is not None:
+            self._projection.extend(matrix)
         lengths = [len(words) for words in terms]
         self._post(first, terms, lengths)
         self._lengths.extend(lengths)
@@ -154,6 +165,26 @@ class SearchIndex:
         self._live += n
         self._live_length += sum(lengths)
         return first
+
+    @property
+    def wants_projection(self) -> bool:
+        """Large enough to rank by projection first, and no projection installed yet."""
+        return self._projection is None and self._live >= PROJECT_FROM
+
+    def fit_projection(self) -> Projection:
+        """A projection fitted on (and covering) the vectors held now. Only reads: it may
+        run in a worker thread while documents are added; ``install`` catches up."""
+        size = self._size
+        vectors = self._vectors[:size]
+        projection = Projection.fit(vectors)
+        projection.extend(vectors)
+        return projection
+
+    def install(self, projection: Projection) -> None:
+        """Rank by ``projection`` from now on, projecting what was added since its fit."""
+        if projection.size < self._size:
+            projection.extend(self._vectors[projection.size : self._size])
+        self._projection = projection
 
     def _scope_code(self, scope: str) -> int:
         return self._scope_codes.setdefault(scope, len(self._scope_codes))
@@ -203,6 +234,8 @@ class SearchIndex:
         moved = np.full(self._size, -1, dtype=np.int64)
         moved[keep] = np.arange(int(keep.sum()))
         self._vectors = self._vectors[: self._size][keep].copy()
+        if self._projection is not None:
+            self._projection.keep(keep)
         for grow in (self._lengths, self._alive, self._scopes):
             kept = grow.view()[keep].copy()
             grow.data, grow.size = kept, len(kept)
@@ -233,13 +266,40 @@ class SearchIndex:
             mask &= (codes == 0) | (codes == wanted)
         return mask
 
-    def dense_scores(self, vector: npt.ArrayLike, mask: npt.NDArray[np.bool_] | None) -> Floats:
-        """Cosine similarity of every position to ``vector``; -inf where ``mask`` is False."""
-        matrix = self._vectors[: self._size]
-        scores: Floats = matrix @ np.asarray(vector, dtype=np.float32)
-        if mask is not None:
-            scores[~mask] = -np.inf
+    def dense_scores(
+        self, vector: npt.ArrayLike, mask: npt.NDArray[np.bool_] | None, *, exact: bool = False
+    ) -> Floats:
+        """Cosine similarity of every position to ``vector``; -inf where ``mask`` is False.
+        With a projection installed (and not ``exact``), only the projection's candidates
+        are scored (exactly) and the rest are -inf."""
+        query = np.asarray(vector, dtype=np.float32)
+        # The positions the mask covers: documents may be added meanwhile (another thread).
+        size = len(mask) if mask is not None else self._size
+        matrix = self._vectors[:size]
+        projection = self._projection
+        if exact or projection is None or projection.size < size:
+            scores: Floats = matrix @ query
+            if mask is not None:
+                scores[~mask] = -np.inf
+            return scores
+        found = projection.candidates(query, mask, CANDIDATES, size)
+        scores = np.full(size, -np.inf, dtype=np.float32)
+        scores[found] = matrix[found] @ query
         return scores
+
+    def dense_top(
+        self, vector: npt.ArrayLike, mask: npt.NDArray[np.bool_] | None, k: int
+    ) -> list[tuple[int, float]]:
+        """``top_k`` of ``dense_scores``, without scoring every position where a
+        projection picks the candidates. Only reads: may run in a worker thread."""
+        query = np.asarray(vector, dtype=np.float32)
+        size = len(mask) if mask is not None else self._size
+        projection = self._projection
+        if projection is None or projection.size < size:
+            return top_k(self.dense_scores(query, mask), k)
+        found = projection.candidates(query, mask, CANDIDATES, size)
+        exact = self._vectors[:size][found] @ query
+        return [(int(found[i]), score) for i, score in top_k(exact, k)]
 
     def sparse_scores(
         self,

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from memory.projection import PROJECT_FROM
 from memory.search_index import BM25_B, BM25_K1, SearchIndex, top_k
 
 
@@ -32,6 +33,7 @@ def test_dense_ranking_is_exact_cosine_over_every_document() -> None:
     query = _unit(rng, 1, 32)[0]
     expected = np.argsort(-(vectors @ query), kind="stable")[:25].tolist()
     assert [p for p, _ in top_k(index.dense_scores(query, None), 25)] == expected
+    assert [p for p, _ in index.dense_top(query, None, 25)] == expected
 
 
 def test_bm25_scores_match_the_okapi_formula_by_hand() -> None:
@@ -110,3 +112,30 @@ def test_top_k_breaks_ties_by_position_and_skips_minus_infinity() -> None:
 def test_adding_mismatched_lengths_is_refused() -> None:
     with pytest.raises(ValueError, match="differ in length"):
         SearchIndex(2).add(np.zeros((2, 2)), [["a"]], ["global", "global"])
+
+
+def test_a_large_index_ranks_by_projection_first_and_keeps_the_exact_order() -> None:
+    rng = np.random.default_rng(3)
+    centers = _unit(rng, 64, 192)
+    picks = rng.integers(0, 64, PROJECT_FROM)
+    vectors = centers[picks] + 0.5 * _unit(rng, PROJECT_FROM, 192)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = SearchIndex(192)
+    index.add(vectors[:-1], [[] for _ in range(PROJECT_FROM - 1)], ["global"] * (PROJECT_FROM - 1))
+    assert not index.wants_projection
+    index.add(vectors[-1:], [[]], ["global"])
+    assert index.wants_projection
+    fitted = index.fit_projection()
+    late = _unit(rng, 1, 192)
+    index.add(late, [[]], ["global"])  # added while the fit ran: install catches up
+    index.install(fitted)
+    assert not index.wants_projection
+    found = []
+    for query in [*_unit(rng, 20, 192), late[0]]:
+        exact = [p for p, _ in top_k(index.dense_scores(query, None, exact=True), 10)]
+        approx = top_k(index.dense_scores(query, None), 10)
+        assert index.dense_top(query, None, 10) == approx
+        found.append(len(set(exact) & {p for p, _ in approx}) / 10)
+        assert [s for _, s in approx] == sorted((s for _, s in approx), reverse=True)
+    assert sum(found) / len(found) >= 0.95
+    assert top_k(index.dense_scores(late[0], None), 1)[0][0] == PROJECT_FROM

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+
 from actors.errors import MnemoError
 
 __all__ = ["Analyzer", "AnalyzerUnavailable", "QueryTerms"]
@@ -47,6 +49,7 @@ class Analyzer:
         self._table, self._column = table, column
         self._separator: str | None = None
         self._queries: OrderedDict[str, QueryTerms] = OrderedDict()
+        self._pending: dict[str, anyio.Event] = {}
 
     async def _raw(self, text: str) -> Any:
         """LanceDB's tokens (``FtsToken``: ``text``, ``position``) of ``text``."""
@@ -97,14 +100,27 @@ class Analyzer:
 
     async def query(self, text: str) -> QueryTerms:
         """A query's terms; ``word*`` asks for every term starting with ``word`` (seed 001's
-        prefix match, which the full-text index itself does not offer)."""
-        cached = self._queries.get(text)
-        if cached is not None:
-            self._queries.move_to_end(text)
-            return cached
-        prefixes = tuple(dict.fromkeys(m.casefold() for m in _PREFIX.findall(text)))
-        rest = _PREFIX.sub(" ", text)
-        terms = tuple(await self._tokens(rest)) if rest.strip() else ()
+        prefix match, which the full-text index itself does not offer). The searches of
+        one query (facts, conversation) share one analysis."""
+        while True:
+            cached = self._queries.get(text)
+            if cached is not None:
+                self._queries.move_to_end(text)
+                return cached
+            pending = self._pending.get(text)
+            if pending is None:
+                break
+            await pending.wait()
+            if text not in self._queries:  # that analysis failed: try it ourselves
+                break
+        self._pending[text] = done = anyio.Event()
+        try:
+            prefixes = tuple(dict.fromkeys(m.casefold() for m in _PREFIX.findall(text)))
+            rest = _PREFIX.sub(" ", text)
+            terms = tuple(await self._tokens(rest)) if rest.strip() else ()
+        finally:
+            del self._pending[text]
+            done.set()
         found = QueryTerms(terms, prefixes)
         self._queries[text] = found
         if len(self._queries) > _QUERY_CACHE:

@@ -230,10 +230,10 @@ async def hybrid_ranks(
             found["error"] = exc
             return
         if index.size >= _THREAD_FROM:
-            scores = await anyio.to_thread.run_sync(index.dense_scores, query, mask)
+            best = await anyio.to_thread.run_sync(index.dense_top, query, mask, depth)
         else:
-            scores = index.dense_scores(query, mask)
-        found["dense"] = [p for p, _ in top_k(scores, depth)]
+            best = index.dense_top(query, mask, depth)
+        found["dense"] = [p for p, _ in best]
 
     async def sparse() -> None:
         terms = await query()
@@ -334,6 +334,22 @@ class MessageEntry:
         self._text_bytes = 0
         #: Indexed without terms (the analyzer failed): used once, then reloaded.
         self.degraded = False
+        self._projecting: anyio.Event | None = None
+
+    async def project(self) -> None:
+        """Once the index is large, fit its projection (``memory.projection``) in a worker
+        thread (a second or so), once however many searches wait for it."""
+        while self.index.wants_projection:
+            if self._projecting is not None:
+                await self._projecting.wait()
+                continue
+            self._projecting = done = anyio.Event()
+            try:
+                fitted = await anyio.to_thread.run_sync(self.index.fit_projection)
+                self.index.install(fitted)
+            finally:
+                self._projecting = None
+                done.set()
 
     def nbytes(self) -> int:
         return self.index.nbytes() + len(self.ids) * 168 + self._text_bytes

@@ -31,6 +31,7 @@ from actors.ports import Embedder, Page, ScoredMessage, VectorSource
 from memory.keywords import extract_keywords
 from memory.recall import search_text
 from memory.scoring import rrf_score
+from memory.search_index import SearchIndex
 from schemas.records import ArchivedMessage, WorkingMemory
 from server.adapters.lance_analyzer import Analyzer, AnalyzerUnavailable, QueryTerms
 from server.adapters.lance_cache import (
@@ -341,6 +342,7 @@ class LanceStore:
                 entry.degraded = True
             entry.add(data, vectors, terms)
             await anyio.lowlevel.checkpoint()
+        await entry.project()
         return entry
 
     async def list_messages(self, user_id: str, *, limit: int, offset: int) -> Page:
@@ -421,6 +423,7 @@ class LanceStore:
         messages and that scope's."""
         user_filter(user_id)
         held = await self._cache.get(user_id)
+        await held.project()
         depth = 2 * k
         ranked = await hybrid_ranks(
             held.index,
@@ -438,6 +441,12 @@ class LanceStore:
         )
         best = best_first(scores, ranked, depth=depth, k=k)
         return [(held.row(p, user_id), score / _BEST_SCORE) for p, score in best]
+
+    async def message_index(self, user_id: str) -> SearchIndex:
+        """The user's in-memory message index, loaded if needed (benchmarks and tests)."""
+        held = await self._cache.get(user_id)
+        await held.project()
+        return held.index
 
     def index_bytes(self) -> int:
         """Memory held by the in-memory search indexes (messages and facts)."""
