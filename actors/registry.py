@@ -7,6 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 import anyio
+import msgspec
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 
@@ -64,6 +65,10 @@ class SessionRegistry:
                         user_id, session_id, limit=self._deps.settings.history_messages
                     )
                     history = [PromptMessage(r.role, r.text) for r in rows if r.role != "other"]
+                    # Snapshots are written every few seconds; the archive has every turn.
+                    archived = max((r.turn for r in rows), default=0)
+                    if archived > memory.turn_count:
+                        memory = msgspec.structs.replace(memory, turn_count=archived)
             except MnemoError as exc:
                 _log.warning("could not load session %s: %s", session_id, exc)
             actor = SessionActor(

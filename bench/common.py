@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "cpu_seconds",
     "free_port",
     "machine",
     "percentiles",
@@ -52,9 +53,9 @@ def machine() -> dict[str, Any]:
 def percentiles(samples: Sequence[float], points: Sequence[int] = (50, 95, 99)) -> dict[str, float]:
     """Nearest-rank percentiles, in the samples' unit."""
     ordered = sorted(samples)
+    out: dict[str, float] = {}
     if not ordered:
-        return {f"p{p}": float("nan") for p in points}
-    out = {}
+        return {**{f"p{p}": float("nan") for p in points}, "mean": float("nan"), "max": 0.0}
     for p in points:
         rank = max(1, -(-p * len(ordered) // 100))
         out[f"p{p}"] = ordered[rank - 1]
@@ -68,6 +69,13 @@ def server_process(env: Mapping[str, str], *, data_dir: str | None = None) -> It
     """``mnemo serve`` in a child process on a free port; yields ``host:port``."""
     with served(env, data_dir=data_dir) as (address, _):
         yield address
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time a process has used so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def rss_kib(pid: int) -> int:

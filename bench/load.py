@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import json
 import multiprocessing
+import os
 import random
 import time
 import urllib.request
@@ -29,6 +30,7 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 
 from bench.common import (
+    cpu_seconds,
     free_port,
     machine,
     percentiles,
@@ -147,6 +149,10 @@ class _Session:
         await self.ws.send(json.dumps({"type": "chat", "id": ident, "content": content}))
 
 
+def _processes(server: int, fake: int) -> dict[str, int]:
+    return {"server": server, "fake_ollama": fake, "client": os.getpid()}
+
+
 def _server_histograms(address: str) -> dict[str, dict[str, float]]:
     """From ``/metrics``: the server's own view of turn → ack and its event-loop lag."""
     request = urllib.request.Request(
@@ -223,7 +229,7 @@ async def _idle_actors(address: str, pid: int, count: int) -> dict[str, Any]:
     }
 
 
-async def _drive(address: str, pid: int, args: argparse.Namespace) -> dict[str, Any]:
+async def _drive(address: str, pid: int, fake_pid: int, args: argparse.Namespace) -> dict[str, Any]:
     tally = _Tally()
     watch = _StoreWatch()
     watcher = asyncio.create_task(watch.follow(address))
@@ -272,9 +278,14 @@ async def _drive(address: str, pid: int, args: argparse.Namespace) -> dict[str, 
             await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
 
     load_started = time.perf_counter()
+    cpu_before = {name: cpu_seconds(p) for name, p in _processes(pid, fake_pid).items()}
     await asyncio.gather(offer(args.rate, "turn"), offer(args.chat_rate, "chat"))
     await asyncio.sleep(3)  # answers in flight
     load_seconds = time.perf_counter() - load_started - 3
+    cpu = {
+        name: (cpu_seconds(p) - cpu_before[name]) / (load_seconds + 3)
+        for name, p in _processes(pid, fake_pid).items()
+    }
     unanswered = sum(len(s.sent) for s in sessions)
     server = _server_histograms(address)
     for s in sessions:
@@ -306,6 +317,7 @@ async def _drive(address: str, pid: int, args: argparse.Namespace) -> dict[str, 
         "rss_kib": {"empty": rss_empty, "connected": rss_connected, "idle_actors": rss_idle},
         "live_actors": {"connected": live_connected, "after_clients_left": live_idle},
         "rss_per_connected_session_kib": (rss_connected - rss_empty) / max(live_connected, 1),
+        "cpu_cores_busy": cpu,
         "idle_actors": idle,
     }
 
@@ -365,7 +377,8 @@ def _one_run(args: argparse.Namespace) -> dict[str, Any]:
             **dict(item.split("=", 1) for item in args.env),
         }
         with served(env) as (address, process):
-            result = asyncio.run(_drive(address, process.pid, args))
+            assert fake.pid is not None
+            result = asyncio.run(_drive(address, process.pid, fake.pid, args))
     finally:
         fake.terminate()
     return result
@@ -383,6 +396,8 @@ def _print(r: dict[str, Any]) -> None:
         row = r[name]
         print(f"  {name:<27} p50 {row['p50']:8.2f}  p99 {row['p99']:8.2f}  max {row['max']:8.2f}")
     print(f"  errors                      {r['errors'] or 0}  unanswered {r['unanswered']}")
+    busy = ", ".join(f"{name} {cores:.2f}" for name, cores in r["cpu_cores_busy"].items())
+    print(f"  cores busy under the load   {busy} (of {os.cpu_count()})")
     for name, h in r["server_side"].items():
         print(
             f"  server {name:<20} p50 ≤ {h['p50_le_ms']} ms, p99 ≤ {h['p99_le_ms']} ms"

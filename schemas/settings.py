@@ -53,8 +53,14 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     writer_linger: float = 0.002
     #: Seconds between two ``optimize()`` runs of the store (compaction + index refresh).
     optimize_interval: float = 60.0
-    #: ... or after this many writes, whichever comes first.
-    optimize_after_writes: int = 100
+    #: ... or after this many writes, whichever comes first. Searches run in memory, so
+    #: fragments only cost the writes themselves: an optimize (seconds of CPU on a big
+    #: table) is not worth running every few seconds under load.
+    optimize_after_writes: int = 1000
+    #: Seconds between two writes of the changed working-memory snapshots (each a merge
+    #: into the store). A resumed session counts its turns from its archive too, so a
+    #: crash loses no turn number, only up to this much of ``set`` state.
+    snapshot_interval: float = 5.0
     #: Versions older than this many seconds are removed by the scheduled optimize.
     cleanup_older_than: float = 3600.0
     #: Memory (MiB) for users' in-memory search indexes; the least recently searched

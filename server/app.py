@@ -97,6 +97,7 @@ def create_app(
             optimize_interval=settings.optimize_interval,
             optimize_after_writes=settings.optimize_after_writes,
             cleanup_older_than=settings.cleanup_older_than,
+            snapshot_interval=settings.snapshot_interval,
             events=events,
         )
         fact_writer = ArchiveWriter(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from dataclasses import dataclass
 
@@ -20,11 +21,25 @@ def user_for_token(settings: Settings, token: str | None) -> str | None:
         return settings.default_user
     if not token:
         return None
-    found = None
-    for key, user in settings.api_keys.items():  # constant time per key: no timing oracle
-        if hmac.compare_digest(key.encode(), token.encode()):
-            found = user
-    return found
+    return _users_by_digest(settings).get(_digest(token))
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
+#: Per ``Settings`` object (kept here, so its id is not reused): its keys by digest.
+_TABLES: dict[int, tuple[Settings, dict[bytes, str]]] = {}
+
+
+def _users_by_digest(settings: Settings) -> dict[bytes, str]:
+    """Keys by their SHA-256: one lookup per request, however many keys, and what a lookup
+    takes tells nothing about how close a wrong token came to a key."""
+    held = _TABLES.get(id(settings))
+    if held is None or held[0] is not settings:
+        table = {_digest(key): user for key, user in settings.api_keys.items()}
+        held = _TABLES[id(settings)] = (settings, table)
+    return held[1]
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,6 +52,8 @@ def serve(args: argparse.Namespace) -> int:
         port=settings.port,
         ws="websockets-sansio",
         ws_max_size=max(4 * settings.max_frame_bytes, 1 << 20),
+        # Frames are small JSON: compressing each costs more CPU than the bytes it saves.
+        ws_per_message_deflate=False,
         lifespan="on",
         log_level="info",
         log_config=None,  # uvicorn's records go through configure_logging's handler

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 from trio.testing import MockClock
 
@@ -293,3 +294,19 @@ async def test_imported_turns_carry_the_turn_before_them_across_batches() -> Non
         "Melanie: Been anywhere?",
         "Caroline: Camping!",
     ]
+
+
+async def test_a_resumed_session_counts_its_turns_from_the_archive_when_its_snapshot_lags() -> None:
+    async with world() as w:
+        for n in (1, 2, 3):
+            await w.ask(Turn(id=f"t{n}", user=f"u{n}", assistant=f"a{n}"))
+        stale = w.memory()
+        assert stale is not None
+        await w.ask(End())
+        # As if the process died after turn 3 was archived, before its snapshot was written.
+        w.store.working[("u1", "s1")] = msgspec.structs.replace(stale, turn_count=1)
+        actor, resumed = await w.registry.open("u1", "s1")
+        [ack] = await w.ask(Turn(id="t4", user="u4", assistant="a4"))
+    assert resumed is True
+    assert ack == Ack(id="t4", turn=4)
+    assert actor.turn_count == 4
