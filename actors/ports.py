@@ -189,7 +189,12 @@ class Store(Protocol):
 
     async def append_messages(
         self, rows: Sequence[ArchivedMessage], vectors: Sequence[Sequence[float]]
-    ) -> None: ...
+    ) -> None:
+        """Return once the rows are durable; every read and search sees them from then on."""
+
+    async def flush_messages(self) -> int:
+        """Move appended rows that are durable elsewhere (a journal) into the table, in bulk;
+        returns how many moved (0 for a store that appends to the table directly)."""
 
     async def list_messages(self, user_id: str, *, limit: int, offset: int) -> Page: ...
 

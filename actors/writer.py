@@ -77,6 +77,9 @@ class ArchiveWriter:
         optimizer: Callable[[float], Awaitable[None]] | None = None,
         cleanup_older_than: float = 3600.0,
         snapshot_interval: float = 1.0,
+        flush: Callable[[], Awaitable[int]] | None = None,
+        flush_interval: float = 1.0,
+        flush_rows: int = 2000,
         events: EventBus | None = None,
         name: str = "archive",
     ) -> None:
@@ -91,6 +94,13 @@ class ArchiveWriter:
         self._cleanup_older_than = cleanup_older_than
         self._snapshot_interval = snapshot_interval
         self._next_snapshot = 0.0
+        #: Moves journaled rows into the table (``Store.flush_messages``): in the
+        #: background, after ``flush_interval`` seconds or ``flush_rows`` rows.
+        self._flush = flush
+        self._flush_interval, self._flush_rows = flush_interval, flush_rows
+        self._unflushed = 0
+        self._flush_at = 0.0
+        self._moving = False
         self._send: MemoryObjectSendStream[_Op]
         self._receive: MemoryObjectReceiveStream[_Op]
         self._send, self._receive = anyio.create_memory_object_stream[_Op](_QUEUE_SIZE)
@@ -195,6 +205,8 @@ class ArchiveWriter:
                 deadline = next_optimize
                 if (self._working or self._flush_wanted) and not self._snapshotting:
                     deadline = min(deadline, self._next_snapshot)
+                if self._unflushed and not self._moving:
+                    deadline = min(deadline, self._flush_at)
                 with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
                     op = await self._receive.receive()
             if op is not None:
@@ -203,6 +215,9 @@ class ArchiveWriter:
                 # Snapshots (a merge into another table) never hold up the appends.
                 self._snapshotting = True
                 background.start_soon(self._snapshot)
+            if self._move_due():
+                self._moving = True
+                background.start_soon(self._move)
             # Also under constant load: a busy writer must still compact on schedule.
             due = anyio.current_time() >= next_optimize
             if due or self._writes >= self._optimize_after_writes:
@@ -270,9 +285,41 @@ class ArchiveWriter:
         self.stats.last_batch_rows = len(rows)
         ms = round((anyio.current_time() - started) * 1000, 3)
         self._events.emit("store.flushed", writer=self.name, rows=len(rows), ms=ms)
-        self._mark_dirty()
+        if self._flush is None:
+            self._mark_dirty()
+        else:  # journaled: the table gets them at the next move
+            if not self._unflushed:
+                self._flush_at = anyio.current_time() + self._flush_interval
+            self._unflushed += len(rows)
         for op in batch:
             op.done.set()
+
+    def _move_due(self) -> bool:
+        if not self._unflushed or self._moving:
+            return False
+        return self._unflushed >= self._flush_rows or anyio.current_time() >= self._flush_at
+
+    async def _move(self) -> None:
+        """Background: journaled rows into the table (shielded: a started move finishes)."""
+        assert self._flush is not None
+        rows, self._unflushed = self._unflushed, 0
+        started = anyio.current_time()
+        try:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_FLUSH_TIMEOUT) as scope:
+                moved = await self._flush()
+            if scope.cancelled_caught:
+                raise ArchiveUnavailable(f"no answer from the store in {_FLUSH_TIMEOUT} s")
+            ms = round((anyio.current_time() - started) * 1000, 3)
+            self._events.emit("store.flushed", writer="table", rows=moved, ms=ms)
+            self._mark_dirty()
+        except MnemoError as exc:
+            _log.warning("moving %d journaled rows into the table failed: %s", rows, exc)
+            self._events.emit("store.failed", writer="table", rows=rows, error=str(exc))
+            self._unflushed += rows  # still journaled: try again after the interval
+            self._flush_at = anyio.current_time() + self._flush_interval
+        finally:
+            self._moving = False
+            self._wake()
 
     def _snapshot_due(self) -> bool:
         waiting = bool(self._working) or self._flush_wanted
@@ -353,6 +400,11 @@ class ArchiveWriter:
             await self._handle(op)
         async with self._snapshot_lock:
             await self._flush_working()
+        if self._flush is not None:
+            try:
+                await self._flush()
+            except MnemoError as exc:  # journaled: the next start replays them
+                _log.warning("journaled rows stay in the journal: %s", exc)
 
     def _fail_queued(self) -> None:
         self._send.close()

@@ -61,6 +61,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: into the store). A resumed session counts its turns from its archive too, so a
     #: crash loses no turn number, only up to this much of ``set`` state.
     snapshot_interval: float = 5.0
+    #: An acked message is durable in the archive's journal (``<data_dir>/journal``); it
+    #: moves into the LanceDB table in bulk after this many seconds ...
+    archive_flush_interval: float = 1.0
+    #: ... or once this many rows are journaled, whichever comes first.
+    archive_flush_rows: int = 2000
     #: Versions older than this many seconds are removed by the scheduled optimize.
     cleanup_older_than: float = 3600.0
     #: Memory (MiB) for users' in-memory search indexes; the least recently searched

@@ -98,6 +98,9 @@ def create_app(
             optimize_after_writes=settings.optimize_after_writes,
             cleanup_older_than=settings.cleanup_older_than,
             snapshot_interval=settings.snapshot_interval,
+            flush=store.flush_messages,
+            flush_interval=settings.archive_flush_interval,
+            flush_rows=settings.archive_flush_rows,
             events=events,
         )
         fact_writer = ArchiveWriter(

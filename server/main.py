@@ -36,7 +36,10 @@ def build_app(settings: Settings) -> Starlette:
     """The production app: LanceDB under ``data_dir``, Ollama at ``ollama_url``."""
     embedder = build_embedder(settings)
     store = LanceStore(
-        Path(settings.data_dir) / "lancedb", embedder=embedder, cache_bytes=settings.cache_mb << 20
+        Path(settings.data_dir) / "lancedb",
+        embedder=embedder,
+        cache_bytes=settings.cache_mb << 20,
+        journal=Path(settings.data_dir) / "journal",
     )
     llm = OllamaLlm(settings.ollama_url, timeout=settings.llm_timeout)
     return create_app(settings, llm=llm, store=store, embedder=embedder)

@@ -73,7 +73,14 @@ async def _noop() -> None:
 async def world(**changes: Any) -> AsyncIterator[World]:
     settings = Settings(**{"idle_timeout": 1800.0, "ack_timeout": 5.0, **changes})
     store, llm = MemoryStore(), ScriptedLlm()
-    writer = ArchiveWriter(store, HashEmbedder(), linger=0.0, optimize_interval=60.0)
+    writer = ArchiveWriter(
+        store,
+        HashEmbedder(),
+        linger=0.0,
+        optimize_interval=60.0,
+        flush=store.flush_messages,
+        flush_interval=settings.archive_flush_interval,
+    )
     fact_writer = ArchiveWriter(
         store, HashEmbedder(), optimize_interval=60.0, optimizer=store.facts.optimize
     )

@@ -244,6 +244,11 @@ class MemoryStore:
     fail_appends: int = 0
     appends: list[int] = field(default_factory=list)
     optimizes: int = 0
+    #: Moves of journaled rows into the table that succeeded (the fake journals nothing).
+    flushes: int = 0
+    #: Seconds a move takes, and how many moves fail first.
+    flush_delay: float = 0.0
+    fail_flushes: int = 0
     #: Seconds every message search takes.
     search_delay: float = 0.0
     #: Seconds an optimize takes (counted when it ends).
@@ -268,6 +273,15 @@ class MemoryStore:
             raise ArchiveUnavailable("disk full (fake)")
         self.appends.append(len(rows))
         self.messages.extend(rows)
+
+    async def flush_messages(self) -> int:
+        if self.flush_delay:
+            await anyio.sleep(self.flush_delay)
+        if self.fail_flushes:
+            self.fail_flushes -= 1
+            raise ArchiveUnavailable("the table is unreachable (fake)")
+        self.flushes += 1
+        return 0
 
     def _of(self, user_id: str) -> list[ArchivedMessage]:
         return [m for m in self.messages if m.user_id == user_id]

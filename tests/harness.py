@@ -39,7 +39,10 @@ def make_app(settings: Settings) -> Starlette:
     """The production wiring with the hash embedder: real LanceDB, real Ollama client."""
     embedder = HashEmbedder()
     store = LanceStore(
-        Path(settings.data_dir) / "lancedb", embedder=embedder, cache_bytes=settings.cache_mb << 20
+        Path(settings.data_dir) / "lancedb",
+        embedder=embedder,
+        cache_bytes=settings.cache_mb << 20,
+        journal=Path(settings.data_dir) / "journal",
     )
     llm = OllamaLlm(settings.ollama_url, timeout=settings.llm_timeout)
     return create_app(settings, llm=llm, store=store, embedder=embedder)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -42,13 +42,32 @@ def message(
     )
 
 
+def everything_on_disk(root: Path) -> bytes:
+    """Every file's bytes below ``root`` (store and journal alike)."""
+    return b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
+
+
 async def put(store: LanceStore, *rows: ArchivedMessage) -> None:
     await store.append_messages(rows, [_embedder.embed_one(r.text) for r in rows])
 
 
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[LanceStore]:
-    store = LanceStore(tmp_path / "db", embedder=_embedder)
+class _MovingStore(LanceStore):
+    """Journaled, and every append moved into the table at once."""
+
+    async def append_messages(
+        self, rows: Sequence[ArchivedMessage], vectors: Sequence[Sequence[float]]
+    ) -> None:
+        await super().append_messages(rows, vectors)
+        await self.flush_messages()
+
+
+@pytest.fixture(params=["table", "journal", "journal, moved"])
+async def store(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[LanceStore]:
+    """Every test runs on a store that appends to the table, on one whose messages stay
+    journaled, and on one that moves them from the journal into the table."""
+    journal = None if request.param == "table" else tmp_path / "journal"
+    kind = _MovingStore if request.param == "journal, moved" else LanceStore
+    store = kind(tmp_path / "db", embedder=_embedder, journal=journal)
     await store.open()
     yield store
     await store.aclose()
@@ -95,7 +114,7 @@ async def test_delete_removes_the_row_from_disk_including_old_versions(
     await put(store, message(1, f"my password hint is {secret}"), message(2, "keep me"))
     assert await store.delete_message("u1", message(1, "").id)
     assert await store.get_message("u1", message(1, "").id) is None
-    on_disk = b"".join(p.read_bytes() for p in (tmp_path / "db").rglob("*") if p.is_file())
+    on_disk = everything_on_disk(tmp_path)
     assert secret.encode() not in on_disk
     assert b"keep me" in on_disk
 
@@ -106,7 +125,7 @@ async def test_clear_removes_all_of_a_users_rows_from_disk(
     await put(store, message(1, "alpha-secret-one"), message(2, "beta-secret-two"))
     await put(store, message(3, "other user stays", user="u2"))
     assert await store.clear_messages("u1") == 2
-    on_disk = b"".join(p.read_bytes() for p in (tmp_path / "db").rglob("*") if p.is_file())
+    on_disk = everything_on_disk(tmp_path)
     assert b"alpha-secret-one" not in on_disk
     assert b"beta-secret-two" not in on_disk
     assert (await store.list_messages("u2", limit=5, offset=0))[1] == 1

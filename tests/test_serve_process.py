@@ -11,7 +11,9 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,20 +29,26 @@ def _free_port() -> int:
         return port
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def _get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        return json.loads(answer.read())
+
+
+@contextmanager
+def _serving(data: Path, **env: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``mnemo serve`` on ``data``, in its own process (killed at the end if still running)."""
     port = _free_port()
-    env = {
+    child_env = {
         **os.environ,
-        "MNEMO_DATA_DIR": str(tmp_path / "data"),
+        "MNEMO_DATA_DIR": str(data),
         "MNEMO_PORT": str(port),
         "MNEMO_OLLAMA_URL": f"http://127.0.0.1:{_free_port()}",
         "MNEMO_LLM_TIMEOUT": "2",
     }
-    env.pop("MNEMO_EMBEDDER", None)
+    child_env.pop("MNEMO_EMBEDDER", None)
     process = subprocess.Popen(
         [sys.executable, "-m", "server.cli", "serve"],
-        env=env,
+        env={**child_env, **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
@@ -61,6 +69,12 @@ def served(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
         process.wait(10)
         if process.stdout:
             process.stdout.close()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    with _serving(tmp_path / "data") as running:
+        yield running
 
 
 async def test_serve_on_embedded_defaults_acks_turns_recalls_them_and_stops_cleanly(
@@ -94,3 +108,24 @@ async def test_serve_on_embedded_defaults_acks_turns_recalls_them_and_stops_clea
     [failed] = [e for e in entries if e["message"].startswith("chat in session s1 failed")]
     assert (failed["level"], failed["session_id"], failed["user_id"]) == ("warning", "s1", "local")
     assert (tmp_path / "data" / "lancedb" / "messages.lance").is_dir()
+
+
+async def test_a_turn_acked_just_before_the_server_was_killed_is_archived_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    # The journal never moves into the table by itself here: only the restart moves it.
+    slow = {"MNEMO_EMBEDDER": "hash", "MNEMO_ARCHIVE_FLUSH_INTERVAL": "3600"}
+    with _serving(data, **slow) as (address, process):
+        async with Client.connect(address, "s1") as client:
+            await client.receive()
+            await client.send(type="turn", id="t1", user="My locker code is 4471", assistant="Ok")
+            ack = await client.receive()
+        process.kill()  # SIGKILL: no shutdown, no flush
+        process.wait(10)
+    assert ack == {"type": "ack", "id": "t1", "turn": 1}
+    assert list((data / "journal").glob("*.journal"))
+    with _serving(data, **slow) as (address, _):
+        listed = _get_json(f"http://{address}/memory/long-term?kind=messages")
+    assert sorted(item["text"] for item in listed["items"]) == ["My locker code is 4471", "Ok"]
+    assert not list((data / "journal").glob("*.journal"))

@@ -252,10 +252,65 @@ async def test_turns_are_acked_while_a_slow_snapshot_is_written() -> None:
 async def test_writer_optimizes_after_many_writes_without_waiting_for_the_interval() -> None:
     async with world() as w:
         w.writer._optimize_after_writes = 5
+        w.writer._flush_rows = 2  # each turn moves into the table: a table write each
         for i in range(6):
             await w.ask(Turn(id=f"t{i}", user="a", assistant="b"))
+            await anyio.sleep(0.01)
         await w.writer.call(_noop)
+        assert w.store.flushes == 6
         assert w.store.optimizes >= 1
+
+
+async def test_acked_rows_move_into_the_table_a_second_later_in_one_write() -> None:
+    async with world() as w:
+        await w.ask(Turn(id="t1", user="a", assistant="b"))
+        await w.ask(Turn(id="t2", user="c", assistant="d"), session="s2")
+        assert w.store.flushes == 0
+        await anyio.sleep(1.1)
+        assert w.store.flushes == 1
+        await anyio.sleep(10)
+        assert w.store.flushes == 1  # nothing new to move
+
+
+async def test_enough_journaled_rows_move_without_waiting_for_the_interval() -> None:
+    async with world() as w:
+        w.writer._flush_rows = 4
+        await w.ask(Turn(id="t1", user="a", assistant="b"))
+        await anyio.sleep(0.01)
+        assert w.store.flushes == 0
+        await w.ask(Turn(id="t2", user="c", assistant="d"))
+        await anyio.sleep(0.01)
+        assert w.store.flushes == 1
+
+
+async def test_turns_are_acked_while_a_slow_move_into_the_table_runs() -> None:
+    async with world() as w:
+        w.store.flush_delay = 300.0
+        await w.ask(Turn(id="t0", user="a", assistant="b"))
+        await anyio.sleep(2)  # moving turn 0
+        started = anyio.current_time()
+        [ack] = await w.ask(Turn(id="t1", user="c", assistant="d"))
+        waited = anyio.current_time() - started
+        assert w.store.flushes == 0
+    assert isinstance(ack, Ack)
+    assert waited < 1.0
+
+
+async def test_a_failed_move_into_the_table_is_tried_again_after_the_interval() -> None:
+    async with world() as w:
+        w.store.fail_flushes = 2
+        await w.ask(Turn(id="t1", user="a", assistant="b"))
+        await anyio.sleep(2.5)
+        assert (w.store.fail_flushes, w.store.flushes) == (0, 0)  # failed twice
+        await anyio.sleep(1)
+        assert w.store.flushes == 1
+
+
+async def test_journaled_rows_move_into_the_table_when_the_writer_stops() -> None:
+    async with world(archive_flush_interval=3600.0) as w:
+        await w.ask(Turn(id="t1", user="a", assistant="b"))
+        assert w.store.flushes == 0
+    assert w.store.flushes == 1
 
 
 async def test_archived_messages_carry_the_message_they_answer_for_search() -> None:

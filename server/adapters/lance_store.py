@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 import lancedb
 import msgspec
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 from lancedb.index import FTS, BTree
@@ -33,6 +35,7 @@ from memory.recall import search_text
 from memory.scoring import rrf_score
 from memory.search_index import SearchIndex
 from schemas.records import ArchivedMessage, WorkingMemory
+from server.adapters.journal import Journal
 from server.adapters.lance_analyzer import Analyzer, AnalyzerUnavailable, QueryTerms
 from server.adapters.lance_cache import (
     Budget,
@@ -51,6 +54,7 @@ __all__ = ["LanceStore", "StoreMismatch", "quote"]
 _MESSAGES = "messages"
 _WORKING = "working"
 _EMBEDDER_KEY = b"mnemo.embedder"
+_T = TypeVar("_T")
 _json = msgspec.json.Encoder()
 _working_decoder = msgspec.json.Decoder(WorkingMemory)
 _meta_decoder: msgspec.json.Decoder[dict[str, Any]] = msgspec.json.Decoder(dict[str, Any])
@@ -98,22 +102,26 @@ _NEWEST_FIRST = [
 ]
 
 
-def _row(message: ArchivedMessage, vector: Sequence[float]) -> dict[str, Any]:
-    return {
-        "id": message.id,
-        "user_id": message.user_id,
-        "session_id": message.session_id,
-        "scope": message.scope,
-        "turn": message.turn,
-        "role": message.role,
-        "speaker": message.speaker,
-        "text": message.text,
-        "at": message.at,
-        "meta": _json.encode(message.meta).decode(),
-        "source_id": message.source_id,
-        "search_text": search_text(message),
-        "vector": list(vector),
-    }
+def _table(
+    messages: Sequence[ArchivedMessage], vectors: npt.NDArray[np.float32], schema: pa.Schema
+) -> pa.Table:
+    """Messages as an Arrow table of the ``messages`` schema, built column by column."""
+    columns = _columns(messages)
+    del columns["at"]
+    vector = pa.FixedSizeListArray.from_arrays(
+        pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1)),
+        schema.field("vector").type.list_size,
+    )
+    return pa.table(
+        {
+            **columns,
+            "user_id": [m.user_id for m in messages],
+            "at": [m.at for m in messages],
+            "search_text": [search_text(m) for m in messages],
+            "vector": vector,
+        },
+        schema=schema,
+    )
 
 
 def _message(row: dict[str, Any]) -> ArchivedMessage:
@@ -131,6 +139,12 @@ def _message(row: dict[str, Any]) -> ArchivedMessage:
         meta=_meta_decoder.decode(row["meta"]),
         source_id=row["source_id"],
     )
+
+
+def _newest_first(messages: Sequence[ArchivedMessage]) -> list[ArchivedMessage]:
+    """Messages newest first (``at`` desc, ``id`` asc), each id once."""
+    unique = {m.id: m for m in messages}
+    return sorted(unique.values(), key=lambda m: (-m.at.timestamp(), m.id))
 
 
 _COLUMNS = [f.name for f in _messages_schema(1, "") if f.name not in ("vector", "search_text")]
@@ -169,10 +183,26 @@ def _columns(messages: Sequence[ArchivedMessage]) -> dict[str, list[Any]]:
 class LanceStore:
     """Implements the ``Store`` port on a LanceDB directory (or object-store URI)."""
 
-    def __init__(self, uri: str | Path, *, embedder: Embedder, cache_bytes: int = 1 << 30) -> None:
+    def __init__(
+        self,
+        uri: str | Path,
+        *,
+        embedder: Embedder,
+        cache_bytes: int = 1 << 30,
+        journal: Path | None = None,
+    ) -> None:
         """``cache_bytes`` bounds the in-memory search indexes (messages and facts together);
-        past it, the least recently used users' indexes are evicted."""
+        past it, the least recently used users' indexes are evicted. With a ``journal``
+        directory, appended messages are durable once journaled there and reach the table
+        at ``flush_messages()``; without one, each append writes the table."""
         self._uri = str(uri)
+        self._journal_dir = journal
+        self._journal: Journal | None = None
+        #: Held by a flush and by deletes: a delete sees every journaled message in the table.
+        self._flush_lock = anyio.Lock()
+        #: Odd while a flush writes the table (see ``_consistent``).
+        self._epoch = 0
+        self._flushed = anyio.Event()
         self._embedder = embedder
         self._dim = 0
         self._schema: pa.Schema | None = None
@@ -240,6 +270,14 @@ class LanceStore:
             budget=self._budget,
         )
         await self._facts.open()
+        if self._journal_dir is not None:
+            self._journal = Journal(self._journal_dir, self._dim)
+            recovered = await anyio.to_thread.run_sync(self._journal.recover)
+            for segment in recovered:
+                segment.maybe_stored = True  # the process may have died after its add
+            if recovered:
+                rows = await self.flush_messages()
+                _log.info("replayed %d journaled messages into the archive", rows)
 
     async def _ensure_indexes(self) -> None:
         indices = await self._messages.list_indices()
@@ -256,6 +294,12 @@ class LanceStore:
             await self._working.create_index("user_id", config=BTree())
 
     async def aclose(self) -> None:
+        if self._journal is not None:
+            try:
+                await self.flush_messages()
+            except MnemoError as exc:  # the journal keeps them: the next open replays them
+                _log.warning("journaled messages stay in the journal: %s", exc)
+            self._journal.close()
         if self._facts is not None:
             self._facts.close()
         for table in (self._messages, self._working):
@@ -269,20 +313,105 @@ class LanceStore:
     async def append_messages(
         self, rows: Sequence[ArchivedMessage], vectors: Sequence[Sequence[float]]
     ) -> None:
+        """Durable on return: journaled (or, without a journal, in the table); searches and
+        reads see the rows from then on."""
         if not rows:
             return
-        table = pa.Table.from_pylist(
-            [_row(m, v) for m, v in zip(rows, vectors, strict=True)],
-            schema=self._schema,
-        )
+        matrix = np.asarray(vectors, dtype=np.float32).reshape(len(rows), self._dim)
+        if self._journal is None:
+            await self._add(rows, matrix)
+        else:
+            try:
+                await self._journal.append(rows, matrix)
+            except OSError as exc:
+                raise ArchiveUnavailable(f"journal write of {len(rows)} rows: {exc}") from exc
+        await self._index_appended(rows, matrix)
+
+    async def flush_messages(self) -> int:
+        """Move journaled messages into the table, in one append per journal file; returns
+        how many moved. Raises ``ArchiveUnavailable`` (they stay journaled)."""
+        if self._journal is None:
+            return 0
+        async with self._flush_lock:
+            return await self._flush_journal(self._journal)
+
+    async def _flush_journal(self, journal: Journal) -> int:
+        moved = 0
+        for segment in await journal.seal():
+            rows, matrix = segment.rows, segment.matrix(self._dim)
+            if segment.maybe_stored:
+                rows, matrix = await self._not_stored(rows, matrix)
+            self._epoch += 1
+            moved_all = False
+            try:
+                if rows:
+                    await self._gate.read(functools.partial(self._add, rows, matrix))
+                journal.discard(segment)
+                moved_all = True
+            finally:
+                if not moved_all:
+                    segment.maybe_stored = True  # a failed add may still have committed
+                self._epoch += 1
+                self._flushed.set()
+                self._flushed = anyio.Event()
+            moved += len(segment.rows)
+        return moved
+
+    async def _add(self, rows: Sequence[ArchivedMessage], matrix: npt.NDArray[np.float32]) -> None:
         try:
-            await self._messages.add(table)
+            await self._messages.add(_table(rows, matrix, self._schema))
         except (OSError, RuntimeError, ValueError) as exc:
             raise ArchiveUnavailable(f"append of {len(rows)} rows failed: {exc}") from exc
-        await self._index_appended(rows, vectors)
+
+    async def _not_stored(
+        self, rows: Sequence[ArchivedMessage], matrix: npt.NDArray[np.float32]
+    ) -> tuple[list[ArchivedMessage], npt.NDArray[np.float32]]:
+        """The rows (and their vectors) the table does not hold yet."""
+        stored: set[tuple[str, str]] = set()
+        for user_id in {m.user_id for m in rows}:
+            ids = [m.id for m in rows if m.user_id == user_id]
+            for start in range(0, len(ids), 500):
+                found = await self._stored_ids(user_id, ids[start : start + 500])
+                stored |= {(user_id, i) for i in found}
+        keep = [n for n, m in enumerate(rows) if (m.user_id, m.id) not in stored]
+        return [rows[n] for n in keep], matrix[keep]
+
+    def _pending(self, user_id: str) -> list[ArchivedMessage]:
+        """The user's journaled messages not yet in the table."""
+        if self._journal is None:
+            return []
+        return [m for s in self._journal.pending() for m in s.rows if m.user_id == user_id]
+
+    def _pending_vectors(
+        self, user_id: str
+    ) -> tuple[list[ArchivedMessage], npt.NDArray[np.float32]]:
+        """``_pending(user_id)`` with their vectors."""
+        rows: list[ArchivedMessage] = []
+        parts: list[npt.NDArray[np.float32]] = []
+        for segment in self._journal.pending() if self._journal is not None else []:
+            picks = [n for n, m in enumerate(segment.rows) if m.user_id == user_id]
+            if picks:
+                rows += [segment.rows[n] for n in picks]
+                parts.append(segment.matrix(self._dim)[picks])
+        matrix = np.concatenate(parts) if parts else np.zeros((0, self._dim), np.float32)
+        return rows, matrix
+
+    async def _consistent(
+        self, user_id: str, read: Callable[[], Awaitable[_T]]
+    ) -> tuple[_T, list[ArchivedMessage]]:
+        """``read()`` of the table and the user's journaled messages it did not see: no
+        flush ran while it read (a seqlock: else it reads again)."""
+        while True:
+            epoch = self._epoch
+            if epoch % 2:
+                await self._flushed.wait()
+                continue
+            result = await read()
+            if self._epoch == epoch:
+                return result, self._pending(user_id)
 
     async def _index_appended(
-        self, rows: Sequence[ArchivedMessage], vectors: Sequence[Sequence[float]]
+        self, rows: Sequence[ArchivedMessage], vectors: npt.NDArray[np.float32]
     ) -> None:
         """Add durable rows to the in-memory indexes of the users held there."""
         held = [i for i, m in enumerate(rows) if self._cache.holds(m.user_id)]
@@ -300,7 +429,7 @@ class LanceStore:
             by_user.setdefault(rows[i].user_id, []).append(n)
         for user_id, picks in by_user.items():
             mine = [rows[held[n]] for n in picks]
-            matrix = np.asarray([vectors[held[n]] for n in picks], dtype=np.float32)
+            matrix = vectors[[held[n] for n in picks]]
             words = [terms[n] for n in picks]
             self._cache.apply(user_id, functools.partial(_add, _columns(mine), matrix, words))
 
@@ -324,6 +453,8 @@ class LanceStore:
         the event loop keeps serving other sessions meanwhile."""
         columns = [*_COLUMNS, "search_text", "vector"]
         where = user_filter(user_id)
+        # Journaled ones too: taken before the read, so a flush meanwhile loses none.
+        pending, pending_vectors = self._pending_vectors(user_id)
         table = await self._gate.read(self._messages.query().where(where).select(columns).to_arrow)
         entry = MessageEntry(self._dim)
         entry.index.reserve(table.num_rows)
@@ -342,39 +473,63 @@ class LanceStore:
                 entry.degraded = True
             entry.add(data, vectors, terms)
             await anyio.lowlevel.checkpoint()
+        if pending:
+            try:
+                terms = await self._analyze([search_text(m) for m in pending])
+            except AnalyzerUnavailable:
+                terms = [[] for _ in pending]
+                entry.degraded = True
+            entry.add(_columns(pending), pending_vectors, terms)  # skips what the read had
         await entry.project()
         return entry
 
     async def list_messages(self, user_id: str, *, limit: int, offset: int) -> Page:
         where = user_filter(user_id)
-        total = int(await self._gate.read(lambda: self._messages.count_rows(where)))
-        rows = await self._gate.read(
+
+        async def read(limit: int, offset: int) -> Page:
+            total = int(await self._gate.read(lambda: self._messages.count_rows(where)))
+            rows = await self._gate.read(
+                self._messages.query()
+                .where(where)
+                .select(_COLUMNS)
+                .order_by(_NEWEST_FIRST)
+                .limit(limit)
+                .offset(offset)
+                .to_list
+            )
+            return [_message(r) for r in rows], total
+
+        if not self._pending(user_id):
+            page, pending = await self._consistent(user_id, lambda: read(limit, offset))
+            if not pending:
+                return page
+        # Some are journaled: merge them with the table's first offset + limit.
+        (stored, total), pending = await self._consistent(user_id, lambda: read(offset + limit, 0))
+        merged = _newest_first([*stored, *pending])
+        return merged[offset : offset + limit], total + len(merged) - len(stored)
+
+    async def session_messages(
+        self, user_id: str, session_id: str, *, limit: int
+    ) -> list[ArchivedMessage]:
+        where = f"{user_filter(user_id)} AND session_id = {quote(session_id)}"
+        query = (
             self._messages.query()
             .where(where)
             .select(_COLUMNS)
             .order_by(_NEWEST_FIRST)
             .limit(limit)
-            .offset(offset)
-            .to_list
         )
-        return [_message(r) for r in rows], total
-
-    async def session_messages(
-        self, user_id: str, session_id: str, *, limit: int
-    ) -> list[ArchivedMessage]:
-        rows = await self._gate.read(
-            self._messages.query()
-            .where(f"{user_filter(user_id)} AND session_id = {quote(session_id)}")
-            .select(_COLUMNS)
-            .order_by(_NEWEST_FIRST)
-            .limit(limit)
-            .to_list
-        )
-        found = [_message(r) for r in rows]
+        rows, pending = await self._consistent(user_id, lambda: self._gate.read(query.to_list))
+        ours = [m for m in pending if m.session_id == session_id]
+        found = _newest_first([*map(_message, rows), *ours])[:limit]
         found.sort(key=lambda m: (m.turn, m.at, m.role != "user"))
         return found
 
     async def get_message(self, user_id: str, message_id: str) -> ArchivedMessage | None:
+        # Journal first: a message moved into the table after this look is found there.
+        journaled = next((m for m in self._pending(user_id) if m.id == message_id), None)
+        if journaled is not None:
+            return journaled
         rows = await self._gate.read(
             self._messages.query()
             .where(f"{user_filter(user_id)} AND id = {quote(message_id)}")
@@ -387,6 +542,11 @@ class LanceStore:
     async def existing_message_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
         if not ids:
             return set()
+        wanted = set(ids)
+        journaled = {m.id for m in self._pending(user_id) if m.id in wanted}
+        return journaled | await self._stored_ids(user_id, ids)
+
+    async def _stored_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
         rows = await self._gate.read(
             self._messages.query()
             .where(f"{user_filter(user_id)} AND id IN {quote_all(ids)}")
@@ -397,20 +557,26 @@ class LanceStore:
 
     async def delete_message(self, user_id: str, message_id: str) -> bool:
         where = f"{user_filter(user_id)} AND id = {quote(message_id)}"
-        if not await self._gate.read(lambda: self._messages.count_rows(where)):
-            return False
-        await self._messages.delete(where)
-        self._cache.apply(user_id, lambda e: e.remove([message_id]))
-        await self._gate.purge(self._messages)
+        async with self._flush_lock:  # journaled ones into the table, and the journal gone
+            if self._journal is not None:
+                await self._flush_journal(self._journal)
+            if not await self._gate.read(lambda: self._messages.count_rows(where)):
+                return False
+            await self._messages.delete(where)
+            self._cache.apply(user_id, lambda e: e.remove([message_id]))
+            await self._gate.purge(self._messages)
         return True
 
     async def clear_messages(self, user_id: str) -> int:
         where = user_filter(user_id)
-        count = int(await self._gate.read(lambda: self._messages.count_rows(where)))
-        if count:
-            await self._messages.delete(where)
-            self._cache.drop(user_id)
-            await self._gate.purge(self._messages)
+        async with self._flush_lock:
+            if self._journal is not None:
+                await self._flush_journal(self._journal)
+            count = int(await self._gate.read(lambda: self._messages.count_rows(where)))
+            if count:
+                await self._messages.delete(where)
+                self._cache.drop(user_id)
+                await self._gate.purge(self._messages)
         return count
 
     async def search_messages(

@@ -1,0 +1,190 @@
+"""The archive's write-ahead journal: a message is durable once its record is on disk here.
+
+A LanceDB append costs a data file, a manifest and a version, tens of
+milliseconds under load, and the more of them the more compaction later. So an
+acknowledged turn is first appended to a local journal file and fsynced (well
+under a millisecond here), and the store moves journaled messages into its
+table in bigger batches (``LanceStore.flush_messages``). A journal file is
+deleted once its messages are in the table; whatever files are left when the
+store opens (a crash) are replayed into the table then.
+
+Records: a little-endian header (payload length, CRC-32 of the payload), then a
+msgpack payload (the messages and their float32 vectors). A torn last record,
+from a crash in the middle of a write, fails its length or CRC check and is
+dropped: it was never acknowledged.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+import anyio
+import anyio.to_thread
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from schemas.records import ArchivedMessage
+
+__all__ = ["Journal", "Segment"]
+
+_log = logging.getLogger("mnemo.journal")
+_HEADER = struct.Struct("<II")
+_SUFFIX = ".journal"
+
+
+class _Record(msgspec.Struct, array_like=True):
+    rows: list[ArchivedMessage]
+    #: The rows' vectors, float32, row after row.
+    vectors: bytes
+
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(_Record)
+
+
+@dataclass(eq=False)
+class Segment:
+    """One journal file and the messages it holds, in order of writing."""
+
+    path: Path
+    rows: list[ArchivedMessage] = field(default_factory=list)
+    vectors: list[npt.NDArray[np.float32]] = field(default_factory=list)
+    #: Its messages may be in the table already (replayed after a crash, or an append
+    #: that failed and may have committed): check before moving them.
+    maybe_stored: bool = False
+
+    def matrix(self, dim: int) -> npt.NDArray[np.float32]:
+        """The vectors of ``rows``, one row each."""
+        if not self.vectors:
+            return np.zeros((0, dim), dtype=np.float32)
+        return np.concatenate(self.vectors).reshape(-1, dim)
+
+
+class Journal:
+    """Append-only journal files in ``directory``; one is written at a time.
+
+    ``append`` writes into the open segment; ``seal`` closes it so that its
+    messages can be moved into the table (then ``discard`` deletes its file).
+    Messages of every segment not yet discarded are ``pending``: the store's reads
+    show them. Use from one event loop; ``append`` and ``seal`` never interleave.
+    """
+
+    def __init__(self, directory: Path, dim: int) -> None:
+        self._directory, self._dim = directory, dim
+        self._open: Segment | None = None
+        self._file: BinaryIO | None = None
+        self._sealed: list[Segment] = []
+        self._next = 0
+        self._lock = anyio.Lock()
+        self.rows = 0
+
+    def recover(self) -> list[Segment]:
+        """Read the files left by an earlier process (oldest first); they count as
+        sealed. Call once, before anything is appended."""
+        self._directory.mkdir(parents=True, exist_ok=True)
+        paths = sorted(self._directory.glob(f"*{_SUFFIX}"))
+        for path in paths:
+            segment = Segment(path)
+            for record in _records(path):
+                self._keep(segment, record.rows, np.frombuffer(record.vectors, np.float32))
+            self._sealed.append(segment)
+            self.rows += len(segment.rows)
+        numbers = [int(p.stem) for p in paths if p.stem.isdigit()]
+        self._next = max(numbers, default=0) + 1
+        return list(self._sealed)
+
+    async def append(
+        self, rows: Sequence[ArchivedMessage], vectors: npt.NDArray[np.float32]
+    ) -> None:
+        """Write ``rows`` and return once they are on disk. Raises ``OSError``."""
+        flat = np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1)
+        payload = _encoder.encode(_Record(list(rows), flat.tobytes()))
+        data = _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
+        async with self._lock:
+            if self._open is None:
+                self._open = self._start()
+            segment, file = self._open, self._file
+            assert file is not None
+            await anyio.to_thread.run_sync(_write, file, data)
+            self._keep(segment, rows, flat)
+            self.rows += len(rows)
+
+    async def seal(self) -> list[Segment]:
+        """Close the segment being written (if it holds anything); returns every sealed
+        segment not yet discarded, oldest first."""
+        async with self._lock:
+            if self._open is not None and self._open.rows:
+                assert self._file is not None
+                self._file.close()
+                self._sealed.append(self._open)
+                self._open, self._file = None, None
+        return list(self._sealed)
+
+    def discard(self, segment: Segment) -> None:
+        """Delete a sealed segment whose messages are in the table now."""
+        self._sealed.remove(segment)
+        self.rows -= len(segment.rows)
+        segment.path.unlink(missing_ok=True)
+
+    def pending(self) -> list[Segment]:
+        """Segments not yet discarded (sealed ones first), each with its messages."""
+        return [*self._sealed, *([self._open] if self._open is not None else [])]
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def _start(self) -> Segment:
+        path = self._directory / f"{self._next:012d}{_SUFFIX}"
+        self._next += 1
+        self._file = path.open("ab", buffering=0)
+        fd = os.open(self._directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # the new file's name is durable too
+        finally:
+            os.close(fd)
+        return Segment(path)
+
+    def _keep(
+        self, segment: Segment, rows: Sequence[ArchivedMessage], flat: npt.NDArray[np.float32]
+    ) -> None:
+        segment.rows.extend(rows)
+        segment.vectors.append(flat)
+
+
+def _write(file: BinaryIO, data: bytes) -> None:
+    file.write(data)
+    os.fsync(file.fileno())
+
+
+def _records(path: Path) -> Iterator[_Record]:
+    """The whole records of a journal file; a torn or corrupt tail is logged and dropped."""
+    data = path.read_bytes()
+    offset = 0
+    while offset < len(data):
+        if offset + _HEADER.size > len(data):
+            break
+        size, crc = _HEADER.unpack_from(data, offset)
+        payload = data[offset + _HEADER.size : offset + _HEADER.size + size]
+        if len(payload) < size or zlib.crc32(payload) != crc:
+            break
+        try:
+            yield _decoder.decode(payload)
+        except msgspec.DecodeError:
+            break
+        offset += _HEADER.size + size
+    if offset < len(data):
+        _log.warning(
+            "journal %s: dropped %d bytes of a torn or corrupt record at its end",
+            path.name,
+            len(data) - offset,
+        )
