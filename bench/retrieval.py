@@ -24,9 +24,10 @@ MiniLM. Timed one at a time, per query, users picked at random:
   conversation; two query embeddings) on the ONNX embedder.
 
 Ingest is measured on its own store: rows through ``ArchiveWriter`` (the
-server's batching: 1024 rows, 2 ms linger) from 64 producers awaiting
-``append`` of one turn (two messages) each, with random vectors (storage
-cost) and with the ONNX embedder (what the server really does).
+server's batching: 1024 rows, 2 ms linger, the journal, moves into the table
+every second) from 64 producers awaiting ``append`` of one turn (two messages)
+each, with random vectors (storage cost) and with the ONNX embedder (what the
+server really does): rows/s acked, and rows/s until the table holds them all.
 Writes ``bench/results/retrieval.json`` and ``bench/results/retrieval.png``.
 """
 
@@ -83,10 +84,16 @@ async def _ingest(corpus: Corpus, rows: int, embedder: Embedder, producers: int)
     pending = messages(corpus.texts(rng, rows), [f"u{i:04d}" for i in range(producers)], 0)
     turns = [pending[i : i + 2] for i in range(0, len(pending), 2)]
     with tempfile.TemporaryDirectory(prefix="mnemo-ingest-") as tmp:
-        store = LanceStore(tmp, embedder=embedder)
+        store = LanceStore(Path(tmp) / "db", embedder=embedder, journal=Path(tmp) / "journal")
         await store.open()
         writer = ArchiveWriter(
-            store, embedder, batch_max=settings.writer_batch_max, linger=settings.writer_linger
+            store,
+            embedder,
+            batch_max=settings.writer_batch_max,
+            linger=settings.writer_linger,
+            flush=store.flush_messages,
+            flush_interval=settings.archive_flush_interval,
+            flush_rows=settings.archive_flush_rows,
         )
         async with anyio.create_task_group() as tg:
             await tg.start(writer.run)
@@ -99,14 +106,18 @@ async def _ingest(corpus: Corpus, rows: int, embedder: Embedder, producers: int)
             async with anyio.create_task_group() as inner:
                 for p in range(producers):
                     inner.start_soon(producer, turns[p::producers])
-            seconds = time.perf_counter() - started
+            acked = time.perf_counter() - started
+            await store.flush_messages()  # the rest of the journal into the table
+            in_table = time.perf_counter() - started
             tg.cancel_scope.cancel()
         await store.aclose()
     return {
         "rows": rows,
         "embedder": embedder.name,
-        "seconds": seconds,
-        "rows_per_s": rows / seconds,
+        "seconds": acked,
+        "rows_per_s": rows / acked,
+        "seconds_into_table": in_table,
+        "rows_per_s_into_table": rows / in_table,
         "batches": writer.stats.batches,
     }
 

@@ -56,7 +56,8 @@ def table(result: dict[str, Any]) -> list[str]:
     for i in result["ingest"]:
         lines.append(
             f"ingest through ArchiveWriter ({i['embedder']}): {i['rows_per_s']:,.0f} rows/s "
-            f"({i['rows']:,} rows in {i['batches']} batches)"
+            f"acked ({i['rows']:,} rows in {i['batches']} batches), "
+            f"{i.get('rows_per_s_into_table', float('nan')):,.0f} rows/s into the table"
         )
     for s in result["scenarios"]:
         b = s["build"]
