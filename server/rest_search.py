@@ -12,6 +12,7 @@ from starlette.routing import Route
 
 from actors.keeper import fact_view
 from actors.mailbox import SessionDeps
+from memory.text import query_text
 from server.http import BadRequest, authenticated, int_param, json
 from server.ws import SESSION_ID
 
@@ -24,7 +25,7 @@ async def search(request: Request, user_id: str) -> Response:
     """Best first. Facts score by the mean of seed 001's and seed 002's scores; turns by
     the store's hybrid score: reciprocal-rank fusion of vector and BM25 ranks, lifted by
     their neighbours (both in 0..1)."""
-    query = request.query_params.get("q", "").strip()
+    query = query_text(request.query_params.get("q"))
     if not query:
         raise BadRequest("q must not be empty")
     k = int_param(request, "k", 10, 1, 100)

@@ -14,6 +14,7 @@ import pytest
 
 from memory.facts import Stored
 from memory.hashing import HashEmbedder
+from memory.text import MAX_INDEXED_BYTES
 from server.adapters.lance_cache import MessageEntry, with_neighbours
 from server.adapters.lance_store import LanceStore, _columns
 from tests.test_facts import make_fact
@@ -172,3 +173,22 @@ def test_a_share_of_the_better_neighbour_lifts_a_message() -> None:
     assert lifted == pytest.approx({0: 1.0, 1: 0.5, 2: 0.2})
     hidden = np.array([True, False, True])
     assert 1 not in with_neighbours({0: 1.0}, links.__getitem__, 0.5, hidden)
+
+
+async def test_a_message_is_indexed_as_one_clean_line_of_at_most_one_mib(
+    store: LanceStore, tmp_path: Path
+) -> None:
+    long = message(2, "茶" * (MAX_INDEXED_BYTES // 3 + 100), session="s2")
+    await put(store, message(1, "green\x00 tea\t\tand\n\ncake  "), long)
+    db = await lancedb.connect_async(tmp_path / "db")
+    table = await db.open_table("messages")
+    rows = await table.query().select(["turn", "search_text"]).to_list()
+    indexed = {r["turn"]: r["search_text"] for r in rows}
+    table.close()
+    db.close()
+    assert indexed[1].endswith("] user: green tea and cake")
+    assert "\x00" not in indexed[1]
+    assert MAX_INDEXED_BYTES - 3 < len(indexed[2].encode()) <= MAX_INDEXED_BYTES
+    assert indexed[2].endswith("茶")
+    hits = await store.search_messages("u1", "cake", _embedder.embed_one("cake"), k=1)
+    assert [m.text for m, _ in hits] == ["green\x00 tea\t\tand\n\ncake  "]  # the text as said
