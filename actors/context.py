@@ -36,7 +36,7 @@ from memory.scoring import (
 from memory.tokens import estimate_tokens
 from schemas.llm import PromptMessage
 from schemas.records import Fact
-from schemas.settings import Settings
+from schemas.settings import SearchMode, Settings
 
 __all__ = [
     "FORMAT_NAMES",
@@ -120,8 +120,48 @@ class ContextBuilder:
             scope=scope,
             categories=[c for c, b in self._boosts.items() if b != 1.0] if preference else (),
         )
-        scored = self.score(hits, query=query, topic=topic, limit=_CANDIDATES)
+        scored = self.score(self._confident(hits), query=query, topic=topic, limit=_CANDIDATES)
         return scored[:limit]
+
+    async def find_facts(
+        self,
+        user_id: str,
+        query: str,
+        *,
+        mode: SearchMode,
+        scope: str | None,
+        limit: int,
+        vector: QueryVector,
+    ) -> list[ScoredFact]:
+        """The user's active facts by one side of the search, best first: ``semantic``
+        scores by cosine similarity, ``keyword`` by BM25 (seed 002's ``similarity`` and
+        ``rank``); ``hybrid`` is ``recall_facts``. Raises ``MnemoError`` like it."""
+        if mode == "hybrid":
+            return await self.recall_facts(user_id, query, scope=scope, limit=limit, vector=vector)
+        hits = await self.store.facts.search_facts(
+            user_id, query, vector, k=max(limit, _CANDIDATES), scope=scope, mode=mode
+        )
+        semantic = mode == "semantic"
+        ranked = sorted(
+            (
+                (rank, score, hit.stored.fact)
+                for hit in self._confident(hits)
+                if (rank := hit.dense_rank if semantic else hit.text_rank) is not None
+                and (score := hit.similarity if semantic else hit.text_score) is not None
+            ),
+            key=lambda found: found[0],
+        )
+        return [ScoredFact(fact, score) for _, score, fact in ranked[:limit]]
+
+    def _confident(self, hits: Sequence[FactHit]) -> list[FactHit]:
+        """Seed 002's ``min_confidence``: facts whose effective confidence (after decay) is
+        below it are not recalled. A pinned fact always is (seed 004: the user keeps it)."""
+        now, least = self._clock.now(), self.settings.recall_min_confidence
+        return [
+            h
+            for h in hits
+            if h.stored.fact.pinned or effective_confidence(h.stored.fact, now) >= least
+        ]
 
     def score(
         self, hits: Sequence[FactHit], *, query: str, topic: str | None, limit: int
@@ -221,10 +261,11 @@ class ContextBuilder:
             notes = await self.store.facts.notes_of(user_id, app, limit=self.settings.notes_per_app)
             _log.debug("retrieved %d notes of app %s for user %s", len(notes), app, user_id)
             return formats.app_memories(app, notes)
+        limit = self.settings.recall_limit
         facts = [
             s.fact
             for s in await self.recall_facts(
-                user_id, query, scope=scope, limit=_CANDIDATES, topic=topic, vector=vector
+                user_id, query, scope=scope, limit=limit, topic=topic, vector=vector
             )
         ]
         if format == "user-context":

@@ -175,6 +175,61 @@ def test_a_share_of_the_better_neighbour_lifts_a_message() -> None:
     assert 1 not in with_neighbours({0: 1.0}, links.__getitem__, 0.5, hidden)
 
 
+def _unit(x: float, y: float) -> list[float]:
+    """A 2-D direction in the store's 64 dimensions."""
+    return [x, y] + [0.0] * (_embedder.dim - 2)
+
+
+async def _kiwis(store: LanceStore) -> dict[str, str]:
+    """Four messages in sessions of their own (no neighbours), with chosen vectors: by vector
+    the ranks are D 1, A 2, C 3, E 4; by text (BM25 of "kiwi") A 1, D 2."""
+    rows = {
+        "A": (message(1, "kiwi kiwi", session="a"), _unit(0.8, 0.6)),
+        "D": (message(2, "kiwi with a few other words here", session="d"), _unit(1.0, 0.0)),
+        "C": (message(3, "plain banana", session="c"), _unit(0.6, 0.8)),
+        "E": (message(4, "apple pie", session="e"), _unit(0.0, 1.0)),
+    }
+    await store.append_messages([m for m, _ in rows.values()], [v for _, v in rows.values()])
+    return {m.id: name for name, (m, _) in rows.items()}
+
+
+async def test_hybrid_search_fuses_ranks_by_rrf_k_60_ties_going_to_the_better_vector_rank(
+    store: LanceStore,
+) -> None:
+    # seed 002: 1/(60 + semantic_rank) + 1/(60 + keyword_rank), a missing rank = limit + 1
+    # (each side is searched 2k deep), ordered by rrf_score desc then semantic_rank asc.
+    names = await _kiwis(store)
+    hits = await store.search_messages("u1", "kiwi", _unit(1.0, 0.0), k=3)
+    assert [names[m.id] for m, _ in hits] == ["D", "A", "C"]  # D and A tie; D is nearer
+    depth = 2 * 3
+    rrf = {"D": 1 / 61 + 1 / 62, "A": 1 / 62 + 1 / 61, "C": 1 / 63 + 1 / (60 + depth + 1)}
+    score = {names[m.id]: s for m, s in hits}
+    assert score["D"] == score["A"]
+    assert score["C"] / score["D"] == pytest.approx(rrf["C"] / rrf["D"], rel=1e-6)
+
+
+async def test_semantic_search_scores_by_cosine_similarity_and_keyword_search_by_bm25(
+    store: LanceStore,
+) -> None:
+    names = await _kiwis(store)
+    semantic = await store.search_messages("u1", "kiwi", _unit(1.0, 0.0), k=4, mode="semantic")
+    assert [(names[m.id], s) for m, s in semantic] == [
+        ("D", pytest.approx(1.0)),
+        ("A", pytest.approx(0.8)),
+        ("C", pytest.approx(0.6)),
+        ("E", pytest.approx(0.0, abs=1e-6)),
+    ]
+    keyword = await store.search_messages("u1", "kiwi", _unit(1.0, 0.0), k=4, mode="keyword")
+    assert [names[m.id] for m, _ in keyword] == ["A", "D"]
+    assert keyword[0][1] > keyword[1][1] > 0
+    for blank in ("", " \x00\t"):  # seed 002: an empty query finds nothing by text
+        assert await store.search_messages("u1", blank, _unit(1, 0), k=4, mode="keyword") == []
+        facts = await store.facts.search_facts(
+            "u1", blank, _unit(1, 0), k=4, scope=None, mode="keyword"
+        )
+        assert facts == []
+
+
 async def test_a_message_is_indexed_as_one_clean_line_of_at_most_one_mib(
     store: LanceStore, tmp_path: Path
 ) -> None:

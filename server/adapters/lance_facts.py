@@ -23,6 +23,7 @@ from memory.formats import newest_notes
 from memory.keywords import extract_keywords
 from memory.text import query_text
 from schemas.records import AppNote, Fact, Progress, UserProfile
+from schemas.settings import SearchMode
 from server.adapters.lance_analyzer import Analyzer, AnalyzerUnavailable
 from server.adapters.lance_cache import Budget, FactEntry, UserCache, hybrid_ranks
 from server.adapters.lance_common import PurgeGate, quote, quote_all, user_filter
@@ -274,10 +275,12 @@ class LanceFacts:
         k: int,
         scope: str | None,
         categories: Sequence[str] = (),
+        mode: SearchMode = "hybrid",
     ) -> list[FactHit]:
         """Active facts by exact cosine and by BM25 (keyword counts when the analyzer fails),
-        each side ``k`` deep, plus the active facts of ``categories`` in the scope.
-        ``text`` is cleaned first (``memory.text.query_text``)."""
+        each side ``k`` deep (only one side in ``mode`` ``semantic`` or ``keyword``), plus
+        the active facts of ``categories`` in the scope. ``text`` is cleaned first
+        (``memory.text.query_text``)."""
         user_filter(user_id)
         text = query_text(text)
         held = await self._indexed(user_id)
@@ -289,6 +292,7 @@ class LanceFacts:
             lambda: extract_keywords(text),
             depth=k,
             scope=scope,
+            mode=mode,
         )
         ranks: dict[int, list[int | None]] = {}
         for rank, position in enumerate(ranked.dense, 1):
@@ -299,7 +303,14 @@ class LanceFacts:
             for position in held.of_categories(categories, scope):
                 ranks.setdefault(position, [None, None])
         return [
-            FactHit(held.stored(p), dense, text_rank, ranked.keyword.get(p, 0.0))
+            FactHit(
+                held.stored(p),
+                dense,
+                text_rank,
+                ranked.keyword.get(p, 0.0),
+                similarity=ranked.similarity.get(p),
+                text_score=ranked.text_score.get(p),
+            )
             for p, (dense, text_rank) in ranks.items()
         ]
 

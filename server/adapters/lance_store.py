@@ -34,6 +34,7 @@ from memory.scoring import rrf_score
 from memory.search_index import SearchIndex
 from memory.text import query_text
 from schemas.records import ArchivedMessage, WorkingMemory
+from schemas.settings import SearchMode
 from server.adapters.lance_analyzer import Analyzer, AnalyzerUnavailable
 from server.adapters.lance_cache import (
     Budget,
@@ -404,13 +405,22 @@ class LanceStore:
         return count
 
     async def search_messages(
-        self, user_id: str, text: str, vector: VectorSource, *, k: int, scope: str | None = None
+        self,
+        user_id: str,
+        text: str,
+        vector: VectorSource,
+        *,
+        k: int,
+        scope: str | None = None,
+        mode: SearchMode = "hybrid",
     ) -> list[ScoredMessage]:
         """Hybrid search of the user's in-memory index: exact cosine and BM25, each to depth
         ``2k``, fused by reciprocal rank (k=60); then each message also scores half of its
         better neighbour's score in its session. Scores are scaled to 0..1 (1: first on both
-        sides and next to another such message). With a ``scope``, only ``global``
-        messages and that scope's. ``text`` is cleaned first (``memory.text.query_text``)."""
+        sides and next to another such message). ``mode`` ``semantic``: by cosine
+        similarity alone, scored by it; ``keyword``: by BM25 alone, scored by it (nothing
+        for a blank query). With a ``scope``, only ``global`` messages and that scope's.
+        ``text`` is cleaned first (``memory.text.query_text``)."""
         user_filter(user_id)
         text = query_text(text)
         held = await self._cache.get(user_id)
@@ -425,9 +435,14 @@ class LanceStore:
             lambda: extract_keywords(text),
             depth=depth,
             scope=scope,
+            mode=mode,
         )
         if held.degraded:
             self._cache.drop(user_id)  # load it again, analyzed, next time
+        if mode == "semantic":
+            return [(held.row(p, user_id), ranked.similarity[p]) for p in ranked.dense[:k]]
+        if mode == "keyword":
+            return [(held.row(p, user_id), ranked.text_score[p]) for p in ranked.sparse[:k]]
         scores = with_neighbours(
             fused(ranked, depth=depth), held.neighbours, _NEIGHBOUR_SHARE, ranked.visible
         )
