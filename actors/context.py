@@ -16,6 +16,7 @@ import anyio
 from actors.errors import MnemoError
 from actors.keeper import FactKeeper
 from actors.ports import Clock, Embedder, FactHit, Store
+from actors.query_vector import QueryVector
 from memory import formats
 from memory.compaction import compact
 from memory.decay import effective_confidence
@@ -35,13 +36,12 @@ from memory.scoring import (
 from memory.tokens import estimate_tokens
 from schemas.llm import PromptMessage
 from schemas.records import Fact
-from schemas.settings import Settings
+from schemas.settings import SearchMode, Settings
 
 __all__ = [
     "FORMAT_NAMES",
     "ChatContext",
     "ContextBuilder",
-    "QueryVector",
     "ScoredFact",
     "chat_context",
 ]
@@ -51,36 +51,6 @@ _log = logging.getLogger("mnemo.context")
 #: Every name a ``context`` request may give in ``format``.
 FORMAT_NAMES = (*formats.FORMATS, "conversation")
 _CANDIDATES = 50
-
-
-class QueryVector:
-    """A query's embedding, computed once, on the first search's need, and shared by every
-    search that awaits it (a ``VectorSource``): each scores its text side meanwhile.
-    Raises what the embedder raised."""
-
-    def __init__(self, embedder: Embedder, text: str) -> None:
-        self._embedder, self.text = embedder, text
-        self._done: anyio.Event | None = None
-        self._vector: list[float] | None = None
-        self._error: MnemoError | None = None
-
-    async def __call__(self) -> Sequence[float]:
-        while self._vector is None:
-            if self._error is not None:
-                raise self._error
-            if self._done is not None:
-                await self._done.wait()
-                if self._vector is None and self._error is None:
-                    self._done = None  # the search computing it was cancelled: take over
-                continue
-            self._done = done = anyio.Event()
-            try:
-                [self._vector] = await self._embedder.embed([self.text])
-            except MnemoError as exc:
-                self._error = exc
-            finally:
-                done.set()
-        return self._vector
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,8 +120,48 @@ class ContextBuilder:
             scope=scope,
             categories=[c for c, b in self._boosts.items() if b != 1.0] if preference else (),
         )
-        scored = self.score(hits, query=query, topic=topic, limit=_CANDIDATES)
+        scored = self.score(self._confident(hits), query=query, topic=topic, limit=_CANDIDATES)
         return scored[:limit]
+
+    async def find_facts(
+        self,
+        user_id: str,
+        query: str,
+        *,
+        mode: SearchMode,
+        scope: str | None,
+        limit: int,
+        vector: QueryVector,
+    ) -> list[ScoredFact]:
+        """The user's active facts by one side of the search, best first: ``semantic``
+        scores by cosine similarity, ``keyword`` by BM25 (seed 002's ``similarity`` and
+        ``rank``); ``hybrid`` is ``recall_facts``. Raises ``MnemoError`` like it."""
+        if mode == "hybrid":
+            return await self.recall_facts(user_id, query, scope=scope, limit=limit, vector=vector)
+        hits = await self.store.facts.search_facts(
+            user_id, query, vector, k=max(limit, _CANDIDATES), scope=scope, mode=mode
+        )
+        semantic = mode == "semantic"
+        ranked = sorted(
+            (
+                (rank, score, hit.stored.fact)
+                for hit in self._confident(hits)
+                if (rank := hit.dense_rank if semantic else hit.text_rank) is not None
+                and (score := hit.similarity if semantic else hit.text_score) is not None
+            ),
+            key=lambda found: found[0],
+        )
+        return [ScoredFact(fact, score) for _, score, fact in ranked[:limit]]
+
+    def _confident(self, hits: Sequence[FactHit]) -> list[FactHit]:
+        """Seed 002's ``min_confidence``: facts whose effective confidence (after decay) is
+        below it are not recalled. A pinned fact always is (seed 004: the user keeps it)."""
+        now, least = self._clock.now(), self.settings.recall_min_confidence
+        return [
+            h
+            for h in hits
+            if h.stored.fact.pinned or effective_confidence(h.stored.fact, now) >= least
+        ]
 
     def score(
         self, hits: Sequence[FactHit], *, query: str, topic: str | None, limit: int
@@ -251,10 +261,11 @@ class ContextBuilder:
             notes = await self.store.facts.notes_of(user_id, app, limit=self.settings.notes_per_app)
             _log.debug("retrieved %d notes of app %s for user %s", len(notes), app, user_id)
             return formats.app_memories(app, notes)
+        limit = self.settings.recall_limit
         facts = [
             s.fact
             for s in await self.recall_facts(
-                user_id, query, scope=scope, limit=_CANDIDATES, topic=topic, vector=vector
+                user_id, query, scope=scope, limit=limit, topic=topic, vector=vector
             )
         ]
         if format == "user-context":

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from memory.facts import Stored
 from schemas.llm import ChatChunk, PromptMessage
 from schemas.records import AppNote, ArchivedMessage, Fact, Progress, UserProfile, WorkingMemory
+from schemas.settings import SearchMode
 
 __all__ = [
     "Clock",
@@ -91,6 +92,10 @@ class FactHit:
     dense_rank: int | None
     text_rank: int | None
     keyword_score: float = 0.0
+    #: Cosine similarity to the query, where the vector side found it.
+    similarity: float | None = None
+    #: BM25 (or keyword count without the analyzer), where the text side found it.
+    text_score: float | None = None
 
 
 class FactStore(Protocol):
@@ -133,9 +138,11 @@ class FactStore(Protocol):
         k: int,
         scope: str | None,
         categories: Sequence[str] = (),
+        mode: SearchMode = "hybrid",
     ) -> list[FactHit]:
-        """Active facts found by vector and by text (each side ``k`` deep), plus every
-        active fact of ``categories`` (seed 001's category-based candidate recall)."""
+        """Active facts found by vector and by text (each side ``k`` deep; only one side
+        in ``mode`` ``semantic`` or ``keyword``), plus every active fact of ``categories``
+        (seed 001's category-based candidate recall)."""
         ...
 
     async def notes_of(
@@ -215,9 +222,17 @@ class Store(Protocol):
     async def clear_messages(self, user_id: str) -> int: ...
 
     async def search_messages(
-        self, user_id: str, text: str, vector: VectorSource, *, k: int, scope: str | None = None
+        self,
+        user_id: str,
+        text: str,
+        vector: VectorSource,
+        *,
+        k: int,
+        scope: str | None = None,
+        mode: SearchMode = "hybrid",
     ) -> list[ScoredMessage]:
-        """With a ``scope``: messages of ``global`` and that scope only."""
+        """Best first. With a ``scope``: messages of ``global`` and that scope only.
+        ``mode`` ``semantic`` scores by cosine similarity alone, ``keyword`` by BM25."""
         ...
 
     async def warm(self, user_id: str) -> None:

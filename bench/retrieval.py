@@ -48,9 +48,10 @@ import anyio
 import lancedb
 import numpy as np
 
-from actors.context import ContextBuilder, QueryVector, chat_context
+from actors.context import ContextBuilder, chat_context
 from actors.keeper import FactKeeper
 from actors.ports import Embedder
+from actors.query_vector import QueryVector
 from actors.writer import ArchiveWriter
 from bench.common import RESULTS, machine, percentiles, write_result
 from bench.retrieval_report import METRICS, table, write_plot

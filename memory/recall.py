@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from memory.text import indexed_text
 from memory.tokens import estimate_tokens
 from schemas.records import ArchivedMessage
 
@@ -59,11 +60,12 @@ def search_text(message: ArchivedMessage) -> str:
     said it, what they said, and the message it answered. People ask about time ("in May
     2023"); conversations are about people: a question names them ("When did
     Caroline...?") while their own words rarely do; and a short answer ("Yes, last
-    week!") means what the message before it asked."""
+    week!") means what the message before it asked. One line, cleaned as indexed text is
+    (``memory.text.indexed_text``)."""
     text = f"[{date_label(message.at)}] {said(message.speaker, message.text)}"
     if message.context:
-        text += f"\n(after {message.context[:CONTEXT_CHARS]})"
-    return text
+        text += f" (after {message.context[:CONTEXT_CHARS]})"
+    return indexed_text(text)
 
 
 def _line(message: ArchivedMessage) -> str:

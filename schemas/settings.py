@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 
 from schemas.taxonomy import DEFAULT_CATEGORIES, CategorySpec
 
-__all__ = ["Settings"]
+__all__ = ["SEARCH_MODES", "SearchMode", "Settings"]
+
+#: Seed 002's search modes: vector and full-text fused by reciprocal rank, or one side.
+SearchMode = Literal["hybrid", "semantic", "keyword"]
+SEARCH_MODES: tuple[SearchMode, ...] = ("hybrid", "semantic", "keyword")
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -111,6 +117,13 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     recall_importance: float = 0.3
     recall_recency: float = 0.2
     recall_confidence: float = 0.1
+    #: Seed 002's ``min_confidence``: recalled and searched facts whose effective
+    #: confidence (after decay) is below it are left out; pinned facts never are.
+    recall_min_confidence: float = 0.2
+    #: Seed 002's ``default_limit``: facts recalled for a ``context`` request's block.
+    recall_limit: int = 20
+    #: Seed 002's ``default_mode``: how ``GET /memory/search`` ranks without ``mode``.
+    search_mode: SearchMode = "hybrid"
     #: Half-life (days) of recency in both scores.
     recency_half_life_days: float = 7.0
     #: The chat model's context size when Ollama does not say (tokens).

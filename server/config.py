@@ -92,6 +92,7 @@ def _validate(settings: Settings) -> None:
         "max_frame_bytes",
         "embed_threads",
         "cache_mb",
+        "recall_limit",
     )
     for name in positive:
         if getattr(settings, name) <= 0:

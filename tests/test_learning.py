@@ -30,6 +30,7 @@ from schemas.wire import (
     Turn,
 )
 from tests.actor_world import World, world
+from tests.test_facts import make_fact
 
 pytestmark = pytest.mark.anyio
 
@@ -365,6 +366,45 @@ async def test_facts_put_into_a_context_count_as_accessed() -> None:
         [stored] = await w.store.facts.get_facts("u1", [frame.added[0].id])
     assert stored.fact.access_count == 2
     assert stored.fact.last_accessed is not None
+
+
+async def test_an_apps_context_recalls_up_to_20_facts_of_global_and_that_app_and_counts_them() -> (
+    None
+):
+    # seed 002: the butler's name is the recall scope, up to 20 results are recalled, and
+    # each returned result gets reference_count + 1 and last_referenced_at = now.
+    embedder = HashEmbedder()
+    day = datetime(2025, 12, 31, tzinfo=UTC)  # the day before the world's clock starts
+    seen = {"created_at": day, "updated_at": day, "last_seen": day, "last_confirmed_at": day}
+    facts = [
+        *(
+            make_fact(f"fact_000000{n:02x}", content=f"User owns kayak {n}", **seen)
+            for n in range(24)
+        ),
+        make_fact(
+            "fact_000000a0", content="User owns a kayak for the butler", scope="butler", **seen
+        ),
+        make_fact("fact_000000b0", content="User owns a kayak for the cook", scope="cook", **seen),
+    ]
+    async with world() as w:
+        await w.store.facts.add_facts([Stored(f, embedder.embed_one(f.content)) for f in facts])
+        await w.registry.open("u1", "s1", "butler")
+        [block] = await w.ask(
+            ContextRequest(id="q", query="kayak butler", budget=4000, format="memory-context")
+        )
+        assert isinstance(block, ContextBlock)
+        await w.settle()
+        after = {s.fact.id: s.fact for s in await w.store.facts.facts_of("u1")}
+    assert len(block.memory_ids) == 20
+    assert "fact_000000a0" in block.memory_ids  # the app's own fact
+    assert "fact_000000b0" not in block.memory_ids  # another app's never
+    for ident, fact in after.items():
+        if ident in block.memory_ids:
+            assert fact.access_count == 1
+            assert fact.last_accessed is not None
+            assert fact.last_accessed > day
+        else:
+            assert (fact.access_count, fact.last_accessed) == (0, None)
 
 
 async def test_chat_prompt_carries_facts_about_the_user() -> None:

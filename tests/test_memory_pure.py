@@ -124,7 +124,7 @@ def test_a_search_text_says_when_who_spoke_and_what_it_answered() -> None:
         context="Melanie: " + "Did you go camping? " * 30,
     )
     text = search_text(answered)
-    head = "[8 May 2023] Caroline: Yes, last week!\n(after "
+    head = "[8 May 2023] Caroline: Yes, last week! (after "
     assert text.startswith(head + "Melanie: Did you go camping?")
     assert len(text) == len(head) + CONTEXT_CHARS + 1
     alone = msgspec.structs.replace(answered, context="")

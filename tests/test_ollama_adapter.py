@@ -288,6 +288,16 @@ async def test_embedder_returns_unit_vectors_of_the_models_dimension(
     assert fake.requests[-1][2]["input"] == texts
 
 
+async def test_embedder_sends_an_empty_text_as_a_single_space(
+    fake: FakeOllama, embedder: OllamaEmbedder
+) -> None:
+    # seed 002: None or empty strings are normalized to a single space before encoding.
+    with anyio.fail_after(5):
+        vectors = await embedder.embed(["", "tea"])
+    assert fake.requests[-1][2]["input"] == [" ", "tea"]
+    assert [len(v) for v in vectors] == [DIM, DIM]
+
+
 async def test_embedder_dimension_comes_from_probe(
     fake: FakeOllama, embedder: OllamaEmbedder
 ) -> None:

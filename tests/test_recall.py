@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 import lancedb
+import msgspec
 import pytest
 
 from actors.context import ContextBuilder, chat_context
@@ -18,12 +19,12 @@ from actors.ports import FactHit
 from actors.writer import ArchiveWriter
 from memory.facts import Stored
 from memory.hashing import HashEmbedder
-from memory.scoring import recency_score, relevance_score
+from memory.scoring import recency_score, relevance_score, rrf_score
 from schemas.records import Fact
 from schemas.settings import Settings
 from server.adapters.lance_store import LanceStore
 from server.adapters.onnx_embedder import EmbedderUnavailable
-from tests.test_facts import NOW, make_fact
+from tests.test_facts import DAY, NOW, make_fact
 from tests.test_lance_store import message, put
 
 pytestmark = pytest.mark.anyio
@@ -61,8 +62,8 @@ async def _add(store: LanceStore, *facts: Fact) -> None:
     await store.facts.add_facts([Stored(f, _embedder.embed_one(f.content)) for f in facts])
 
 
-def _fact(n: int, content: str, category: str = "knowledge") -> Fact:
-    return make_fact(f"fact_{n:08x}", content=content, category=category)
+def _fact(n: int, content: str, category: str = "knowledge", **fields: Any) -> Fact:
+    return make_fact(f"fact_{n:08x}", content=content, category=category, **fields)
 
 
 async def test_bm25_is_the_keyword_score_best_hit_one_and_prefixes_match(
@@ -228,3 +229,64 @@ async def test_a_chat_prompt_embeds_its_query_once_for_facts_and_conversation(
         )
         assert degraded.memory_text == ""  # memory helps a reply, never blocks it
         tg.cancel_scope.cancel()
+
+
+# -- seed 002's composite score in recall ----------------------------------------------
+
+
+def _scores(builder: ContextBuilder, hits: Sequence[FactHit]) -> dict[str, float]:
+    found = builder.score(hits, query="what do I do on weekends", topic=None, limit=50)
+    return {s.fact.id: s.score for s in found}
+
+
+async def test_recall_scores_seed_002s_importance_over_ten_and_normalized_rrf_into_the_mean(
+    builder: ContextBuilder,
+) -> None:
+    # 0.4 x relevance + 0.3 x importance / 10 + 0.2 x recency + 0.1 x effective confidence,
+    # relevance the RRF of both ranks over the best possible (capped at 1.0); the final
+    # score is the mean of seed 001's and this one.
+    plain = _fact(1, "User hikes on weekends")
+    weighty = msgspec.structs.replace(_fact(2, "User hikes on weekends"), importance=8.0)
+    hits = [FactHit(Stored(f, [0.0] * 64), 1, 1, 0.5) for f in (plain, weighty)]
+    scores = _scores(builder, hits)
+    assert plain.importance == 5.0
+    assert scores["fact_00000002"] - scores["fact_00000001"] == pytest.approx(
+        0.5 * 0.3 * (8.0 - 5.0) / 10
+    )
+    first = FactHit(Stored(plain, [0.0] * 64), 1, 1, 0.5)  # first on both sides: 1.0
+    unranked = FactHit(
+        Stored(msgspec.structs.replace(plain, id="fact_00000003"), [0.0] * 64), None, None, 0.5
+    )
+    scores = _scores(builder, [first, unranked])
+    relevance = rrf_score(None, None, limit=50) / rrf_score(1, 1, limit=50)
+    assert scores["fact_00000001"] - scores["fact_00000003"] == pytest.approx(
+        0.5 * 0.4 * (1.0 - relevance)
+    )
+
+
+async def test_recall_recency_halves_every_seven_days_since_the_fact_was_last_referenced(
+    builder: ContextBuilder,
+) -> None:
+    # 0.2 x recency in seed 002's score, 0.15 x in seed 001's: half of each after 7 days.
+    now = _fact(1, "User swims on weekends", last_accessed=NOW, access_count=1)
+    week = _fact(2, "User swims on weekends", last_accessed=NOW - 7 * DAY, access_count=1)
+    hits = [FactHit(Stored(f, [0.0] * 64), 1, 1, 0.5) for f in (now, week)]
+    scores = _scores(builder, hits)
+    assert scores["fact_00000001"] - scores["fact_00000002"] == pytest.approx(
+        0.5 * (0.2 + 0.15) * (1.0 - 0.5)
+    )
+
+
+async def test_recall_leaves_out_facts_whose_decayed_confidence_is_below_0_2_unless_pinned(
+    builder: ContextBuilder, store: LanceStore
+) -> None:
+    long_ago = NOW - 200 * DAY  # 0.9 x exp(-0.008 x 200) = 0.18
+    await _add(
+        store,
+        _fact(1, "User sails a dinghy", confidence=0.9),
+        _fact(2, "User sails a catamaran", confidence=0.9, last_confirmed_at=long_ago),
+        _fact(3, "User sails a yacht", confidence=0.9, last_confirmed_at=long_ago, pinned=True),
+        _fact(4, "User sails a canoe", confidence=0.1),
+    )
+    recalled = await builder.recall_facts("u1", "sails", scope=None, limit=10)
+    assert sorted(s.fact.id for s in recalled) == ["fact_00000001", "fact_00000003"]

@@ -81,6 +81,33 @@ def test_config_file_is_read_and_environment_wins(tmp_path: Path) -> None:
     assert (settings.idle_timeout, settings.port, settings.api_keys) == (10.0, 9100, {"k": "carol"})
 
 
+def test_retrieval_settings_default_to_seed_002s_values() -> None:
+    settings = load_settings({})
+    weights = (
+        settings.recall_relevance,
+        settings.recall_importance,
+        settings.recall_recency,
+        settings.recall_confidence,
+    )
+    assert weights == (0.4, 0.3, 0.2, 0.1)
+    assert (settings.recall_limit, settings.search_mode) == (20, "hybrid")
+    assert settings.recall_min_confidence == 0.2
+    # DESIGN: a context's budget is 004's rule or 2000 tokens, not seed 002's 3000.
+    assert settings.context_budget == 2000
+
+
+def test_retrieval_settings_in_the_config_file_override_the_defaults(tmp_path: Path) -> None:
+    config = tmp_path / "mnemo.toml"
+    config.write_text(
+        'search_mode = "keyword"\nrecall_limit = 7\nrecall_min_confidence = 0.5\n'
+        "recall_relevance = 0.7\nrecall_importance = 0.1\n"
+    )
+    settings = load_settings({"MNEMO_CONFIG": str(config)})
+    assert (settings.search_mode, settings.recall_limit) == ("keyword", 7)
+    assert (settings.recall_min_confidence, settings.recall_relevance) == (0.5, 0.7)
+    assert (settings.recall_importance, settings.recall_recency) == (0.1, 0.2)
+
+
 def test_the_client_commands_variables_do_not_stop_the_server() -> None:
     environ = {"MNEMO_API_KEY": "k", "MNEMO_URL": "http://mnemo:8000", "MNEMO_PORT": "9100"}
     assert load_settings(environ).port == 9100
@@ -95,8 +122,19 @@ def test_the_client_commands_variables_do_not_stop_the_server() -> None:
         ({"MNEMO_API_KEYS": "no-user"}, "key:user"),
         ({"MNEMO_API_KEYS": "k:bad user'"}, "invalid user id"),
         ({"MNEMO_EMBEDDER": "word2vec"}, "MNEMO_EMBEDDER"),
+        ({"MNEMO_SEARCH_MODE": "fuzzy"}, "search_mode"),
+        ({"MNEMO_RECALL_LIMIT": "0"}, "MNEMO_RECALL_LIMIT must be positive"),
     ],
-    ids=["unknown", "not-a-number", "zero", "no-user", "bad-user-id", "bad-embedder"],
+    ids=[
+        "unknown",
+        "not-a-number",
+        "zero",
+        "no-user",
+        "bad-user-id",
+        "bad-embedder",
+        "bad-search-mode",
+        "zero-recall-limit",
+    ],
 )
 def test_bad_settings_name_the_setting(environ: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):

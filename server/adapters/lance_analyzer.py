@@ -1,9 +1,10 @@
 """LanceDB's full-text analyzer (``icu`` tokenizer, stemming, stop words) for the in-memory index.
 
 The terms of every indexed text and query come from the same analyzer as the
-store's own full-text index, through ``AsyncTable.tokenize``. One call costs
-about a millisecond of fixed overhead, so texts are analyzed many at a time:
-joined by a separator word and split again where its token appears.
+store's own full-text index, through ``AsyncTable.tokenize``, after seed 002's
+cleaning (``memory.text``). One call costs about a millisecond of fixed
+overhead, so texts are analyzed many at a time: joined by a separator word and
+split again where its token appears.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 import anyio
 
 from actors.errors import MnemoError
+from memory.text import indexed_text
 
 __all__ = ["Analyzer", "AnalyzerUnavailable", "QueryTerms"]
 
@@ -62,14 +64,14 @@ class Analyzer:
         return [token.text for token in await self._raw(text)]
 
     async def analyze(self, texts: Sequence[str]) -> list[list[str]]:
-        """The terms of each text, in order."""
+        """The terms of each text (cleaned by ``indexed_text``), in order."""
         if self._separator is None:
             [self._separator] = await self._tokens(_SEPARATOR) or [_SEPARATOR]
         out: list[list[str]] = []
         chunk: list[str] = []
         size = 0
         for text in texts:
-            clean = text.replace(_SEPARATOR, " ")
+            clean = indexed_text(text).replace(_SEPARATOR, " ")
             chunk.append(clean)
             size += len(clean)
             if size >= _CHUNK_CHARS:
@@ -98,10 +100,21 @@ class Analyzer:
             return [await self._tokens(t) for t in texts]
         return out
 
+    async def query_or_none(self, text: str) -> QueryTerms | None:
+        """``query``, or None when the analyzer fails (search then matches keywords)."""
+        try:
+            return await self.query(text)
+        except AnalyzerUnavailable as exc:
+            _log.warning("full-text analysis failed, matching keywords instead: %s", exc)
+            return None
+
     async def query(self, text: str) -> QueryTerms:
-        """A query's terms; ``word*`` asks for every term starting with ``word`` (seed 001's
-        prefix match, which the full-text index itself does not offer). The searches of
-        one query (facts, conversation) share one analysis."""
+        """The terms of a query (cleaned by ``memory.text.query_text``: none for a blank
+        one); ``word*`` asks for every term starting with ``word`` (seed 001's prefix
+        match, which the full-text index itself does not offer). The searches of one
+        query (facts, conversation) share one analysis."""
+        if not text.strip():
+            return QueryTerms(())
         while True:
             cached = self._queries.get(text)
             if cached is not None:

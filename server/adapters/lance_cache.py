@@ -19,7 +19,7 @@ import sys
 from array import array
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, Protocol, TypeVar, cast
 
@@ -35,6 +35,7 @@ from memory.facts import Stored
 from memory.scoring import rrf_score
 from memory.search_index import SearchIndex, top_k
 from schemas.records import ArchivedMessage, Role
+from schemas.settings import SearchMode
 from server.adapters.lance_analyzer import QueryTerms
 
 __all__ = [
@@ -67,6 +68,10 @@ class Ranked:
     keyword: dict[int, float]
     #: Which positions the search could see (None: all).
     visible: npt.NDArray[np.bool_] | None = None
+    #: Each vector hit's cosine similarity (seed 002's ``1 - cosine distance``).
+    similarity: Mapping[int, float] = field(default_factory=dict)
+    #: Each text hit's BM25 (seed 002's ``rank``), or keyword count in the fallback.
+    text_score: Mapping[int, float] = field(default_factory=dict)
 
 
 class _Sized(Protocol):
@@ -215,13 +220,16 @@ async def hybrid_ranks(
     *,
     depth: int,
     scope: str | None,
+    mode: SearchMode = "hybrid",
 ) -> Ranked:
     """Exact vector ranks and BM25 ranks under one scope filter, computed at once: the
     query's analysis and its text side run while its vector is computed and scored.
     When the analysis fails (``query`` gives None), text ranks count the ``keywords()``
-    each of ``texts()`` contains (seed 001's LIKE fallback)."""
+    each of ``texts()`` contains (seed 001's LIKE fallback). ``mode`` ``semantic``
+    leaves the text side empty, ``keyword`` the vector side (the vector is not asked
+    for)."""
     mask = index.visible(scope)
-    found: dict[str, Any] = {}
+    found: dict[str, Any] = {"dense": [], "sparse": []}
 
     async def dense() -> None:
         try:
@@ -233,27 +241,38 @@ async def hybrid_ranks(
             best = await anyio.to_thread.run_sync(index.dense_top, query, mask, depth)
         else:
             best = index.dense_top(query, mask, depth)
-        found["dense"] = [p for p, _ in best]
+        found["dense"] = best
 
     async def sparse() -> None:
         terms = await query()
         if terms is not None:
             scores = index.sparse_scores(terms.terms, mask, prefixes=terms.prefixes)
             best = top_k(scores, depth)
-            most = best[0][1] if best else 1.0
+            found["most"] = best[0][1] if best else 1.0
         else:
             wanted = keywords()
             best = top_k(_keyword_counts(texts(), wanted, mask), depth)
-            most = float(max(len(wanted), 1))
-        found["sparse"] = [p for p, _ in best]
-        found["keyword"] = {p: score / most for p, score in best}
+            found["most"] = float(max(len(wanted), 1))
+        found["sparse"] = best
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(sparse)
-        tg.start_soon(dense)
+        if mode != "semantic":
+            tg.start_soon(sparse)
+        if mode != "keyword":
+            tg.start_soon(dense)
     if "error" in found:
         raise found["error"]
-    return Ranked(found["dense"], found["sparse"], found["keyword"], mask)
+    dense_best: list[tuple[int, float]] = found["dense"]
+    sparse_best: list[tuple[int, float]] = found["sparse"]
+    most = found.get("most", 1.0)
+    return Ranked(
+        [p for p, _ in dense_best],
+        [p for p, _ in sparse_best],
+        {p: score / most for p, score in sparse_best},
+        mask,
+        similarity=dict(dense_best),
+        text_score=dict(sparse_best),
+    )
 
 
 def _keyword_counts(

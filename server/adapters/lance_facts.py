@@ -21,8 +21,10 @@ from actors.ports import FactHit, VectorSource
 from memory.facts import Stored, Vector
 from memory.formats import newest_notes
 from memory.keywords import extract_keywords
+from memory.text import query_text
 from schemas.records import AppNote, Fact, Progress, UserProfile
-from server.adapters.lance_analyzer import Analyzer, AnalyzerUnavailable, QueryTerms
+from schemas.settings import SearchMode
+from server.adapters.lance_analyzer import Analyzer, AnalyzerUnavailable
 from server.adapters.lance_cache import Budget, FactEntry, UserCache, hybrid_ranks
 from server.adapters.lance_common import PurgeGate, quote, quote_all, user_filter
 
@@ -273,19 +275,24 @@ class LanceFacts:
         k: int,
         scope: str | None,
         categories: Sequence[str] = (),
+        mode: SearchMode = "hybrid",
     ) -> list[FactHit]:
         """Active facts by exact cosine and by BM25 (keyword counts when the analyzer fails),
-        each side ``k`` deep, plus the active facts of ``categories`` in the scope."""
+        each side ``k`` deep (only one side in ``mode`` ``semantic`` or ``keyword``), plus
+        the active facts of ``categories`` in the scope. ``text`` is cleaned first
+        (``memory.text.query_text``)."""
         user_filter(user_id)
+        text = query_text(text)
         held = await self._indexed(user_id)
         ranked = await hybrid_ranks(
             held.index,
             vector,
-            lambda: self._query(text),
+            functools.partial(self._analyzer.query_or_none, text),
             held.texts,
             lambda: extract_keywords(text),
             depth=k,
             scope=scope,
+            mode=mode,
         )
         ranks: dict[int, list[int | None]] = {}
         for rank, position in enumerate(ranked.dense, 1):
@@ -296,18 +303,16 @@ class LanceFacts:
             for position in held.of_categories(categories, scope):
                 ranks.setdefault(position, [None, None])
         return [
-            FactHit(held.stored(p), dense, text_rank, ranked.keyword.get(p, 0.0))
+            FactHit(
+                held.stored(p),
+                dense,
+                text_rank,
+                ranked.keyword.get(p, 0.0),
+                similarity=ranked.similarity.get(p),
+                text_score=ranked.text_score.get(p),
+            )
             for p, (dense, text_rank) in ranks.items()
         ]
-
-    async def _query(self, text: str) -> QueryTerms | None:
-        if not text.strip():
-            return QueryTerms(())
-        try:
-            return await self._analyzer.query(text)
-        except AnalyzerUnavailable as exc:
-            _log.warning("full-text analysis failed, matching keywords instead: %s", exc)
-            return None
 
     async def _indexed(self, user_id: str) -> FactEntry:
         """The user's entry with its index current (terms analyzed for new contents)."""

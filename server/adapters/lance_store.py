@@ -34,9 +34,11 @@ from memory.keywords import extract_keywords
 from memory.recall import search_text
 from memory.scoring import rrf_score
 from memory.search_index import SearchIndex
+from memory.text import query_text
 from schemas.records import ArchivedMessage, WorkingMemory
+from schemas.settings import SearchMode
 from server.adapters.journal import Journal
-from server.adapters.lance_analyzer import Analyzer, AnalyzerUnavailable, QueryTerms
+from server.adapters.lance_analyzer import Analyzer, AnalyzerUnavailable
 from server.adapters.lance_cache import (
     Budget,
     MessageEntry,
@@ -437,17 +439,6 @@ class LanceStore:
         assert self._analyzer is not None, "the store is not open"
         return await self._analyzer.analyze(texts)
 
-    async def query_terms(self, text: str) -> QueryTerms | None:
-        """The analyzed query; None when the analyzer fails (search falls back to keywords)."""
-        assert self._analyzer is not None, "the store is not open"
-        if not text.strip():
-            return QueryTerms(())
-        try:
-            return await self._analyzer.query(text)
-        except AnalyzerUnavailable as exc:
-            _log.warning("full-text analysis failed, matching keywords instead: %s", exc)
-            return None
-
     async def _load_messages(self, user_id: str) -> MessageEntry:
         """Read all of a user's messages into a new in-memory index, a slice at a time so
         the event loop keeps serving other sessions meanwhile."""
@@ -580,28 +571,44 @@ class LanceStore:
         return count
 
     async def search_messages(
-        self, user_id: str, text: str, vector: VectorSource, *, k: int, scope: str | None = None
+        self,
+        user_id: str,
+        text: str,
+        vector: VectorSource,
+        *,
+        k: int,
+        scope: str | None = None,
+        mode: SearchMode = "hybrid",
     ) -> list[ScoredMessage]:
         """Hybrid search of the user's in-memory index: exact cosine and BM25, each to depth
         ``2k``, fused by reciprocal rank (k=60); then each message also scores half of its
         better neighbour's score in its session. Scores are scaled to 0..1 (1: first on both
-        sides and next to another such message). With a ``scope``, only ``global``
-        messages and that scope's."""
+        sides and next to another such message). ``mode`` ``semantic``: by cosine
+        similarity alone, scored by it; ``keyword``: by BM25 alone, scored by it (nothing
+        for a blank query). With a ``scope``, only ``global`` messages and that scope's.
+        ``text`` is cleaned first (``memory.text.query_text``)."""
         user_filter(user_id)
+        text = query_text(text)
         held = await self._cache.get(user_id)
         await held.project()
         depth = 2 * k
+        assert self._analyzer is not None, "the store is not open"
         ranked = await hybrid_ranks(
             held.index,
             vector,
-            lambda: self.query_terms(text),
+            functools.partial(self._analyzer.query_or_none, text),
             held.texts,
             lambda: extract_keywords(text),
             depth=depth,
             scope=scope,
+            mode=mode,
         )
         if held.degraded:
             self._cache.drop(user_id)  # load it again, analyzed, next time
+        if mode == "semantic":
+            return [(held.row(p, user_id), ranked.similarity[p]) for p in ranked.dense[:k]]
+        if mode == "keyword":
+            return [(held.row(p, user_id), ranked.text_score[p]) for p in ranked.sparse[:k]]
         scores = with_neighbours(
             fused(ranked, depth=depth), held.neighbours, _NEIGHBOUR_SHARE, ranked.visible
         )

@@ -20,6 +20,7 @@ import ollama
 import pydantic
 
 from actors.errors import LlmError, LlmFailure, LlmInvalidOutput, LlmTimeout, LlmUnavailable
+from memory.text import embedding_text
 from schemas.llm import ChatChunk, PromptMessage
 
 __all__ = ["OllamaEmbedder", "OllamaLlm"]
@@ -167,7 +168,7 @@ class OllamaEmbedder(_OllamaClient):
         return self.dim
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One unit-length vector per text.
+        """One unit-length vector per text (an empty one is sent as a single space).
 
         Raises ``LlmUnavailable``/``LlmTimeout``/``LlmError``; ``LlmError`` also when the
         model returns the wrong number of vectors, a different dimension, or a zero vector.
@@ -175,7 +176,9 @@ class OllamaEmbedder(_OllamaClient):
         if not texts:
             return []
         with self._errors():
-            reply = await self._client.embed(model=self._model, input=list(texts))
+            reply = await self._client.embed(
+                model=self._model, input=[embedding_text(t) for t in texts]
+            )
         vectors = [_unit(v) for v in reply.embeddings]
         if len(vectors) != len(texts):
             raise LlmError(f"{self.name} returned {len(vectors)} vectors for {len(texts)} texts")

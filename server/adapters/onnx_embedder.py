@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from actors.errors import MnemoError
+from memory.text import embedding_text
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -45,10 +46,10 @@ class _Model:
         self._wants_token_types = any(i.name == "token_type_ids" for i in session.get_inputs())
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
-        """Token ids per text, truncated to 256, unpadded."""
+        """Token ids per text (an empty one as a single space), truncated to 256, unpadded."""
         # One encode() per text rather than encode_batch(): the batch call fans out
         # to the tokenizers crate's own thread pool, and `threads` should bound it all.
-        return [self._tokenizer.encode(text).ids for text in texts]
+        return [self._tokenizer.encode(embedding_text(text)).ids for text in texts]
 
     def run(self, batch: Sequence[Sequence[int]]) -> list[list[float]]:
         """Unit vectors for token id sequences; pads to the longest, padding is masked."""
