@@ -41,8 +41,7 @@ def _edit_the_only_file(directory: Path, edit: Callable[[bytes], bytes]) -> None
 
 def _crash(store: LanceStore) -> None:
     """Leave the store as a killed process would: nothing flushed, files as they are."""
-    assert store._journal is not None
-    store._journal.close()
+    store._messages_table.close()
 
 
 async def test_a_journal_reads_back_its_records_in_order(tmp_path: Path) -> None:
@@ -144,7 +143,8 @@ async def test_a_failed_move_keeps_the_messages_journaled_and_a_later_move_store
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = await _open(tmp_path)
-    real_add = store._add
+    table = store._messages_table
+    real_add = table._add
     calls = 0
 
     async def add_that_commits_then_fails(
@@ -156,7 +156,7 @@ async def test_a_failed_move_keeps_the_messages_journaled_and_a_later_move_store
         if calls == 1:
             raise ArchiveUnavailable("the disk went away after the commit (test)")
 
-    monkeypatch.setattr(store, "_add", add_that_commits_then_fails)
+    monkeypatch.setattr(table, "_add", add_that_commits_then_fails)
     try:
         await put(store, message(1, "one"), message(2, "two"))
         with pytest.raises(ArchiveUnavailable):

@@ -16,7 +16,8 @@ from memory.facts import Stored
 from memory.hashing import HashEmbedder
 from memory.text import MAX_INDEXED_BYTES
 from server.adapters.lance_cache import MessageEntry, with_neighbours
-from server.adapters.lance_store import LanceStore, _columns
+from server.adapters.lance_messages import columns_of
+from server.adapters.lance_store import LanceStore
 from tests.test_facts import make_fact
 from tests.test_lance_store import message, put
 
@@ -153,7 +154,7 @@ async def test_the_reply_to_a_matching_message_is_lifted_by_it(store: LanceStore
 def test_neighbours_follow_time_within_a_session_whatever_the_arrival_order() -> None:
     entry = MessageEntry(2)
     rows = [message(3, "c"), message(1, "a"), message(9, "x", session="s2"), message(2, "b")]
-    entry.add(_columns(rows), np.zeros((4, 2)), [[] for _ in rows])
+    entry.add(columns_of(rows), np.zeros((4, 2)), [[] for _ in rows])
     first, third, other, second = range(4)  # positions, in arrival order
     assert entry.neighbours(third) == (-1, second)
     assert entry.neighbours(second) == (third, first)
@@ -162,7 +163,7 @@ def test_neighbours_follow_time_within_a_session_whatever_the_arrival_order() ->
     entry.remove([message(2, "").id])  # splice it out
     assert entry.neighbours(third) == (-1, first)
     assert entry.neighbours(first) == (third, -1)
-    entry.add(_columns([message(4, "d")]), np.zeros((1, 2)), [[]])
+    entry.add(columns_of([message(4, "d")]), np.zeros((1, 2)), [[]])
     assert entry.neighbours(first) == (third, 4)
     assert entry.neighbours(4) == (first, -1)
 

@@ -15,7 +15,8 @@ from lancedb.index import FTS
 from memory.facts import Stored
 from memory.hashing import HashEmbedder
 from schemas.records import AppNote, ArchivedMessage, Role, WorkingMemory
-from server.adapters.lance_store import LanceStore, StoreMismatch, _messages_schema, quote
+from server.adapters.lance_messages import messages_schema
+from server.adapters.lance_store import LanceStore, StoreMismatch, quote
 from tests.test_facts import make_fact
 
 pytestmark = pytest.mark.anyio
@@ -292,7 +293,7 @@ async def test_a_store_from_before_search_texts_is_migrated_on_open(tmp_path: Pa
     row = _old_row(old)
     db = await lancedb.connect_async(str(tmp_path / "db"))
     schema = pa.schema(
-        [f for f in _messages_schema(_embedder.dim, "hash") if f.name != "search_text"]
+        [f for f in messages_schema(_embedder.dim, "hash") if f.name != "search_text"]
     )
     table = await db.create_table("messages", schema=schema)
     await table.add(pa.Table.from_pylist([row], schema=schema))

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio
 import anyio.lowlevel
-import anyio.to_thread
 import lancedb
 import msgspec
 import numpy as np
@@ -26,9 +24,8 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 from lancedb.index import FTS, BTree
-from lancedb.query import ColumnOrdering
 
-from actors.errors import ArchiveUnavailable, MnemoError
+from actors.errors import MnemoError
 from actors.ports import Embedder, Page, ScoredMessage, VectorSource
 from memory.keywords import extract_keywords
 from memory.recall import search_text
@@ -48,48 +45,25 @@ from server.adapters.lance_cache import (
     hybrid_ranks,
     with_neighbours,
 )
-from server.adapters.lance_common import PurgeGate, quote, quote_all, user_filter
+from server.adapters.lance_common import PurgeGate, quote, user_filter
 from server.adapters.lance_facts import LanceFacts
+from server.adapters.lance_messages import (
+    COLUMNS,
+    EMBEDDER_KEY,
+    NEWEST_FIRST,
+    JournaledMessages,
+    columns_of,
+    message_of,
+    messages_schema,
+    newest_first,
+)
 
 __all__ = ["LanceStore", "StoreMismatch", "quote"]
 
 _MESSAGES = "messages"
 _WORKING = "working"
-_EMBEDDER_KEY = b"mnemo.embedder"
-_T = TypeVar("_T")
 _json = msgspec.json.Encoder()
 _working_decoder = msgspec.json.Decoder(WorkingMemory)
-_meta_decoder: msgspec.json.Decoder[dict[str, Any]] = msgspec.json.Decoder(dict[str, Any])
-
-
-class StoreMismatch(MnemoError):
-    """The data directory was written with another embedder (vector size differs)."""
-
-    code = "store_mismatch"
-
-
-def _messages_schema(dim: int, embedder: str) -> pa.Schema:
-    return pa.schema(
-        [
-            pa.field("id", pa.string(), nullable=False),
-            pa.field("user_id", pa.string(), nullable=False),
-            pa.field("session_id", pa.string(), nullable=False),
-            pa.field("scope", pa.string(), nullable=False),
-            pa.field("turn", pa.int32(), nullable=False),
-            pa.field("role", pa.string(), nullable=False),
-            pa.field("speaker", pa.string(), nullable=False),
-            pa.field("text", pa.string(), nullable=False),
-            pa.field("at", pa.timestamp("us", tz="UTC"), nullable=False),
-            pa.field("meta", pa.string(), nullable=False),
-            pa.field("source_id", pa.string(), nullable=False),
-            # What the message is found by (memory.recall.search_text): full-text indexed.
-            pa.field("search_text", pa.string(), nullable=False),
-            pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
-        ],
-        metadata={_EMBEDDER_KEY: embedder.encode()},
-    )
-
-
 _WORKING_SCHEMA = pa.schema(
     [
         pa.field("user_id", pa.string(), nullable=False),
@@ -98,58 +72,13 @@ _WORKING_SCHEMA = pa.schema(
     ]
 )
 
-_NEWEST_FIRST = [
-    ColumnOrdering(column_name="at", ascending=False),
-    ColumnOrdering(column_name="id", ascending=True),
-]
+
+class StoreMismatch(MnemoError):
+    """The data directory was written with another embedder (vector size differs)."""
+
+    code = "store_mismatch"
 
 
-def _table(
-    messages: Sequence[ArchivedMessage], vectors: npt.NDArray[np.float32], schema: pa.Schema
-) -> pa.Table:
-    """Messages as an Arrow table of the ``messages`` schema, built column by column."""
-    columns = _columns(messages)
-    del columns["at"]
-    vector = pa.FixedSizeListArray.from_arrays(
-        pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1)),
-        schema.field("vector").type.list_size,
-    )
-    return pa.table(
-        {
-            **columns,
-            "user_id": [m.user_id for m in messages],
-            "at": [m.at for m in messages],
-            "search_text": [search_text(m) for m in messages],
-            "vector": vector,
-        },
-        schema=schema,
-    )
-
-
-def _message(row: dict[str, Any]) -> ArchivedMessage:
-    at: datetime = row["at"]
-    return ArchivedMessage(
-        id=row["id"],
-        user_id=row["user_id"],
-        session_id=row["session_id"],
-        scope=row["scope"],
-        turn=row["turn"],
-        role=row["role"],
-        speaker=row["speaker"],
-        text=row["text"],
-        at=at.astimezone(UTC),
-        meta=_meta_decoder.decode(row["meta"]),
-        source_id=row["source_id"],
-    )
-
-
-def _newest_first(messages: Sequence[ArchivedMessage]) -> list[ArchivedMessage]:
-    """Messages newest first (``at`` desc, ``id`` asc), each id once."""
-    unique = {m.id: m for m in messages}
-    return sorted(unique.values(), key=lambda m: (-m.at.timestamp(), m.id))
-
-
-_COLUMNS = [f.name for f in _messages_schema(1, "") if f.name not in ("vector", "search_text")]
 _log = logging.getLogger("mnemo.store")
 #: Rows of a user's messages indexed between two yields to the event loop.
 _LOAD_SLICE = 4096
@@ -164,22 +93,6 @@ def _add(
     columns: dict[str, list[Any]], vectors: Any, terms: list[list[str]], entry: MessageEntry
 ) -> None:
     entry.add(columns, vectors, terms)
-
-
-def _columns(messages: Sequence[ArchivedMessage]) -> dict[str, list[Any]]:
-    """Messages column by column, as ``MessageEntry.add`` takes them."""
-    return {
-        "id": [m.id for m in messages],
-        "session_id": [m.session_id for m in messages],
-        "scope": [m.scope for m in messages],
-        "turn": [m.turn for m in messages],
-        "role": [m.role for m in messages],
-        "speaker": [m.speaker for m in messages],
-        "text": [m.text for m in messages],
-        "at": [m.at.timestamp() for m in messages],
-        "meta": [_json.encode(m.meta).decode() for m in messages],
-        "source_id": [m.source_id for m in messages],
-    }
 
 
 class LanceStore:
@@ -199,12 +112,7 @@ class LanceStore:
         at ``flush_messages()``; without one, each append writes the table."""
         self._uri = str(uri)
         self._journal_dir = journal
-        self._journal: Journal | None = None
-        #: Held by a flush and by deletes: a delete sees every journaled message in the table.
-        self._flush_lock = anyio.Lock()
-        #: Odd while a flush writes the table (see ``_consistent``).
-        self._epoch = 0
-        self._flushed = anyio.Event()
+        self._archive: JournaledMessages | None = None
         self._embedder = embedder
         self._dim = 0
         self._schema: pa.Schema | None = None
@@ -243,7 +151,7 @@ class LanceStore:
             schema = await self._messages.schema()
             size = schema.field("vector").type.list_size
             if size != self._dim:
-                stored = (schema.metadata or {}).get(_EMBEDDER_KEY, b"?").decode()
+                stored = (schema.metadata or {}).get(EMBEDDER_KEY, b"?").decode()
                 raise StoreMismatch(
                     f"{self._uri} holds {size}-dimensional vectors from embedder {stored!r}; "
                     f"the configured embedder {name!r} makes {self._dim}. "
@@ -251,7 +159,7 @@ class LanceStore:
                 )
         else:
             self._messages = await self._db.create_table(
-                _MESSAGES, schema=_messages_schema(self._dim, name)
+                _MESSAGES, schema=messages_schema(self._dim, name)
             )
         if "search_text" not in (await self._messages.schema()).names:
             # Written before search texts existed: who said it, then what (no context).
@@ -272,14 +180,10 @@ class LanceStore:
             budget=self._budget,
         )
         await self._facts.open()
-        if self._journal_dir is not None:
-            self._journal = Journal(self._journal_dir, self._dim)
-            recovered = await anyio.to_thread.run_sync(self._journal.recover)
-            for segment in recovered:
-                segment.maybe_stored = True  # the process may have died after its add
-            if recovered:
-                rows = await self.flush_messages()
-                _log.info("replayed %d journaled messages into the archive", rows)
+        journal = None if self._journal_dir is None else Journal(self._journal_dir, self._dim)
+        self._archive = JournaledMessages(self._messages, self._schema, self._gate, journal)
+        if replayed := await self._archive.recover():
+            _log.info("replayed %d journaled messages into the archive", replayed)
 
     async def _ensure_indexes(self) -> None:
         indices = await self._messages.list_indices()
@@ -296,12 +200,12 @@ class LanceStore:
             await self._working.create_index("user_id", config=BTree())
 
     async def aclose(self) -> None:
-        if self._journal is not None:
+        if self._archive is not None:
             try:
-                await self.flush_messages()
+                await self._archive.flush()
             except MnemoError as exc:  # the journal keeps them: the next open replays them
                 _log.warning("journaled messages stay in the journal: %s", exc)
-            self._journal.close()
+            self._archive.close()
         if self._facts is not None:
             self._facts.close()
         for table in (self._messages, self._working):
@@ -320,97 +224,19 @@ class LanceStore:
         if not rows:
             return
         matrix = np.asarray(vectors, dtype=np.float32).reshape(len(rows), self._dim)
-        if self._journal is None:
-            await self._add(rows, matrix)
-        else:
-            try:
-                await self._journal.append(rows, matrix)
-            except OSError as exc:
-                raise ArchiveUnavailable(f"journal write of {len(rows)} rows: {exc}") from exc
+        await self._messages_table.append(rows, matrix)
         await self._index_appended(rows, matrix)
 
     async def flush_messages(self) -> int:
         """Move journaled messages into the table, in one append per journal file; returns
         how many moved. Raises ``ArchiveUnavailable`` (they stay journaled)."""
-        if self._journal is None:
-            return 0
-        async with self._flush_lock:
-            return await self._flush_journal(self._journal)
+        return await self._messages_table.flush()
 
-    async def _flush_journal(self, journal: Journal) -> int:
-        moved = 0
-        for segment in await journal.seal():
-            rows, matrix = segment.rows, segment.matrix(self._dim)
-            if segment.maybe_stored:
-                rows, matrix = await self._not_stored(rows, matrix)
-            self._epoch += 1
-            moved_all = False
-            try:
-                if rows:
-                    await self._gate.read(functools.partial(self._add, rows, matrix))
-                journal.discard(segment)
-                moved_all = True
-            finally:
-                if not moved_all:
-                    segment.maybe_stored = True  # a failed add may still have committed
-                self._epoch += 1
-                self._flushed.set()
-                self._flushed = anyio.Event()
-            moved += len(segment.rows)
-        return moved
-
-    async def _add(self, rows: Sequence[ArchivedMessage], matrix: npt.NDArray[np.float32]) -> None:
-        try:
-            await self._messages.add(_table(rows, matrix, self._schema))
-        except (OSError, RuntimeError, ValueError) as exc:
-            raise ArchiveUnavailable(f"append of {len(rows)} rows failed: {exc}") from exc
-
-    async def _not_stored(
-        self, rows: Sequence[ArchivedMessage], matrix: npt.NDArray[np.float32]
-    ) -> tuple[list[ArchivedMessage], npt.NDArray[np.float32]]:
-        """The rows (and their vectors) the table does not hold yet."""
-        stored: set[tuple[str, str]] = set()
-        for user_id in {m.user_id for m in rows}:
-            ids = [m.id for m in rows if m.user_id == user_id]
-            for start in range(0, len(ids), 500):
-                found = await self._stored_ids(user_id, ids[start : start + 500])
-                stored |= {(user_id, i) for i in found}
-        keep = [n for n, m in enumerate(rows) if (m.user_id, m.id) not in stored]
-        return [rows[n] for n in keep], matrix[keep]
-
-    def _pending(self, user_id: str) -> list[ArchivedMessage]:
-        """The user's journaled messages not yet in the table."""
-        if self._journal is None:
-            return []
-        return [m for s in self._journal.pending() for m in s.rows if m.user_id == user_id]
-
-    def _pending_vectors(
-        self, user_id: str
-    ) -> tuple[list[ArchivedMessage], npt.NDArray[np.float32]]:
-        """``_pending(user_id)`` with their vectors."""
-        rows: list[ArchivedMessage] = []
-        parts: list[npt.NDArray[np.float32]] = []
-        for segment in self._journal.pending() if self._journal is not None else []:
-            picks = [n for n, m in enumerate(segment.rows) if m.user_id == user_id]
-            if picks:
-                rows += [segment.rows[n] for n in picks]
-                parts.append(segment.matrix(self._dim)[picks])
-        matrix = np.concatenate(parts) if parts else np.zeros((0, self._dim), np.float32)
-        return rows, matrix
-
-    async def _consistent(
-        self, user_id: str, read: Callable[[], Awaitable[_T]]
-    ) -> tuple[_T, list[ArchivedMessage]]:
-        """``read()`` of the table and the user's journaled messages it did not see: no
-        flush ran while it read (a seqlock: else it reads again)."""
-        while True:
-            epoch = self._epoch
-            if epoch % 2:
-                await self._flushed.wait()
-                continue
-            result = await read()
-            if self._epoch == epoch:
-                return result, self._pending(user_id)
+    @property
+    def _messages_table(self) -> JournaledMessages:
+        if self._archive is None:
+            raise RuntimeError("the store is not open")
+        return self._archive
 
     async def _index_appended(
         self, rows: Sequence[ArchivedMessage], vectors: npt.NDArray[np.float32]
@@ -433,7 +259,7 @@ class LanceStore:
             mine = [rows[held[n]] for n in picks]
             matrix = vectors[[held[n] for n in picks]]
             words = [terms[n] for n in picks]
-            self._cache.apply(user_id, functools.partial(_add, _columns(mine), matrix, words))
+            self._cache.apply(user_id, functools.partial(_add, columns_of(mine), matrix, words))
 
     async def _analyze(self, texts: Sequence[str]) -> list[list[str]]:
         assert self._analyzer is not None, "the store is not open"
@@ -442,17 +268,17 @@ class LanceStore:
     async def _load_messages(self, user_id: str) -> MessageEntry:
         """Read all of a user's messages into a new in-memory index, a slice at a time so
         the event loop keeps serving other sessions meanwhile."""
-        columns = [*_COLUMNS, "search_text", "vector"]
+        columns = [*COLUMNS, "search_text", "vector"]
         where = user_filter(user_id)
         # Journaled ones too: taken before the read, so a flush meanwhile loses none.
-        pending, pending_vectors = self._pending_vectors(user_id)
+        pending, pending_vectors = self._messages_table.pending_vectors(user_id)
         table = await self._gate.read(self._messages.query().where(where).select(columns).to_arrow)
         entry = MessageEntry(self._dim)
         entry.index.reserve(table.num_rows)
         for start in range(0, table.num_rows, _LOAD_SLICE):
             part = table.slice(start, _LOAD_SLICE)
             data: dict[str, list[Any]] = {
-                name: part[name].to_pylist() for name in _COLUMNS if name not in ("at", "user_id")
+                name: part[name].to_pylist() for name in COLUMNS if name not in ("at", "user_id")
             }
             data["at"] = (pc.cast(part["at"], pa.int64()).to_numpy() / 1e6).tolist()
             vectors = part["vector"].combine_chunks().flatten().to_numpy().reshape(-1, self._dim)
@@ -470,7 +296,7 @@ class LanceStore:
             except AnalyzerUnavailable:
                 terms = [[] for _ in pending]
                 entry.degraded = True
-            entry.add(_columns(pending), pending_vectors, terms)  # skips what the read had
+            entry.add(columns_of(pending), pending_vectors, terms)  # skips what the read had
         await entry.project()
         return entry
 
@@ -482,21 +308,25 @@ class LanceStore:
             rows = await self._gate.read(
                 self._messages.query()
                 .where(where)
-                .select(_COLUMNS)
-                .order_by(_NEWEST_FIRST)
+                .select(COLUMNS)
+                .order_by(NEWEST_FIRST)
                 .limit(limit)
                 .offset(offset)
                 .to_list
             )
-            return [_message(r) for r in rows], total
+            return [message_of(r) for r in rows], total
 
-        if not self._pending(user_id):
-            page, pending = await self._consistent(user_id, lambda: read(limit, offset))
+        if not self._messages_table.pending(user_id):
+            page, pending = await self._messages_table.consistent(
+                user_id, lambda: read(limit, offset)
+            )
             if not pending:
                 return page
         # Some are journaled: merge them with the table's first offset + limit.
-        (stored, total), pending = await self._consistent(user_id, lambda: read(offset + limit, 0))
-        merged = _newest_first([*stored, *pending])
+        (stored, total), pending = await self._messages_table.consistent(
+            user_id, lambda: read(offset + limit, 0)
+        )
+        merged = newest_first([*stored, *pending])
         return merged[offset : offset + limit], total + len(merged) - len(stored)
 
     async def session_messages(
@@ -504,53 +334,42 @@ class LanceStore:
     ) -> list[ArchivedMessage]:
         where = f"{user_filter(user_id)} AND session_id = {quote(session_id)}"
         query = (
-            self._messages.query()
-            .where(where)
-            .select(_COLUMNS)
-            .order_by(_NEWEST_FIRST)
-            .limit(limit)
+            self._messages.query().where(where).select(COLUMNS).order_by(NEWEST_FIRST).limit(limit)
         )
-        rows, pending = await self._consistent(user_id, lambda: self._gate.read(query.to_list))
+        rows, pending = await self._messages_table.consistent(
+            user_id, lambda: self._gate.read(query.to_list)
+        )
         ours = [m for m in pending if m.session_id == session_id]
-        found = _newest_first([*map(_message, rows), *ours])[:limit]
+        found = newest_first([*map(message_of, rows), *ours])[:limit]
         found.sort(key=lambda m: (m.turn, m.at, m.role != "user"))
         return found
 
     async def get_message(self, user_id: str, message_id: str) -> ArchivedMessage | None:
         # Journal first: a message moved into the table after this look is found there.
-        journaled = next((m for m in self._pending(user_id) if m.id == message_id), None)
+        journaled = next(
+            (m for m in self._messages_table.pending(user_id) if m.id == message_id), None
+        )
         if journaled is not None:
             return journaled
         rows = await self._gate.read(
             self._messages.query()
             .where(f"{user_filter(user_id)} AND id = {quote(message_id)}")
-            .select(_COLUMNS)
+            .select(COLUMNS)
             .limit(1)
             .to_list
         )
-        return _message(rows[0]) if rows else None
+        return message_of(rows[0]) if rows else None
 
     async def existing_message_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
         if not ids:
             return set()
         wanted = set(ids)
-        journaled = {m.id for m in self._pending(user_id) if m.id in wanted}
-        return journaled | await self._stored_ids(user_id, ids)
-
-    async def _stored_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
-        rows = await self._gate.read(
-            self._messages.query()
-            .where(f"{user_filter(user_id)} AND id IN {quote_all(ids)}")
-            .select(["id"])
-            .to_list
-        )
-        return {row["id"] for row in rows}
+        journaled = {m.id for m in self._messages_table.pending(user_id) if m.id in wanted}
+        return journaled | await self._messages_table.stored_ids(user_id, ids)
 
     async def delete_message(self, user_id: str, message_id: str) -> bool:
         where = f"{user_filter(user_id)} AND id = {quote(message_id)}"
-        async with self._flush_lock:  # journaled ones into the table, and the journal gone
-            if self._journal is not None:
-                await self._flush_journal(self._journal)
+        async with self._messages_table.all_in_table():  # and no journal file left
             if not await self._gate.read(lambda: self._messages.count_rows(where)):
                 return False
             await self._messages.delete(where)
@@ -560,9 +379,7 @@ class LanceStore:
 
     async def clear_messages(self, user_id: str) -> int:
         where = user_filter(user_id)
-        async with self._flush_lock:
-            if self._journal is not None:
-                await self._flush_journal(self._journal)
+        async with self._messages_table.all_in_table():
             count = int(await self._gate.read(lambda: self._messages.count_rows(where)))
             if count:
                 await self._messages.delete(where)

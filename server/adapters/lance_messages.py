@@ -1,0 +1,288 @@
+"""The archive's ``messages`` table and the journal in front of it.
+
+Rows go into the journal (durable, fsynced) and move into the LanceDB table
+in bulk (``flush``); until then ``pending`` has them, and ``consistent`` reads
+the table and the journal as one. Also the table's row format: its schema and
+the conversions between rows and ``ArchivedMessage``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+import msgspec
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+from lancedb.query import ColumnOrdering
+
+from actors.errors import ArchiveUnavailable
+from memory.recall import search_text
+from schemas.records import ArchivedMessage
+from server.adapters.journal import Journal
+from server.adapters.lance_common import PurgeGate, quote_all, user_filter
+
+__all__ = [
+    "COLUMNS",
+    "EMBEDDER_KEY",
+    "NEWEST_FIRST",
+    "JournaledMessages",
+    "columns_of",
+    "message_of",
+    "messages_schema",
+    "newest_first",
+]
+
+_T = TypeVar("_T")
+EMBEDDER_KEY = b"mnemo.embedder"
+_json = msgspec.json.Encoder()
+_meta_decoder: msgspec.json.Decoder[dict[str, Any]] = msgspec.json.Decoder(dict[str, Any])
+#: Ids per ``IN (...)`` filter when checking which rows the table holds.
+_IDS_PER_QUERY = 500
+
+
+def messages_schema(dim: int, embedder: str) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("user_id", pa.string(), nullable=False),
+            pa.field("session_id", pa.string(), nullable=False),
+            pa.field("scope", pa.string(), nullable=False),
+            pa.field("turn", pa.int32(), nullable=False),
+            pa.field("role", pa.string(), nullable=False),
+            pa.field("speaker", pa.string(), nullable=False),
+            pa.field("text", pa.string(), nullable=False),
+            pa.field("at", pa.timestamp("us", tz="UTC"), nullable=False),
+            pa.field("meta", pa.string(), nullable=False),
+            pa.field("source_id", pa.string(), nullable=False),
+            # What the message is found by (memory.recall.search_text): full-text indexed.
+            pa.field("search_text", pa.string(), nullable=False),
+            pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+        ],
+        metadata={EMBEDDER_KEY: embedder.encode()},
+    )
+
+
+#: The columns a message is read back from.
+COLUMNS = [f.name for f in messages_schema(1, "") if f.name not in ("vector", "search_text")]
+
+NEWEST_FIRST = [
+    ColumnOrdering(column_name="at", ascending=False),
+    ColumnOrdering(column_name="id", ascending=True),
+]
+
+
+def columns_of(messages: Sequence[ArchivedMessage]) -> dict[str, list[Any]]:
+    """Messages column by column (``at`` as epoch seconds), as ``MessageEntry.add``
+    takes them."""
+    return {
+        "id": [m.id for m in messages],
+        "session_id": [m.session_id for m in messages],
+        "scope": [m.scope for m in messages],
+        "turn": [m.turn for m in messages],
+        "role": [m.role for m in messages],
+        "speaker": [m.speaker for m in messages],
+        "text": [m.text for m in messages],
+        "at": [m.at.timestamp() for m in messages],
+        "meta": [_json.encode(m.meta).decode() for m in messages],
+        "source_id": [m.source_id for m in messages],
+    }
+
+
+def _arrow(
+    messages: Sequence[ArchivedMessage], vectors: npt.NDArray[np.float32], schema: pa.Schema
+) -> pa.Table:
+    """Messages as an Arrow table of the ``messages`` schema, built column by column."""
+    columns = columns_of(messages)
+    del columns["at"]
+    vector = pa.FixedSizeListArray.from_arrays(
+        pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1)),
+        schema.field("vector").type.list_size,
+    )
+    return pa.table(
+        {
+            **columns,
+            "user_id": [m.user_id for m in messages],
+            "at": [m.at for m in messages],
+            "search_text": [search_text(m) for m in messages],
+            "vector": vector,
+        },
+        schema=schema,
+    )
+
+
+def message_of(row: dict[str, Any]) -> ArchivedMessage:
+    at: datetime = row["at"]
+    return ArchivedMessage(
+        id=row["id"],
+        user_id=row["user_id"],
+        session_id=row["session_id"],
+        scope=row["scope"],
+        turn=row["turn"],
+        role=row["role"],
+        speaker=row["speaker"],
+        text=row["text"],
+        at=at.astimezone(UTC),
+        meta=_meta_decoder.decode(row["meta"]),
+        source_id=row["source_id"],
+    )
+
+
+def newest_first(messages: Sequence[ArchivedMessage]) -> list[ArchivedMessage]:
+    """Messages newest first (``at`` desc, ``id`` asc), each id once."""
+    unique = {m.id: m for m in messages}
+    return sorted(unique.values(), key=lambda m: (-m.at.timestamp(), m.id))
+
+
+class JournaledMessages:
+    """The ``messages`` table with an optional journal in front of it.
+
+    With a journal, ``append`` is durable once journaled and ``flush`` moves the
+    rows into the table (one append per journal file); without one, ``append``
+    writes the table. Every method names the user it is for.
+    """
+
+    def __init__(
+        self, table: Any, schema: pa.Schema, gate: PurgeGate, journal: Journal | None
+    ) -> None:
+        self.table, self._schema, self._gate, self._journal = table, schema, gate, journal
+        self._dim: int = schema.field("vector").type.list_size
+        #: Held by a flush, and by deletes (``all_in_table``).
+        self._lock = anyio.Lock()
+        #: Odd while a flush writes the table (see ``consistent``).
+        self._epoch = 0
+        self._flushed = anyio.Event()
+
+    async def recover(self) -> int:
+        """Move what an earlier process left journaled into the table (skipping rows the
+        table holds already: it may have died between the two); returns how many."""
+        if self._journal is None:
+            return 0
+        recovered = await anyio.to_thread.run_sync(self._journal.recover)
+        for segment in recovered:
+            segment.maybe_stored = True
+        return await self.flush() if recovered else 0
+
+    async def append(
+        self, rows: Sequence[ArchivedMessage], matrix: npt.NDArray[np.float32]
+    ) -> None:
+        """Durable on return. Raises ``ArchiveUnavailable``."""
+        if self._journal is None:
+            await self._add(rows, matrix)
+            return
+        try:
+            await self._journal.append(rows, matrix)
+        except OSError as exc:
+            raise ArchiveUnavailable(f"journal write of {len(rows)} rows: {exc}") from exc
+
+    async def flush(self) -> int:
+        """Move journaled rows into the table; returns how many moved. Raises
+        ``ArchiveUnavailable`` (they stay journaled)."""
+        async with self._lock:
+            return await self._flush()
+
+    @asynccontextmanager
+    async def all_in_table(self) -> AsyncIterator[None]:
+        """Every journaled row in the table, and none journaled until the block ends (a
+        delete and its purge of old versions see every row, and leave no journal file
+        behind with the deleted text)."""
+        async with self._lock:
+            await self._flush()
+            yield
+
+    async def _flush(self) -> int:
+        if self._journal is None:
+            return 0
+        moved = 0
+        for segment in await self._journal.seal():
+            rows, matrix = segment.rows, segment.matrix(self._dim)
+            if segment.maybe_stored:
+                rows, matrix = await self._not_stored(rows, matrix)
+            self._epoch += 1
+            moved_all = False
+            try:
+                if rows:
+                    await self._gate.read(functools.partial(self._add, rows, matrix))
+                self._journal.discard(segment)
+                moved_all = True
+            finally:
+                if not moved_all:
+                    segment.maybe_stored = True  # a failed add may still have committed
+                self._epoch += 1
+                self._flushed.set()
+                self._flushed = anyio.Event()
+            moved += len(segment.rows)
+        return moved
+
+    async def _add(self, rows: Sequence[ArchivedMessage], matrix: npt.NDArray[np.float32]) -> None:
+        try:
+            await self.table.add(_arrow(rows, matrix, self._schema))
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise ArchiveUnavailable(f"append of {len(rows)} rows failed: {exc}") from exc
+
+    async def _not_stored(
+        self, rows: Sequence[ArchivedMessage], matrix: npt.NDArray[np.float32]
+    ) -> tuple[list[ArchivedMessage], npt.NDArray[np.float32]]:
+        """The rows (and their vectors) the table does not hold yet."""
+        stored: set[tuple[str, str]] = set()
+        for user_id in {m.user_id for m in rows}:
+            ids = [m.id for m in rows if m.user_id == user_id]
+            for start in range(0, len(ids), _IDS_PER_QUERY):
+                found = await self.stored_ids(user_id, ids[start : start + _IDS_PER_QUERY])
+                stored |= {(user_id, i) for i in found}
+        keep = [n for n, m in enumerate(rows) if (m.user_id, m.id) not in stored]
+        return [rows[n] for n in keep], matrix[keep]
+
+    async def stored_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` the table holds for this user (journaled ones not counted)."""
+        rows = await self._gate.read(
+            self.table.query()
+            .where(f"{user_filter(user_id)} AND id IN {quote_all(ids)}")
+            .select(["id"])
+            .to_list
+        )
+        return {row["id"] for row in rows}
+
+    def pending(self, user_id: str) -> list[ArchivedMessage]:
+        """The user's journaled messages not yet in the table."""
+        if self._journal is None:
+            return []
+        return [m for s in self._journal.pending() for m in s.rows if m.user_id == user_id]
+
+    def pending_vectors(
+        self, user_id: str
+    ) -> tuple[list[ArchivedMessage], npt.NDArray[np.float32]]:
+        """``pending(user_id)`` with their vectors."""
+        rows: list[ArchivedMessage] = []
+        parts: list[npt.NDArray[np.float32]] = []
+        for segment in self._journal.pending() if self._journal is not None else []:
+            picks = [n for n, m in enumerate(segment.rows) if m.user_id == user_id]
+            if picks:
+                rows += [segment.rows[n] for n in picks]
+                parts.append(segment.matrix(self._dim)[picks])
+        matrix = np.concatenate(parts) if parts else np.zeros((0, self._dim), np.float32)
+        return rows, matrix
+
+    async def consistent(
+        self, user_id: str, read: Callable[[], Awaitable[_T]]
+    ) -> tuple[_T, list[ArchivedMessage]]:
+        """``read()`` of the table, and the user's journaled messages it did not see: read
+        again if a flush ran meanwhile (a seqlock), so each message is seen once."""
+        while True:
+            epoch = self._epoch
+            if epoch % 2:
+                await self._flushed.wait()
+                continue
+            result = await read()
+            if self._epoch == epoch:
+                return result, self.pending(user_id)
+
+    def close(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
