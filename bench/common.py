@@ -90,21 +90,26 @@ def rss_kib(pid: int) -> int:
 def served(
     env: Mapping[str, str], *, data_dir: str | None = None
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """``mnemo serve`` in a child process on a free port; yields (``host:port``, process)."""
+    """``mnemo serve`` in a child process on a free port; yields (``host:port``, process).
+    Its log goes to the file named by ``MNEMO_BENCH_SERVER_LOG``, if set."""
     port = free_port()
+    log_path = os.environ.get("MNEMO_BENCH_SERVER_LOG")
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-") as tmp:
         child_env = {
-            **os.environ,
+            **{k: v for k, v in os.environ.items() if k != "MNEMO_BENCH_SERVER_LOG"},
             "MNEMO_DATA_DIR": data_dir or tmp,
             "MNEMO_PORT": str(port),
             **env,
         }
+        log = open(log_path, "ab") if log_path else None
         process = subprocess.Popen(
             [sys.executable, "-m", "server.cli", "serve"],
             env=child_env,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=log or subprocess.DEVNULL,
         )
+        if log is not None:
+            log.close()  # the child has its own copy
         try:
             deadline = time.monotonic() + 60
             while True:
