@@ -89,6 +89,7 @@ def create_app(
         live: list[SessionRegistry] = []  # set once the registry exists
         metrics = Metrics(lambda: len(live[0].live()) if live else 0)
         events.listen(metrics.observe)
+        stop_timing_gc = metrics.time_gc()
         writer = ArchiveWriter(
             store,
             embedder,
@@ -149,6 +150,7 @@ def create_app(
                 # which flushes everything still queued before it returns.
                 writer_group.cancel_scope.cancel()
         finally:
+            stop_timing_gc()
             with anyio.CancelScope(shield=True):
                 await llm.aclose()
                 await store.aclose()

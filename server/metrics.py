@@ -8,7 +8,10 @@ so two servers in one process (tests) never share counters.
 
 from __future__ import annotations
 
+import gc
+import time
 from collections.abc import Callable
+from typing import Any
 
 import anyio
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -69,6 +72,14 @@ class Metrics:
             buckets=(0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000),
             registry=r,
         )
+        self.gc_pause_ms = Histogram(
+            "mnemo_gc_pause_ms",
+            "Python's cyclic garbage collector runs (each stops the event loop), ms.",
+            ["generation"],
+            buckets=(0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500),
+            registry=r,
+        )
+        self._gc_started = 0.0
         self.retrieval_ms = Histogram(
             "mnemo_retrieval_ms",
             "Building a chat's memory context (retrieval), ms.",
@@ -146,6 +157,24 @@ class Metrics:
             started = anyio.current_time()
             await anyio.sleep(interval)
             self.loop_lag_ms.observe(max(anyio.current_time() - started - interval, 0.0) * 1000)
+
+    def time_gc(self) -> Callable[[], None]:
+        """Time every collection of Python's garbage collector into ``mnemo_gc_pause_ms``
+        until the returned function is called."""
+        gc.callbacks.append(self._on_gc)
+
+        def stop() -> None:
+            if self._on_gc in gc.callbacks:
+                gc.callbacks.remove(self._on_gc)
+
+        return stop
+
+    def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+            return
+        ms = (time.perf_counter() - self._gc_started) * 1000
+        self.gc_pause_ms.labels(str(info["generation"])).observe(ms)
 
     def observe(self, event: Event) -> None:
         """The bus listener: one event in, a few series updated."""

@@ -3,6 +3,7 @@ may see what."""
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import re
@@ -171,6 +172,14 @@ async def test_metrics_count_turns_frames_and_live_actors(server: str) -> None:
     assert 'mnemo_errors_total{code="bad_request"} 1.0' in text
     assert 'mnemo_actor_events_total{kind="spawned"} 1.0' in text
     assert 'mnemo_store_write_rows_count{writer="archive"}' in text
+
+
+async def test_metrics_time_the_garbage_collectors_pauses(server: str) -> None:
+    gc.collect()  # a full collection, timed by the server's metrics (same process here)
+    async with http(server, ADMIN) as admin:
+        text = (await admin.get("/metrics")).text
+    [full] = re.findall(r'mnemo_gc_pause_ms_count\{generation="2"\} (\d+)', text)
+    assert int(float(full)) >= 1
 
 
 @pytest.fixture
