@@ -72,6 +72,14 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     archive_flush_interval: float = 1.0
     #: ... or once this many rows are journaled, whichever comes first.
     archive_flush_rows: int = 2000
+    #: Python's garbage collector (``mnemo serve``): a collection of the youngest objects
+    #: after this many allocations (Python's default is 700), of the middle generation
+    #: after ``gc_middle`` of those. Young collections are cheap and frequent; with
+    #: thousands of requests in flight, objects that live a few hundred milliseconds
+    #: would otherwise reach the old generation, whose collections stop the event loop
+    #: for as long as it takes to scan every live object.
+    gc_young: int = 50_000
+    gc_middle: int = 20
     #: Versions older than this many seconds are removed by the scheduled optimize.
     cleanup_older_than: float = 3600.0
     #: Memory (MiB) for users' in-memory search indexes; the least recently searched

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from collections.abc import Sequence
 
 import uvicorn
 
+from schemas.settings import Settings
 from server import watch_cli
 from server.cli_transfer import add_commands, export_command, import_command
 from server.config import ConfigError, is_loopback, load_settings
@@ -46,8 +48,10 @@ def serve(args: argparse.Namespace) -> int:
     from server.main import build_app
 
     configure_logging()
+    app = build_app(settings)
+    tune_gc(settings)
     config = uvicorn.Config(
-        build_app(settings),
+        app,
         host=settings.host,
         port=settings.port,
         ws="websockets-sansio",
@@ -60,6 +64,14 @@ def serve(args: argparse.Namespace) -> int:
     )
     uvicorn.Server(config).run()
     return 0
+
+
+def tune_gc(settings: Settings) -> None:
+    """Collect less often (``gc_young``, ``gc_middle``), and never scan again what is loaded
+    now (modules, the app): it lives as long as the process."""
+    gc.set_threshold(settings.gc_young, settings.gc_middle, gc.get_threshold()[2])
+    gc.collect()
+    gc.freeze()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

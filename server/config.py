@@ -93,6 +93,8 @@ def _validate(settings: Settings) -> None:
         "embed_threads",
         "cache_mb",
         "recall_limit",
+        "gc_young",
+        "gc_middle",
     )
     for name in positive:
         if getattr(settings, name) <= 0:

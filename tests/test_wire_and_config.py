@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import msgspec
@@ -20,7 +21,7 @@ from schemas.wire import (
     encode_server,
 )
 from server.auth import bearer, user_for_token
-from server.cli import main
+from server.cli import main, tune_gc
 from server.config import ConfigError, is_loopback, load_settings
 
 
@@ -180,3 +181,19 @@ def test_serve_reports_bad_configuration(
     monkeypatch.setenv("MNEMO_IDLE_TIMEOUT", "-5")
     assert main(["serve"]) == 2
     assert "MNEMO_IDLE_TIMEOUT" in capsys.readouterr().err
+
+
+def test_serve_tunes_the_garbage_collector_from_settings_and_freezes_what_is_loaded() -> None:
+    before = gc.get_threshold()
+    try:
+        tune_gc(load_settings({"MNEMO_GC_YOUNG": "12345", "MNEMO_GC_MIDDLE": "7"}))
+        assert gc.get_threshold() == (12345, 7, before[2])
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
+
+
+def test_garbage_collector_settings_must_be_positive() -> None:
+    with pytest.raises(ConfigError, match="MNEMO_GC_YOUNG"):
+        load_settings({"MNEMO_GC_YOUNG": "0"})
