@@ -355,9 +355,13 @@ class SessionActor:
             context_tokens=memory.memory_tokens, context_ms=context_ms, queued_ms=queued_ms
         )
         self._state = "streaming"
+        called = anyio.current_time()
         try:
             stream = self._deps.llm.stream_chat(prompt, model=self._settings.chat_model)
             async for chunk in stream:
+                if not usage.model_first_ms:
+                    first = max(round((anyio.current_time() - called) * 1000, 3), 0.001)
+                    usage = msgspec.structs.replace(usage, model_first_ms=first)
                 if chunk.text:
                     parts.append(chunk.text)
                     await reply.send(Delta(id=chat.id, text=chunk.text))

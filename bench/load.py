@@ -9,9 +9,10 @@ Opens ``--sessions`` WebSocket sessions (one user each), then for
 ``--seconds`` offers ``--rate`` turns/s and ``--chat-rate`` chats/s spread
 evenly over the sessions. Reports turns/s achieved, ``turn`` → ``ack`` and
 ``chat`` → first ``delta`` p50/p99 (with the server's own split from
-``done.usage``: mailbox wait and context build), errors, and the server's RSS
-per live actor: with every session connected, and after the clients left
-(the actors live on until their idle expiry). Writes
+``done.usage``: mailbox wait, context build, and the server's overhead: first
+``delta`` minus the model's own time to its first chunk, ``model_first_ms``),
+errors, and the server's RSS per live actor: with every session connected, and
+after the clients left (the actors live on until their idle expiry). Writes
 ``bench/results/load.json`` and ``bench/results/load.png``.
 """
 
@@ -57,7 +58,7 @@ class _StoreWatch:
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for writer in ("archive", "working", "facts"):
+        for writer in ("archive", "table", "working", "facts"):
             mine = [e["data"] for e in self.events if e["data"].get("writer") == writer]
             flushes = [d for d in mine if "rows" in d and "ms" in d]
             optimizes = [d["ms"] for d in mine if "rows" not in d and "ms" in d]
@@ -94,6 +95,8 @@ class _Tally:
         self.first_delta_ms: list[float] = []
         self.queued_ms: list[float] = []
         self.context_ms: list[float] = []
+        #: First delta minus the model's own time to its first chunk (``model_first_ms``).
+        self.overhead_ms: list[float] = []
         self.errors: dict[str, int] = {}
         self.turns = 0
 
@@ -107,7 +110,7 @@ class _Session:
     def __init__(self, ws: ClientConnection, tally: _Tally) -> None:
         self.ws, self.tally = ws, tally
         self.sent: dict[str, float] = {}
-        self.streaming: set[str] = set()
+        self.streaming: dict[str, float] = {}
         self.n = 0
 
     async def read(self) -> None:
@@ -120,13 +123,16 @@ class _Session:
                 self.tally.turns += 1
                 del self.sent[ident]
             elif kind == "delta" and started is not None and ident not in self.streaming:
-                self.streaming.add(ident)
-                self.tally.first_delta_ms.append((time.perf_counter() - started) * 1000)
+                self.streaming[ident] = first = (time.perf_counter() - started) * 1000
+                self.tally.first_delta_ms.append(first)
             elif kind == "done" and ident is not None:
-                self.tally.queued_ms.append(frame["usage"]["queued_ms"])
-                self.tally.context_ms.append(frame["usage"]["context_ms"])
+                usage = frame["usage"]
+                self.tally.queued_ms.append(usage["queued_ms"])
+                self.tally.context_ms.append(usage["context_ms"])
+                first = self.streaming.pop(ident, None)
+                if first is not None:
+                    self.tally.overhead_ms.append(first - usage["model_first_ms"])
                 self.sent.pop(ident, None)
-                self.streaming.discard(ident)
             elif kind == "error":
                 self.tally.error(frame.get("code", "?"))
                 self.sent.pop(ident, None)
@@ -312,6 +318,7 @@ async def _drive(address: str, pid: int, fake_pid: int, args: argparse.Namespace
         "chat_first_delta_ms": percentiles(tally.first_delta_ms),
         "chat_queued_ms": percentiles(tally.queued_ms),
         "chat_context_ms": percentiles(tally.context_ms),
+        "chat_overhead_ms": percentiles(tally.overhead_ms),
         "errors": tally.errors,
         "unanswered": unanswered,
         "rss_kib": {"empty": rss_empty, "connected": rss_connected, "idle_actors": rss_idle},
@@ -392,7 +399,13 @@ def _print(r: dict[str, Any]) -> None:
         f"{o['chats_per_s']:.0f} chats/s for {o['seconds']:.0f} s"
     )
     print(f"  turns/s achieved            {r['turns_per_s']:8.1f}")
-    for name in ("turn_ack_ms", "chat_first_delta_ms", "chat_queued_ms", "chat_context_ms"):
+    for name in (
+        "turn_ack_ms",
+        "chat_first_delta_ms",
+        "chat_overhead_ms",
+        "chat_queued_ms",
+        "chat_context_ms",
+    ):
         row = r[name]
         print(f"  {name:<27} p50 {row['p50']:8.2f}  p99 {row['p99']:8.2f}  max {row['max']:8.2f}")
     print(f"  errors                      {r['errors'] or 0}  unanswered {r['unanswered']}")

@@ -124,6 +124,9 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
     context_ms: float = 0.0
     #: Milliseconds the chat waited for its session actor (in its mailbox) before that.
     queued_ms: float = 0.0
+    #: Milliseconds from calling the model to its first streamed chunk, as the server saw
+    #: it: the model's part of the time to the first ``delta``.
+    model_first_ms: float = 0.0
 
 
 class Done(_Wire, frozen=True, tag="done"):

@@ -152,6 +152,16 @@ async def test_done_reports_the_time_spent_building_the_memory_context() -> None
     assert 250.0 <= done.usage.context_ms < 300.0
 
 
+async def test_done_reports_how_long_the_model_took_to_its_first_chunk() -> None:
+    async with world() as w:
+        w.llm.chunk_delay = 0.4
+        w.store.search_delay = 0.25
+        replies = await w.ask(Chat(id="c1", content="hello"))
+    done = replies[-1]
+    assert isinstance(done, Done)
+    assert 400.0 <= done.usage.model_first_ms < 450.0
+
+
 async def test_done_reports_how_long_a_chat_queued_behind_the_one_before() -> None:
     async with world() as w:
         w.llm.chunk_delay = 0.1  # "OK" streams in one chunk: each chat takes 0.1 s
