@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -13,6 +14,7 @@ import pytest
 from actors.errors import ArchiveUnavailable
 from memory.hashing import HashEmbedder
 from schemas.records import ArchivedMessage
+from server.adapters import journal as journal_module
 from server.adapters.journal import Journal
 from server.adapters.lance_store import LanceStore
 from tests.test_lance_store import message, put
@@ -181,3 +183,24 @@ async def test_a_search_finds_messages_still_in_the_journal(tmp_path: Path) -> N
         await store.aclose()
     assert [m.turn for m, _ in cold] == [1]
     assert [m.turn for m, _ in warm] == [2]
+
+
+async def test_after_a_failed_write_the_journal_goes_on_in_a_new_file_and_loses_no_ack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal = Journal(tmp_path, _embedder.dim)
+    journal.recover()
+    await journal.append([message(1, "acked before")], _vectors(1))
+
+    def half_then_fail(file: BinaryIO, data: bytes) -> None:
+        file.write(data[: len(data) // 2])
+        raise OSError("disk full (test)")
+
+    monkeypatch.setattr(journal_module, "_write", half_then_fail)
+    with pytest.raises(OSError, match="disk full"):
+        await journal.append([message(2, "never acked")], _vectors(1))
+    monkeypatch.undo()
+    await journal.append([message(3, "acked after")], _vectors(1))
+    journal.close()
+    recovered = Journal(tmp_path, _embedder.dim).recover()
+    assert [m.text for s in recovered for m in s.rows] == ["acked before", "acked after"]

@@ -110,10 +110,22 @@ class Journal:
         data = _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
         async with self._lock:
             if self._open is None:
-                self._open = self._start()
+                path = self._directory / f"{self._next:012d}{_SUFFIX}"
+                self._next += 1
+                self._file = await anyio.to_thread.run_sync(_create, path)
+                self._open = Segment(path)
             segment, file = self._open, self._file
             assert file is not None
-            await anyio.to_thread.run_sync(_write, file, data)
+            try:
+                await anyio.to_thread.run_sync(_write, file, data)
+            except OSError:
+                # Part of the record may be on disk: nothing more goes after it (a reader
+                # stops at the first bad record). The next append starts a new file.
+                file.close()
+                if segment.rows:
+                    self._sealed.append(segment)
+                self._open, self._file = None, None
+                raise
             self._keep(segment, rows, flat)
             self.rows += len(rows)
 
@@ -143,22 +155,21 @@ class Journal:
             self._file.close()
             self._file = None
 
-    def _start(self) -> Segment:
-        path = self._directory / f"{self._next:012d}{_SUFFIX}"
-        self._next += 1
-        self._file = path.open("ab", buffering=0)
-        fd = os.open(self._directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)  # the new file's name is durable too
-        finally:
-            os.close(fd)
-        return Segment(path)
-
     def _keep(
         self, segment: Segment, rows: Sequence[ArchivedMessage], flat: npt.NDArray[np.float32]
     ) -> None:
         segment.rows.extend(rows)
         segment.vectors.append(flat)
+
+
+def _create(path: Path) -> BinaryIO:
+    file = path.open("ab", buffering=0)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)  # the new file's name is durable too
+    finally:
+        os.close(fd)
+    return file
 
 
 def _write(file: BinaryIO, data: bytes) -> None:
