@@ -129,8 +129,8 @@ class _Session:
                 usage = frame["usage"]
                 self.tally.queued_ms.append(usage["queued_ms"])
                 self.tally.context_ms.append(usage["context_ms"])
-                first = self.streaming.pop(ident, None)
-                if first is not None:
+                if ident in self.streaming:
+                    first = self.streaming.pop(ident)
                     self.tally.overhead_ms.append(first - usage["model_first_ms"])
                 self.sent.pop(ident, None)
             elif kind == "error":
@@ -159,17 +159,61 @@ def _processes(server: int, fake: int) -> dict[str, int]:
     return {"server": server, "fake_ollama": fake, "client": os.getpid()}
 
 
-def _server_histograms(address: str) -> dict[str, dict[str, float]]:
-    """From ``/metrics``: the server's own view of turn → ack and its event-loop lag."""
+def _metrics_text(address: str) -> str:
     request = urllib.request.Request(
         f"http://{address}/metrics", headers={"Authorization": f"Bearer {_ADMIN}"}
     )
     with urllib.request.urlopen(request, timeout=10) as response:
-        text = response.read().decode()
+        text: str = response.read().decode()
+    return text
+
+
+def _server_histograms(address: str) -> dict[str, dict[str, float]]:
+    """From ``/metrics``: the server's own view of turn → ack and its event-loop lag."""
+    text = _metrics_text(address)
     return {
         name: _bucket_quantiles(text, f"mnemo_{name}")
         for name in ("event_loop_lag_ms", "turn_ack_ms")
     }
+
+
+def _gc_pauses(text: str) -> dict[str, dict[str, float]]:
+    """``mnemo_gc_pause_ms`` by generation: collections, total ms, and per bucket bound
+    the collections at or under it."""
+    out: dict[str, dict[str, float]] = {}
+    for line in text.splitlines():
+        if not line.startswith("mnemo_gc_pause_ms"):
+            continue
+        name, value = line.rsplit(" ", 1)
+        generation = name.split('generation="', 1)[1].split('"', 1)[0]
+        row = out.setdefault(generation, {})
+        if name.startswith("mnemo_gc_pause_ms_bucket"):
+            row["le_" + name.split('le="', 1)[1].split('"', 1)[0]] = float(value)
+        elif name.startswith("mnemo_gc_pause_ms_count"):
+            row["count"] = float(value)
+        elif name.startswith("mnemo_gc_pause_ms_sum"):
+            row["ms"] = float(value)
+    return out
+
+
+def _gc_during(before: str, after: str) -> dict[str, dict[str, float]]:
+    """Collections between two scrapes, by generation: how many, their total ms, and the
+    smallest bucket bound that holds the longest."""
+    start, end = _gc_pauses(before), _gc_pauses(after)
+    out = {}
+    for generation, row in end.items():
+        was = start.get(generation, {})
+        diff = {k: v - was.get(k, 0.0) for k, v in row.items()}
+        bounds = sorted(
+            (float(k[3:]), v) for k, v in diff.items() if k.startswith("le_") and k != "le_+Inf"
+        )
+        longest = next((b for b, n in bounds if n >= diff.get("count", 0.0)), float("inf"))
+        out[generation] = {
+            "collections": diff.get("count", 0.0),
+            "total_ms": round(diff.get("ms", 0.0), 1),
+            "longest_le_ms": longest,
+        }
+    return out
 
 
 def _bucket_quantiles(text: str, series: str) -> dict[str, float]:
@@ -285,6 +329,7 @@ async def _drive(address: str, pid: int, fake_pid: int, args: argparse.Namespace
 
     load_started = time.perf_counter()
     cpu_before = {name: cpu_seconds(p) for name, p in _processes(pid, fake_pid).items()}
+    metrics_before = _metrics_text(address)
     await asyncio.gather(offer(args.rate, "turn"), offer(args.chat_rate, "chat"))
     await asyncio.sleep(3)  # answers in flight
     load_seconds = time.perf_counter() - load_started - 3
@@ -294,6 +339,7 @@ async def _drive(address: str, pid: int, fake_pid: int, args: argparse.Namespace
     }
     unanswered = sum(len(s.sent) for s in sessions)
     server = _server_histograms(address)
+    gc_pauses = _gc_during(metrics_before, _metrics_text(address))
     for s in sessions:
         await s.ws.close()
     for task in readers:
@@ -325,6 +371,7 @@ async def _drive(address: str, pid: int, fake_pid: int, args: argparse.Namespace
         "live_actors": {"connected": live_connected, "after_clients_left": live_idle},
         "rss_per_connected_session_kib": (rss_connected - rss_empty) / max(live_connected, 1),
         "cpu_cores_busy": cpu,
+        "gc_during_load": gc_pauses,
         "idle_actors": idle,
     }
 
@@ -411,6 +458,11 @@ def _print(r: dict[str, Any]) -> None:
     print(f"  errors                      {r['errors'] or 0}  unanswered {r['unanswered']}")
     busy = ", ".join(f"{name} {cores:.2f}" for name, cores in r["cpu_cores_busy"].items())
     print(f"  cores busy under the load   {busy} (of {os.cpu_count()})")
+    for generation, g in sorted(r["gc_during_load"].items()):
+        print(
+            f"  gc generation {generation} under load  {g['collections']:.0f} collections,"
+            f" {g['total_ms']:.0f} ms in all, longest ≤ {g['longest_le_ms']} ms"
+        )
     for name, h in r["server_side"].items():
         print(
             f"  server {name:<20} p50 ≤ {h['p50_le_ms']} ms, p99 ≤ {h['p99_le_ms']} ms"
