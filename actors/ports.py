@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from anyio.abc import TaskStatus
+
 from memory.facts import Stored
 from schemas.llm import ChatChunk, PromptMessage
 from schemas.records import AppNote, ArchivedMessage, Fact, Progress, UserProfile, WorkingMemory
@@ -198,6 +200,10 @@ class Store(Protocol):
         self, rows: Sequence[ArchivedMessage], vectors: Sequence[Sequence[float]]
     ) -> None:
         """Return once the rows are durable; every read and search sees them from then on."""
+
+    async def run_indexing(self, *, task_status: TaskStatus[None] = ...) -> None:
+        """Run until cancelled, doing the search indexing of appended rows meanwhile (an
+        append then returns once its rows are durable); without it, appends index."""
 
     async def flush_messages(self) -> int:
         """Move appended rows that are durable elsewhere (a journal) into the table, in bulk;

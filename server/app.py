@@ -128,6 +128,7 @@ def create_app(
             async with anyio.create_task_group() as writer_group:
                 await writer_group.start(_supervise_writer, writer)
                 await writer_group.start(_supervise_writer, fact_writer)
+                await writer_group.start(store.run_indexing)
                 async with anyio.create_task_group() as sessions:
                     registry = SessionRegistry(sessions, deps)
                     live.append(registry)

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
+from anyio.abc import TaskStatus
 
 from actors.errors import ArchiveUnavailable, LlmFailure
 from actors.ports import FactHit, Page, ScoredMessage, VectorSource, resolve
@@ -285,6 +286,12 @@ class MemoryStore:
             raise ArchiveUnavailable("disk full (fake)")
         self.appends.append(len(rows))
         self.messages.extend(rows)
+
+    async def run_indexing(
+        self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        task_status.started()
+        await anyio.sleep_forever()  # a dict needs no index
 
     async def flush_messages(self) -> int:
         if self.flush_delay:

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
+from anyio.abc import TaskStatus
 from lancedb.index import FTS, BTree
 
 from actors.errors import MnemoError
@@ -34,6 +35,7 @@ from memory.search_index import SearchIndex
 from memory.text import query_text
 from schemas.records import ArchivedMessage, WorkingMemory
 from schemas.settings import SearchMode
+from server.adapters.index_queue import IndexQueue
 from server.adapters.journal import Journal
 from server.adapters.lance_analyzer import Analyzer, AnalyzerUnavailable
 from server.adapters.lance_cache import (
@@ -119,6 +121,7 @@ class LanceStore:
         #: One memory budget for the messages' and the facts' indexes.
         self._budget = Budget(cache_bytes)
         self._cache = UserCache(self._load_messages, budget=self._budget)
+        self._indexing = IndexQueue(self._index_appended, self._cache.drop)
         self._analyzer: Analyzer | None = None
         self._db: Any = None
         self._messages: Any = None
@@ -225,7 +228,17 @@ class LanceStore:
             return
         matrix = np.asarray(vectors, dtype=np.float32).reshape(len(rows), self._dim)
         await self._messages_table.append(rows, matrix)
-        await self._index_appended(rows, matrix)
+        if self._indexing.running:
+            self._indexing.put(rows, matrix)  # searches of these users wait for it
+        else:
+            await self._index_appended(rows, matrix)
+
+    async def run_indexing(
+        self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Until cancelled: index appended messages in the background, so that an append
+        returns once its rows are durable (see ``server.adapters.index_queue``)."""
+        await self._indexing.run(task_status=task_status)
 
     async def flush_messages(self) -> int:
         """Move journaled messages into the table, in one append per journal file; returns
@@ -372,6 +385,7 @@ class LanceStore:
         async with self._messages_table.all_in_table():  # and no journal file left
             if not await self._gate.read(lambda: self._messages.count_rows(where)):
                 return False
+            await self._indexing.settled()  # no add of it queued behind the removal
             await self._messages.delete(where)
             self._cache.apply(user_id, lambda e: e.remove([message_id]))
             await self._gate.purge(self._messages)
@@ -382,6 +396,7 @@ class LanceStore:
         async with self._messages_table.all_in_table():
             count = int(await self._gate.read(lambda: self._messages.count_rows(where)))
             if count:
+                await self._indexing.settled()
                 await self._messages.delete(where)
                 self._cache.drop(user_id)
                 await self._gate.purge(self._messages)
@@ -406,6 +421,7 @@ class LanceStore:
         ``text`` is cleaned first (``memory.text.query_text``)."""
         user_filter(user_id)
         text = query_text(text)
+        await self._indexing.settled(user_id)
         held = await self._cache.get(user_id)
         await held.project()
         depth = 2 * k
@@ -434,6 +450,7 @@ class LanceStore:
 
     async def message_index(self, user_id: str) -> SearchIndex:
         """The user's in-memory message index, loaded if needed (benchmarks and tests)."""
+        await self._indexing.settled(user_id)
         held = await self._cache.get(user_id)
         await held.project()
         return held.index
