@@ -78,8 +78,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: thousands of requests in flight, objects that live a few hundred milliseconds
     #: would otherwise reach the old generation, whose collections stop the event loop
     #: for as long as it takes to scan every live object.
-    gc_young: int = 50_000
-    gc_middle: int = 20
+    gc_young: int = 20_000
+    gc_middle: int = 50
     #: Versions older than this many seconds are removed by the scheduled optimize.
     cleanup_older_than: float = 3600.0
     #: Memory (MiB) for users' in-memory search indexes; the least recently searched
