@@ -29,6 +29,8 @@ __all__ = ["BM25_B", "BM25_K1", "GLOBAL_SCOPE", "SearchIndex", "top_k"]
 BM25_K1 = 1.2
 BM25_B = 0.75
 GLOBAL_SCOPE = "global"
+#: Words up to which new postings are counted in plain Python rather than NumPy.
+_SMALL_POSTING = 256
 
 Floats = npt.NDArray[np.float32]
 
@@ -203,6 +205,18 @@ class SearchIndex:
                     self._vocabulary_bytes += len(word) + 250  # key, two arrays, dict slot
                 ids.append(term)
         if not ids:
+            return
+        if len(ids) <= _SMALL_POSTING:  # a turn or two: NumPy's fixed cost would dominate
+            at = 0
+            for doc, length in enumerate(lengths, first):
+                counted: dict[int, int] = {}
+                for term in ids[at : at + length]:
+                    counted[term] = counted.get(term, 0) + 1
+                for term, count in counted.items():
+                    self._docs[term].append(doc)
+                    self._counts[term].append(count)
+                self._postings += len(counted)
+                at += length
             return
         docs = np.repeat(np.arange(first, first + len(terms), dtype=np.int64), lengths)
         pairs, counts = np.unique(np.asarray(ids, dtype=np.int64) << 32 | docs, return_counts=True)

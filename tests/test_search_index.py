@@ -139,3 +139,18 @@ def test_a_large_index_ranks_by_projection_first_and_keeps_the_exact_order() -> 
         assert [s for _, s in approx] == sorted((s for _, s in approx), reverse=True)
     assert sum(found) / len(found) >= 0.95
     assert top_k(index.dense_scores(late[0], None), 1)[0][0] == PROJECT_FROM
+
+
+def test_postings_added_a_few_at_a_time_score_as_those_added_in_bulk() -> None:
+    rng = np.random.default_rng(3)
+    words = [f"w{i}" for i in range(40)]
+    docs = [list(rng.choice(words, size=int(rng.integers(0, 30)))) for _ in range(120)]
+    bulk = SearchIndex(4)
+    bulk.add(_unit(rng, len(docs), 4), docs, ["global"] * len(docs))  # NumPy's counting
+    piecewise = SearchIndex(4)
+    for doc in docs:  # plain Python's counting, one document at a time
+        piecewise.add(_unit(rng, 1, 4), [doc], ["global"])
+    for query in (["w1"], ["w2", "w3", "w2"], words[:10], ["missing"]):
+        assert np.array_equal(
+            bulk.sparse_scores(query, None), piecewise.sparse_scores(query, None)
+        ), query

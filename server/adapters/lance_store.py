@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,8 @@ class StoreMismatch(MnemoError):
 
 
 _log = logging.getLogger("mnemo.store")
+#: Longest the indexing of appended messages holds the event loop between two yields.
+_STEP_SECONDS = 0.002
 #: Rows of a user's messages indexed between two yields to the event loop.
 _LOAD_SLICE = 4096
 #: Share of a neighbouring message's fused score a message gets (``with_neighbours``):
@@ -268,11 +271,15 @@ class LanceStore:
         by_user: dict[str, list[int]] = {}
         for n, i in enumerate(held):
             by_user.setdefault(rows[i].user_id, []).append(n)
+        step = time.perf_counter()
         for user_id, picks in by_user.items():
             mine = [rows[held[n]] for n in picks]
             matrix = vectors[[held[n] for n in picks]]
             words = [terms[n] for n in picks]
             self._cache.apply(user_id, functools.partial(_add, columns_of(mine), matrix, words))
+            if time.perf_counter() - step > _STEP_SECONDS:  # many users: let the loop run
+                await anyio.lowlevel.checkpoint()
+                step = time.perf_counter()
 
     async def _analyze(self, texts: Sequence[str]) -> list[list[str]]:
         assert self._analyzer is not None, "the store is not open"
