@@ -92,6 +92,8 @@ def _validate(settings: Settings) -> None:
         "max_frame_bytes",
         "embed_threads",
         "cache_mb",
+        "lance_metadata_cache_mb",
+        "lance_index_cache_mb",
     )
     for name in positive:
         if getattr(settings, name) <= 0:

@@ -158,6 +158,26 @@ async def test_optimize_compacts_many_small_appends(store: LanceStore) -> None:
     assert len(hits) == 3
 
 
+async def test_lancedb_caches_stay_within_their_bounds_as_writes_add_versions(
+    tmp_path: Path,
+) -> None:
+    # Unbounded, 60 single-row writes (each a version) and reads cache ~2.7 MB here.
+    store = LanceStore(
+        tmp_path / "db",
+        embedder=_embedder,
+        lance_metadata_bytes=512 << 10,
+        lance_index_bytes=512 << 10,
+    )
+    await store.open()
+    try:
+        for i in range(60):
+            await put(store, message(i, f"row {i}"))
+            assert (await store.list_messages("u1", limit=1, offset=0))[1] == i + 1
+        assert 0 < store.lance_cache_bytes() <= 1 << 20
+    finally:
+        await store.aclose()
+
+
 def _fields(memory: WorkingMemory) -> dict[str, object]:
     return {f: getattr(memory, f) for f in memory.__struct_fields__}
 

@@ -95,8 +95,17 @@ def test_the_client_commands_variables_do_not_stop_the_server() -> None:
         ({"MNEMO_API_KEYS": "no-user"}, "key:user"),
         ({"MNEMO_API_KEYS": "k:bad user'"}, "invalid user id"),
         ({"MNEMO_EMBEDDER": "word2vec"}, "MNEMO_EMBEDDER"),
+        ({"MNEMO_LANCE_INDEX_CACHE_MB": "0"}, "MNEMO_LANCE_INDEX_CACHE_MB must be positive"),
     ],
-    ids=["unknown", "not-a-number", "zero", "no-user", "bad-user-id", "bad-embedder"],
+    ids=[
+        "unknown",
+        "not-a-number",
+        "zero",
+        "no-user",
+        "bad-user-id",
+        "bad-embedder",
+        "no-lance-cache",
+    ],
 )
 def test_bad_settings_name_the_setting(environ: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):

@@ -169,11 +169,22 @@ def _columns(messages: Sequence[ArchivedMessage]) -> dict[str, list[Any]]:
 class LanceStore:
     """Implements the ``Store`` port on a LanceDB directory (or object-store URI)."""
 
-    def __init__(self, uri: str | Path, *, embedder: Embedder, cache_bytes: int = 1 << 30) -> None:
+    def __init__(
+        self,
+        uri: str | Path,
+        *,
+        embedder: Embedder,
+        cache_bytes: int = 1 << 30,
+        lance_metadata_bytes: int = 16 << 20,
+        lance_index_bytes: int = 128 << 20,
+    ) -> None:
         """``cache_bytes`` bounds the in-memory search indexes (messages and facts together);
-        past it, the least recently used users' indexes are evicted."""
+        past it, the least recently used users' indexes are evicted. ``lance_metadata_bytes``
+        and ``lance_index_bytes`` bound LanceDB's own caches (see ``Settings``)."""
         self._uri = str(uri)
         self._embedder = embedder
+        self._lance_caches = (lance_metadata_bytes, lance_index_bytes)
+        self._session: lancedb.Session | None = None
         self._dim = 0
         self._schema: pa.Schema | None = None
         #: One memory budget for the messages' and the facts' indexes.
@@ -204,7 +215,14 @@ class LanceStore:
         name = self._embedder.name
         if self._uri.find("://") < 0:
             await anyio.Path(self._uri).mkdir(parents=True, exist_ok=True)
-        self._db = await lancedb.connect_async(self._uri)
+        metadata, index = self._lance_caches
+        # LanceDB caches the metadata of every table version it reads, and every write makes
+        # a version: with its defaults (1 GiB of metadata, 6 GiB of index pages) the process
+        # grows with every write long after the old versions stopped being read.
+        self._session = lancedb.Session(
+            index_cache_size_bytes=index, metadata_cache_size_bytes=metadata
+        )
+        self._db = await lancedb.connect_async(self._uri, session=self._session)
         names = set((await self._db.list_tables()).tables)
         if _MESSAGES in names:
             self._messages = await self._db.open_table(_MESSAGES)
@@ -451,6 +469,10 @@ class LanceStore:
     def index_bytes(self) -> int:
         """Memory held by the in-memory search indexes (messages and facts)."""
         return self._budget.total
+
+    def lance_cache_bytes(self) -> int:
+        """Memory held by LanceDB's own caches (metadata and index pages)."""
+        return int(self._session.size_bytes) if self._session is not None else 0
 
     async def warm(self, user_id: str) -> None:
         """Load the user's messages and facts into memory ahead of their first search."""
