@@ -1,8 +1,8 @@
 """RSS per idle actor: sessions of new users take one turn each and leave.
 
-    python -m bench.idle [--sessions 1000] [--runs 1] [--env NAME=VALUE ...]
+    python -m bench.idle [--sessions 1000] [--turns 1] [--runs 1] [--env NAME=VALUE ...]
 
-An idle actor is a session whose client took one ``turn`` and left: its actor
+An idle actor is a session whose client took one ``turn`` (or ``--turns``) and left: its actor
 lives on until its idle expiry (30 minutes), holding working memory, recent
 history, and the user's in-memory search indexes (warmed when the session
 opened). Starts ``mnemo serve`` against an instant fake Ollama exactly as
@@ -33,13 +33,15 @@ def live_sessions(address: str) -> int:
         return int(json.loads(response.read())["live_sessions"])
 
 
-async def _one_turn_and_leave(address: str, session: str, key: str) -> None:
+async def _turns_and_leave(address: str, session: str, key: str, turns: int) -> None:
     async with connect(f"ws://{address}/ws/{session}?token={key}", open_timeout=60) as ws:
         await ws.recv()
-        turn = {"type": "turn", "id": "t0", "user": "Hello, I am new here.", "assistant": "Hi!"}
-        await ws.send(json.dumps(turn))
-        while json.loads(await ws.recv())["type"] != "ack":
-            pass
+        for n in range(turns):
+            user = "Hello, I am new here." if not n else f"Tell me more, part {n}."
+            turn = {"type": "turn", "id": f"t{n}", "user": user, "assistant": "Hi!"}
+            await ws.send(json.dumps(turn))
+            while json.loads(await ws.recv())["type"] != "ack":
+                pass
 
 
 async def _quiet(pid: int, *, timeout: float = 120.0) -> None:
@@ -55,18 +57,19 @@ async def _quiet(pid: int, *, timeout: float = 120.0) -> None:
         busy = now
 
 
-async def idle_actors(address: str, pid: int, count: int) -> dict[str, Any]:
-    """RSS per idle actor: ``count`` sessions of new users (keys ``k0`` ...) each take one
-    turn and leave; their actors live on until idle expiry. Then ``count`` more, of other
-    new users (the server needs ``2 * count`` users). The first batch's growth includes the
-    allocator's and the libraries' one-time growth from serving that many connections and
-    writes; the second batch's (the marginal cost, on a warmed-up process) is what each
-    further idle actor costs."""
+async def idle_actors(address: str, pid: int, count: int, turns: int = 1) -> dict[str, Any]:
+    """RSS per idle actor: ``count`` sessions of new users (keys ``k0`` ...) each take
+    ``turns`` turns and leave; their actors live on until idle expiry. Then ``count`` more,
+    of other new users (the server needs ``2 * count`` users). RSS is read once the server
+    has settled. The first batch's growth includes the allocator's and the libraries'
+    one-time growth from serving that many connections and writes (and LanceDB's caches
+    filling up to their bounds); the second batch's (the marginal cost, on a warmed-up
+    process) is what each further idle actor costs."""
     gate = asyncio.Semaphore(50)
 
     async def visit(session: str, key: str) -> None:
         async with gate:
-            await _one_turn_and_leave(address, session, key)
+            await _turns_and_leave(address, session, key, turns)
 
     await asyncio.gather(*(visit(f"warm{i}", f"k{i}") for i in range(50)))
     await _quiet(pid)
@@ -96,23 +99,24 @@ async def idle_actors(address: str, pid: int, count: int) -> dict[str, Any]:
     }
 
 
-def _one_run(sessions: int, env: dict[str, str]) -> dict[str, Any]:
+def _one_run(sessions: int, turns: int, env: dict[str, str]) -> dict[str, Any]:
     with load_server(2 * sessions, env) as (address, pid, _):
         rss_empty = rss_kib(pid)
-        result = asyncio.run(idle_actors(address, pid, sessions))
-    return {"rss_kib_empty": rss_empty, **result}
+        result = asyncio.run(idle_actors(address, pid, sessions, turns))
+    return {"rss_kib_empty": rss_empty, "turns": turns, **result}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=1000, help="sessions per batch")
+    parser.add_argument("--turns", type=int, default=1, help="turns each session takes")
     parser.add_argument("--runs", type=int, default=1, help="fresh servers, one after another")
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the server")
     args = parser.parse_args()
     env = dict(item.split("=", 1) for item in args.env)
     runs = []
     for _ in range(args.runs):
-        run = _one_run(args.sessions, env)
+        run = _one_run(args.sessions, args.turns, env)
         print(
             f"RSS per idle actor {run['rss_per_actor_kib']:.1f} KiB for the first"
             f" {run['actors']}, {run['rss_per_actor_kib_marginal']:.1f} KiB for the next"
