@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import multiprocessing
 import os
 import platform
 import socket
@@ -17,8 +19,11 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "ADMIN_KEY",
+    "REPLY",
     "cpu_seconds",
     "free_port",
+    "load_server",
     "machine",
     "percentiles",
     "plot_curves",
@@ -29,6 +34,10 @@ __all__ = [
 ]
 
 RESULTS = Path(__file__).resolve().parent / "results"
+#: The admin key of ``load_server`` (``/metrics``, ``/ws/tail``).
+ADMIN_KEY = "bench-admin"
+#: What the fake Ollama of ``load_server`` streams as every chat reply.
+REPLY = "Sure, here is a short and friendly answer."
 
 
 def free_port() -> int:
@@ -159,3 +168,48 @@ def write_result(name: str, result: Mapping[str, Any]) -> Path:
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
     return path
+
+
+def _fake_ollama(port: int) -> None:
+    """The fake's own process: the client's load never delays its answers."""
+    from tests.fake_ollama import FakeOllama, Reply
+
+    def answer(path: str, body: dict[str, Any]) -> Any:
+        if "format" in body:
+            return {"facts": [], "memory_update": {}, "analysis": {}}
+        return Reply(content=REPLY)
+
+    async def main() -> None:
+        fake = FakeOllama(models=["llama3.2"], responder=answer, port=port)
+        await fake.start()
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+@contextmanager
+def load_server(users: int, env: Mapping[str, str]) -> Iterator[tuple[str, int, int]]:
+    """``mnemo serve`` (hash embedder, no rate limit) against a fake Ollama in another
+    process that streams ``REPLY`` at once and extracts no facts; API keys ``k<i>`` for
+    users ``u<i>``, ``i < users``, and ``ADMIN_KEY``. ``env`` adds or overrides server
+    variables. Yields (``host:port``, server pid, fake Ollama pid)."""
+    port = free_port()
+    fake = multiprocessing.get_context("spawn").Process(
+        target=_fake_ollama, args=(port,), daemon=True
+    )
+    fake.start()
+    try:
+        server_env = {
+            "MNEMO_EMBEDDER": "hash",
+            "MNEMO_OLLAMA_URL": f"http://127.0.0.1:{port}",
+            "MNEMO_RATE_LIMIT": "100000",
+            "MNEMO_RATE_BURST": "100000",
+            "MNEMO_API_KEYS": ",".join(f"k{i}:u{i}" for i in range(users)),
+            "MNEMO_ADMIN_KEYS": ADMIN_KEY,
+            **env,
+        }
+        with served(server_env) as (address, process):
+            assert fake.pid is not None
+            yield address, process.pid, fake.pid
+    finally:
+        fake.terminate()

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import multiprocessing
 import os
 import random
 import time
@@ -31,18 +30,16 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 
 from bench.common import (
+    ADMIN_KEY,
     cpu_seconds,
-    free_port,
+    load_server,
     machine,
     percentiles,
     plot_curves,
     rss_kib,
-    served,
     write_result,
 )
-
-_REPLY = "Sure, here is a short and friendly answer."
-_ADMIN = "bench-admin"
+from bench.idle import idle_actors, live_sessions
 
 
 class _StoreWatch:
@@ -52,7 +49,7 @@ class _StoreWatch:
         self.events: list[dict[str, Any]] = []
 
     async def follow(self, address: str) -> None:
-        async with connect(f"ws://{address}/ws/tail?token={_ADMIN}&kind=store") as ws:
+        async with connect(f"ws://{address}/ws/tail?token={ADMIN_KEY}&kind=store") as ws:
             async for raw in ws:
                 self.events.append(json.loads(raw))
 
@@ -70,23 +67,6 @@ class _StoreWatch:
                 "optimize_ms": percentiles(optimizes),
             }
         return out
-
-
-def _fake_ollama(port: int) -> None:
-    """The fake's own process: the client's load never delays its answers."""
-    from tests.fake_ollama import FakeOllama, Reply
-
-    def answer(path: str, body: dict[str, Any]) -> Any:
-        if "format" in body:
-            return {"facts": [], "memory_update": {}, "analysis": {}}
-        return Reply(content=_REPLY)
-
-    async def main() -> None:
-        fake = FakeOllama(models=["llama3.2"], responder=answer, port=port)
-        await fake.start()
-        await asyncio.Event().wait()
-
-    asyncio.run(main())
 
 
 class _Tally:
@@ -161,7 +141,7 @@ def _processes(server: int, fake: int) -> dict[str, int]:
 
 def _metrics_text(address: str) -> str:
     request = urllib.request.Request(
-        f"http://{address}/metrics", headers={"Authorization": f"Bearer {_ADMIN}"}
+        f"http://{address}/metrics", headers={"Authorization": f"Bearer {ADMIN_KEY}"}
     )
     with urllib.request.urlopen(request, timeout=10) as response:
         text: str = response.read().decode()
@@ -231,60 +211,12 @@ def _bucket_quantiles(text: str, series: str) -> dict[str, float]:
     return out
 
 
-def _live(address: str) -> int:
-    with urllib.request.urlopen(f"http://{address}/healthz", timeout=10) as response:
-        return int(json.loads(response.read())["live_sessions"])
-
-
-async def _one_turn_and_leave(address: str, session: str, key: str) -> None:
-    async with connect(f"ws://{address}/ws/{session}?token={key}", open_timeout=60) as ws:
-        await ws.recv()
-        turn = {"type": "turn", "id": "t0", "user": "Hello, I am new here.", "assistant": "Hi!"}
-        await ws.send(json.dumps(turn))
-        while json.loads(await ws.recv())["type"] != "ack":
-            pass
-
-
-async def _idle_actors(address: str, pid: int, count: int) -> dict[str, Any]:
-    """RSS per idle actor: ``count`` sessions of new users each take one turn and leave;
-    their actors live on until idle expiry. Then ``count`` more, of other new users. The
-    first batch's growth includes the allocator's and the libraries' one-time growth from
-    serving that many connections and writes; the second batch's (the marginal cost, on a
-    warmed-up process) is what each further idle actor costs."""
-    gate = asyncio.Semaphore(50)
-
-    async def visit(session: str, key: str) -> None:
-        async with gate:
-            await _one_turn_and_leave(address, session, key)
-
-    await asyncio.gather(*(visit(f"warm{i}", f"k{i}") for i in range(50)))
-    await asyncio.sleep(3)
-    rss = [rss_kib(pid)]
-    live = [_live(address)]
-    for batch in range(2):
-        users = range(batch * count, (batch + 1) * count)
-        await asyncio.gather(*(visit(f"idle{i}", f"k{i}") for i in users))
-        await asyncio.sleep(3)
-        rss.append(rss_kib(pid))
-        live.append(_live(address))
-    first, second = live[1] - live[0], live[2] - live[1]
-    return {
-        "actors": first,
-        "rss_kib_before": rss[0],
-        "rss_kib_after": rss[1],
-        "rss_per_actor_kib": (rss[1] - rss[0]) / max(first, 1),
-        "second_batch_actors": second,
-        "rss_kib_after_second": rss[2],
-        "rss_per_actor_kib_marginal": (rss[2] - rss[1]) / max(second, 1),
-    }
-
-
 async def _drive(address: str, pid: int, fake_pid: int, args: argparse.Namespace) -> dict[str, Any]:
     tally = _Tally()
     watch = _StoreWatch()
     watcher = asyncio.create_task(watch.follow(address))
     rss_empty = rss_kib(pid)
-    idle = await _idle_actors(address, pid, args.sessions)
+    idle = await idle_actors(address, pid, args.sessions)
     started = time.perf_counter()
     sessions: list[_Session] = []
     connect_failures = 0
@@ -312,7 +244,7 @@ async def _drive(address: str, pid: int, fake_pid: int, args: argparse.Namespace
     readers = [asyncio.create_task(s.read()) for s in sessions]
     await asyncio.sleep(2)
     rss_connected = rss_kib(pid)
-    live_connected = _live(address)
+    live_connected = live_sessions(address)
 
     # Offered load: one tick every 1/rate s picks the next session round robin.
     async def offer(rate: float, action: str) -> None:
@@ -346,7 +278,7 @@ async def _drive(address: str, pid: int, fake_pid: int, args: argparse.Namespace
         task.cancel()
     await asyncio.sleep(3)
     rss_idle = rss_kib(pid)
-    live_idle = _live(address)
+    live_idle = live_sessions(address)
     watcher.cancel()
     return {
         "writers": watch.summary(),
@@ -414,28 +346,10 @@ def main() -> None:
 
 def _one_run(args: argparse.Namespace) -> dict[str, Any]:
     """A fresh fake Ollama and server, the sessions, the offered load; the result."""
-    port = free_port()
-    fake = multiprocessing.get_context("spawn").Process(
-        target=_fake_ollama, args=(port,), daemon=True
-    )
-    fake.start()
-    try:
-        env = {
-            "MNEMO_EMBEDDER": "hash",
-            "MNEMO_OLLAMA_URL": f"http://127.0.0.1:{port}",
-            "MNEMO_RATE_LIMIT": "100000",
-            "MNEMO_RATE_BURST": "100000",
-            # Twice as many users as sessions: the idle-actor measurement's second batch.
-            "MNEMO_API_KEYS": ",".join(f"k{i}:u{i}" for i in range(2 * args.sessions)),
-            "MNEMO_ADMIN_KEYS": _ADMIN,
-            **dict(item.split("=", 1) for item in args.env),
-        }
-        with served(env) as (address, process):
-            assert fake.pid is not None
-            result = asyncio.run(_drive(address, process.pid, fake.pid, args))
-    finally:
-        fake.terminate()
-    return result
+    env = dict(item.split("=", 1) for item in args.env)
+    # Twice as many users as sessions: the idle-actor measurement's second batch.
+    with load_server(2 * args.sessions, env) as (address, pid, fake_pid):
+        return asyncio.run(_drive(address, pid, fake_pid, args))
 
 
 def _print(r: dict[str, Any]) -> None:

@@ -270,9 +270,11 @@ async def _scenario(
         load_ms = [await _timed(functools.partial(store.warm, u)) for u in users]
         warm_s = time.perf_counter() - started
         index_mb = store.index_bytes() / 2**20
+        lance_mb = store.lance_cache_bytes() / 2**20
         load = _load()
         samples = await _measure(store, onnx, queries)
         recall = await _projection_recall(store, users, queries)
+        lance_mb_after = store.lance_cache_bytes() / 2**20
         await store.aclose()
     result: dict[str, Any] = {
         "rows": size,
@@ -284,6 +286,8 @@ async def _scenario(
         "index_load_ms": percentiles(load_ms),
         "index_load_all_s": warm_s,
         "index_mb": index_mb,
+        # LanceDB's own caches (metadata, index pages) after the loads and after the queries.
+        "lance_cache_mb": [lance_mb, lance_mb_after],
         "load_before_queries": load,
         "projection_recall_at_10": recall,
     }

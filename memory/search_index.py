@@ -60,6 +60,17 @@ def top_k(scores: Floats, k: int) -> list[tuple[int, float]]:
     return [(int(picked[i]), float(scores[picked[i]])) for i in order]
 
 
+def _capacity(held: int, need: int) -> int:
+    """Rows a full vector matrix of ``held`` rows grows to for ``need``: exactly ``need``
+    for the first add (a new user, or a bulk load); then twice as many while small (a
+    user's second turn does not reserve 16 rows, 24 KB at 384 dimensions), at most 16
+    more up to 64, and a quarter more past it (a large user's matrix is most of the
+    index's memory)."""
+    if not held:
+        return need
+    return max(need, held + max(held // 4, min(held, 16)))
+
+
 class _Grow:
     """A 1-D NumPy array with spare capacity at the end."""
 
@@ -150,9 +161,7 @@ class SearchIndex:
         first = self._size
         need = first + n
         if need > len(self._vectors):
-            # Grow by a quarter: a large user's matrix is most of the index's memory.
-            spare = max(need, len(self._vectors) + len(self._vectors) // 4 + 16)
-            grown = np.zeros((spare if first else need, self.dim), dtype=np.float32)
+            grown = np.zeros((_capacity(len(self._vectors), need), self.dim), dtype=np.float32)
             grown[:first] = self._vectors[:first]
             self._vectors = grown
         self._vectors[first:need] = matrix

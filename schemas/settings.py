@@ -85,6 +85,13 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: Memory (MiB) for users' in-memory search indexes; the least recently searched
     #: users are evicted past it (and read back from the store when searched again).
     cache_mb: int = 1024
+    #: Memory (MiB) for LanceDB's own caches: table metadata (manifests, file footers) and
+    #: index pages. Every write makes a table version whose metadata LanceDB caches, so
+    #: with LanceDB's defaults (1 GiB, 6 GiB) the process grows with every write, for old
+    #: versions no read asks for again. A 1M-message store reads with ~40-50 MiB of index
+    #: pages and a few MiB of metadata (``bench.retrieval``: ``lance_cache_mb``).
+    lance_metadata_cache_mb: int = 16
+    lance_index_cache_mb: int = 128
 
     # -- facts (issue 3) --------------------------------------------------------
     #: The category taxonomy (set it in the TOML file: ``[[categories]]`` tables).

@@ -95,6 +95,8 @@ def _validate(settings: Settings) -> None:
         "recall_limit",
         "gc_young",
         "gc_middle",
+        "lance_metadata_cache_mb",
+        "lance_index_cache_mb",
     )
     for name in positive:
         if getattr(settings, name) <= 0:

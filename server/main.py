@@ -13,7 +13,7 @@ from server.adapters.lance_store import LanceStore
 from server.adapters.ollama import OllamaEmbedder, OllamaLlm
 from server.app import create_app
 
-__all__ = ["build_app", "build_embedder"]
+__all__ = ["build_app", "build_embedder", "build_store"]
 
 
 def build_embedder(settings: Settings) -> Embedder:
@@ -32,14 +32,22 @@ def build_embedder(settings: Settings) -> Embedder:
     return OnnxMiniLmEmbedder(threads=settings.embed_threads)
 
 
-def build_app(settings: Settings) -> Starlette:
-    """The production app: LanceDB under ``data_dir``, Ollama at ``ollama_url``."""
-    embedder = build_embedder(settings)
-    store = LanceStore(
+def build_store(settings: Settings, embedder: Embedder) -> LanceStore:
+    """The LanceDB store under ``data_dir`` (its journal beside it), its caches sized by
+    ``settings``."""
+    return LanceStore(
         Path(settings.data_dir) / "lancedb",
         embedder=embedder,
         cache_bytes=settings.cache_mb << 20,
         journal=Path(settings.data_dir) / "journal",
+        lance_metadata_bytes=settings.lance_metadata_cache_mb << 20,
+        lance_index_bytes=settings.lance_index_cache_mb << 20,
     )
+
+
+def build_app(settings: Settings) -> Starlette:
+    """The production app: LanceDB under ``data_dir``, Ollama at ``ollama_url``."""
+    embedder = build_embedder(settings)
+    store = build_store(settings, embedder)
     llm = OllamaLlm(settings.ollama_url, timeout=settings.llm_timeout)
     return create_app(settings, llm=llm, store=store, embedder=embedder)

@@ -15,9 +15,9 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from memory.hashing import HashEmbedder
 from schemas.settings import Settings
-from server.adapters.lance_store import LanceStore
 from server.adapters.ollama import OllamaLlm
 from server.app import create_app
+from server.main import build_store
 from tests.fake_ollama import FakeOllama
 
 __all__ = ["Client", "chat_bodies", "make_app", "serve", "settings_for"]
@@ -38,12 +38,7 @@ def settings_for(data_dir: Path, ollama_url: str, **changes: Any) -> Settings:
 def make_app(settings: Settings) -> Starlette:
     """The production wiring with the hash embedder: real LanceDB, real Ollama client."""
     embedder = HashEmbedder()
-    store = LanceStore(
-        Path(settings.data_dir) / "lancedb",
-        embedder=embedder,
-        cache_bytes=settings.cache_mb << 20,
-        journal=Path(settings.data_dir) / "journal",
-    )
+    store = build_store(settings, embedder)
     llm = OllamaLlm(settings.ollama_url, timeout=settings.llm_timeout)
     return create_app(settings, llm=llm, store=store, embedder=embedder)
 

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import anyio
 import lancedb
 import msgspec
 import pyarrow as pa
@@ -15,6 +16,7 @@ from lancedb.index import FTS
 from memory.facts import Stored
 from memory.hashing import HashEmbedder
 from schemas.records import AppNote, ArchivedMessage, Role, WorkingMemory
+from server.adapters.lance_cache import MessageEntry
 from server.adapters.lance_messages import messages_schema
 from server.adapters.lance_store import LanceStore, StoreMismatch, quote
 from tests.test_facts import make_fact
@@ -176,6 +178,53 @@ async def test_optimize_compacts_many_small_appends(store: LanceStore) -> None:
     assert (await store.list_messages("u1", limit=50, offset=0))[1] == 12
     hits = await store.search_messages("u1", "row", _embedder.embed_one("row 3"), k=3)
     assert len(hits) == 3
+
+
+async def test_lancedb_caches_stay_within_their_bounds_as_writes_add_versions(
+    tmp_path: Path,
+) -> None:
+    # Unbounded, 60 single-row writes (each a version) and reads cache ~2.7 MB here.
+    store = LanceStore(
+        tmp_path / "db",
+        embedder=_embedder,
+        lance_metadata_bytes=512 << 10,
+        lance_index_bytes=512 << 10,
+    )
+    await store.open()
+    try:
+        for i in range(60):
+            await put(store, message(i, f"row {i}"))
+            assert (await store.list_messages("u1", limit=1, offset=0))[1] == i + 1
+        assert 0 < store.lance_cache_bytes() <= 1 << 20
+    finally:
+        await store.aclose()
+
+
+async def test_users_messages_are_read_from_lancedb_two_users_at_a_time(
+    store: LanceStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(6):
+        await put(store, message(i, f"row {i}", user=f"u{i}"))
+    reading, most = 0, 0
+    read = store._read_messages
+
+    async def counted(user_id: str) -> MessageEntry:
+        nonlocal reading, most
+        reading += 1
+        most = max(most, reading)
+        try:
+            await anyio.sleep(0.01)
+            return await read(user_id)
+        finally:
+            reading -= 1
+
+    monkeypatch.setattr(store, "_read_messages", counted)
+    async with anyio.create_task_group() as tg:
+        for i in range(6):
+            tg.start_soon(store.warm, f"u{i}")
+    assert most == 2
+    for i in range(6):
+        assert len(await store.message_index(f"u{i}")) == 1
 
 
 def _fields(memory: WorkingMemory) -> dict[str, object]:

@@ -109,6 +109,17 @@ def test_top_k_breaks_ties_by_position_and_skips_minus_infinity() -> None:
     assert top_k(many_equal, 4) == [(50, 1.0), (0, 0.0), (1, 0.0), (2, 0.0)]
 
 
+def test_a_small_index_reserves_at_most_twice_its_rows_and_a_large_one_a_quarter() -> None:
+    index = SearchIndex(8)
+    for turn in range(200):  # one turn: the user's message and the reply
+        index.add(np.ones((2, 8), dtype=np.float32), [[], []], ["global", "global"])
+        rows = (index.nbytes() - index.size * 9) // (8 * 4)  # the matrix's capacity
+        assert index.size <= rows <= 2 * index.size
+        if turn == 0:
+            assert rows == 2
+    assert rows <= index.size * 5 // 4
+
+
 def test_adding_mismatched_lengths_is_refused() -> None:
     with pytest.raises(ValueError, match="differ in length"):
         SearchIndex(2).add(np.zeros((2, 2)), [["a"]], ["global", "global"])

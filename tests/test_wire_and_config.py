@@ -125,6 +125,7 @@ def test_the_client_commands_variables_do_not_stop_the_server() -> None:
         ({"MNEMO_EMBEDDER": "word2vec"}, "MNEMO_EMBEDDER"),
         ({"MNEMO_SEARCH_MODE": "fuzzy"}, "search_mode"),
         ({"MNEMO_RECALL_LIMIT": "0"}, "MNEMO_RECALL_LIMIT must be positive"),
+        ({"MNEMO_LANCE_INDEX_CACHE_MB": "0"}, "MNEMO_LANCE_INDEX_CACHE_MB must be positive"),
     ],
     ids=[
         "unknown",
@@ -135,6 +136,7 @@ def test_the_client_commands_variables_do_not_stop_the_server() -> None:
         "bad-embedder",
         "bad-search-mode",
         "zero-recall-limit",
+        "no-lance-cache",
     ],
 )
 def test_bad_settings_name_the_setting(environ: dict[str, str], message: str) -> None:

@@ -87,6 +87,13 @@ _log = logging.getLogger("mnemo.store")
 _STEP_SECONDS = 0.002
 #: Rows of a user's messages indexed between two yields to the event loop.
 _LOAD_SLICE = 4096
+#: Users' messages read from LanceDB at once. A read scans every fragment the ``user_id``
+#: index does not cover yet (~0.3 ms each, up to ``optimize_after_writes`` of them), so
+#: many at once only share the same cores, and their buffers, freed out of order, leave
+#: the allocator's arenas fragmented. ``bench.idle`` (1000 new users, 50 sessions opening
+#: at once): all at once, 180 MiB more RSS and 77 s until every user was loaded; two at
+#: a time, 80 MiB and 60 s (the sessions themselves were served in 16 s instead of 75).
+_LOADS_AT_ONCE = 2
 #: Share of a neighbouring message's fused score a message gets (``with_neighbours``):
 #: LoCoMo dev Recall@10 0.723 -> 0.745 at 0.5, flat from 0.35 to 0.7.
 _NEIGHBOUR_SHARE = 0.5
@@ -110,15 +117,21 @@ class LanceStore:
         embedder: Embedder,
         cache_bytes: int = 1 << 30,
         journal: Path | None = None,
+        lance_metadata_bytes: int = 16 << 20,
+        lance_index_bytes: int = 128 << 20,
     ) -> None:
         """``cache_bytes`` bounds the in-memory search indexes (messages and facts together);
         past it, the least recently used users' indexes are evicted. With a ``journal``
         directory, appended messages are durable once journaled there and reach the table
-        at ``flush_messages()``; without one, each append writes the table."""
+        at ``flush_messages()``; without one, each append writes the table.
+        ``lance_metadata_bytes`` and ``lance_index_bytes`` bound LanceDB's own caches (see
+        ``Settings``)."""
         self._uri = str(uri)
         self._journal_dir = journal
         self._archive: JournaledMessages | None = None
         self._embedder = embedder
+        self._lance_caches = (lance_metadata_bytes, lance_index_bytes)
+        self._session: lancedb.Session | None = None
         self._dim = 0
         self._schema: pa.Schema | None = None
         #: One memory budget for the messages' and the facts' indexes.
@@ -132,6 +145,7 @@ class LanceStore:
         self._facts: LanceFacts | None = None
         #: Shared by both adapters: reads against purges of old versions.
         self._gate = PurgeGate()
+        self._loads = anyio.CapacityLimiter(_LOADS_AT_ONCE)
 
     @property
     def facts(self) -> LanceFacts:
@@ -150,7 +164,14 @@ class LanceStore:
         name = self._embedder.name
         if self._uri.find("://") < 0:
             await anyio.Path(self._uri).mkdir(parents=True, exist_ok=True)
-        self._db = await lancedb.connect_async(self._uri)
+        metadata, index = self._lance_caches
+        # LanceDB caches the metadata of every table version it reads, and every write makes
+        # a version: with its defaults (1 GiB of metadata, 6 GiB of index pages) the process
+        # grows with every write long after the old versions stopped being read.
+        self._session = lancedb.Session(
+            index_cache_size_bytes=index, metadata_cache_size_bytes=metadata
+        )
+        self._db = await lancedb.connect_async(self._uri, session=self._session)
         names = set((await self._db.list_tables()).tables)
         if _MESSAGES in names:
             self._messages = await self._db.open_table(_MESSAGES)
@@ -287,7 +308,14 @@ class LanceStore:
 
     async def _load_messages(self, user_id: str) -> MessageEntry:
         """Read all of a user's messages into a new in-memory index, a slice at a time so
-        the event loop keeps serving other sessions meanwhile."""
+        the event loop keeps serving other sessions meanwhile (``_LOADS_AT_ONCE`` users at
+        a time)."""
+        async with self._loads:
+            entry = await self._read_messages(user_id)
+        await entry.project()
+        return entry
+
+    async def _read_messages(self, user_id: str) -> MessageEntry:
         columns = [*COLUMNS, "search_text", "vector"]
         where = user_filter(user_id)
         # Journaled ones too: taken before the read, so a flush meanwhile loses none.
@@ -317,7 +345,6 @@ class LanceStore:
                 terms = [[] for _ in pending]
                 entry.degraded = True
             entry.add(columns_of(pending), pending_vectors, terms)  # skips what the read had
-        await entry.project()
         return entry
 
     async def list_messages(self, user_id: str, *, limit: int, offset: int) -> Page:
@@ -465,6 +492,10 @@ class LanceStore:
     def index_bytes(self) -> int:
         """Memory held by the in-memory search indexes (messages and facts)."""
         return self._budget.total
+
+    def lance_cache_bytes(self) -> int:
+        """Memory held by LanceDB's own caches (metadata and index pages)."""
+        return int(self._session.size_bytes) if self._session is not None else 0
 
     async def warm(self, user_id: str) -> None:
         """Load the user's messages and facts into memory ahead of their first search."""

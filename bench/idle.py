@@ -1,0 +1,135 @@
+"""RSS per idle actor: sessions of new users take one turn each and leave.
+
+    python -m bench.idle [--sessions 1000] [--turns 1] [--runs 1] [--env NAME=VALUE ...]
+
+An idle actor is a session whose client took one ``turn`` (or ``--turns``) and left: its actor
+lives on until its idle expiry (30 minutes), holding working memory, recent
+history, and the user's in-memory search indexes (warmed when the session
+opened). Starts ``mnemo serve`` against an instant fake Ollama exactly as
+``bench.load`` does (``bench.common.load_server``) and runs only the idle-actor
+measurement that ``bench.load`` starts with: about a minute per run instead
+of ten. Prints and writes ``bench/results/idle.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+import urllib.request
+from typing import Any
+
+from websockets.asyncio.client import connect
+
+from bench.common import cpu_seconds, load_server, machine, rss_kib, write_result
+
+__all__ = ["idle_actors", "live_sessions"]
+
+
+def live_sessions(address: str) -> int:
+    """Live actors of the server (``/healthz``)."""
+    with urllib.request.urlopen(f"http://{address}/healthz", timeout=10) as response:
+        return int(json.loads(response.read())["live_sessions"])
+
+
+async def _turns_and_leave(address: str, session: str, key: str, turns: int) -> None:
+    async with connect(f"ws://{address}/ws/{session}?token={key}", open_timeout=60) as ws:
+        await ws.recv()
+        for n in range(turns):
+            user = "Hello, I am new here." if not n else f"Tell me more, part {n}."
+            turn = {"type": "turn", "id": f"t{n}", "user": user, "assistant": "Hi!"}
+            await ws.send(json.dumps(turn))
+            while json.loads(await ws.recv())["type"] != "ack":
+                pass
+
+
+async def _quiet(pid: int, *, timeout: float = 120.0) -> None:
+    """Wait until the server has finished the work a batch left behind (loading users'
+    indexes, extraction, snapshots): under a tenth of a core busy over a second."""
+    deadline = time.monotonic() + timeout
+    busy = cpu_seconds(pid)
+    while time.monotonic() < deadline:
+        await asyncio.sleep(1.0)
+        now = cpu_seconds(pid)
+        if now - busy < 0.1:
+            return
+        busy = now
+
+
+async def idle_actors(address: str, pid: int, count: int, turns: int = 1) -> dict[str, Any]:
+    """RSS per idle actor: ``count`` sessions of new users (keys ``k0`` ...) each take
+    ``turns`` turns and leave; their actors live on until idle expiry. Then ``count`` more,
+    of other new users (the server needs ``2 * count`` users). RSS is read once the server
+    has settled. The first batch's growth includes the allocator's and the libraries'
+    one-time growth from serving that many connections and writes (and LanceDB's caches
+    filling up to their bounds); the second batch's (the marginal cost, on a warmed-up
+    process) is what each further idle actor costs."""
+    gate = asyncio.Semaphore(50)
+
+    async def visit(session: str, key: str) -> None:
+        async with gate:
+            await _turns_and_leave(address, session, key, turns)
+
+    await asyncio.gather(*(visit(f"warm{i}", f"k{i}") for i in range(50)))
+    await _quiet(pid)
+    rss = [rss_kib(pid)]
+    live = [live_sessions(address)]
+    seconds, settled = [], []
+    for batch in range(2):
+        users = range(batch * count, (batch + 1) * count)
+        started = time.perf_counter()
+        await asyncio.gather(*(visit(f"idle{i}", f"k{i}") for i in users))
+        seconds.append(time.perf_counter() - started)
+        await _quiet(pid)
+        settled.append(time.perf_counter() - started)
+        rss.append(rss_kib(pid))
+        live.append(live_sessions(address))
+    first, second = live[1] - live[0], live[2] - live[1]
+    return {
+        "actors": first,
+        "rss_kib_before": rss[0],
+        "rss_kib_after": rss[1],
+        "rss_per_actor_kib": (rss[1] - rss[0]) / max(first, 1),
+        "second_batch_actors": second,
+        "rss_kib_after_second": rss[2],
+        "rss_per_actor_kib_marginal": (rss[2] - rss[1]) / max(second, 1),
+        "batch_seconds": seconds,
+        "settled_seconds": settled,
+    }
+
+
+def _one_run(sessions: int, turns: int, env: dict[str, str]) -> dict[str, Any]:
+    with load_server(2 * sessions, env) as (address, pid, _):
+        rss_empty = rss_kib(pid)
+        result = asyncio.run(idle_actors(address, pid, sessions, turns))
+    return {"rss_kib_empty": rss_empty, "turns": turns, **result}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", type=int, default=1000, help="sessions per batch")
+    parser.add_argument("--turns", type=int, default=1, help="turns each session takes")
+    parser.add_argument("--runs", type=int, default=1, help="fresh servers, one after another")
+    parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the server")
+    args = parser.parse_args()
+    env = dict(item.split("=", 1) for item in args.env)
+    runs = []
+    for _ in range(args.runs):
+        run = _one_run(args.sessions, args.turns, env)
+        print(
+            f"RSS per idle actor {run['rss_per_actor_kib']:.1f} KiB for the first"
+            f" {run['actors']}, {run['rss_per_actor_kib_marginal']:.1f} KiB for the next"
+            f" {run['second_batch_actors']} (RSS KiB: empty {run['rss_kib_empty']}, before"
+            f" {run['rss_kib_before']}, after {run['rss_kib_after']},"
+            f" {run['rss_kib_after_second']}; batches took"
+            f" {', '.join(f'{s:.0f}' for s in run['batch_seconds'])} s, the server settled"
+            f" after {', '.join(f'{s:.0f}' for s in run['settled_seconds'])} s)"
+        )
+        runs.append(run)
+    setup = {**machine(), "embedder": "hash", "fake_ollama": "instant", "env": env}
+    print(f"wrote {write_result('idle', {'runs': runs, 'setup': setup})}")
+
+
+if __name__ == "__main__":
+    main()
