@@ -70,7 +70,7 @@ async def test_messages_still_queued_when_indexing_stops_are_found_by_the_next_s
             await anyio.sleep(_SLOW / 5)  # its indexing has started
             await put(store, message(2, "queued when the server stopped"))
             tg.cancel_scope.cancel()
-        assert not store._indexing.running
+        assert not store._search._indexing.running
         hits = await store.search_messages("u1", "queued", _embedder.embed_one("x"), k=1)
     finally:
         await store.aclose()
@@ -78,10 +78,11 @@ async def test_messages_still_queued_when_indexing_stops_are_found_by_the_next_s
 
 
 def _slow_analyzer(store: LanceStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    analyze = store._analyze
+    search = store._search
+    analyze = search._analyze
 
     async def slow(texts: Sequence[str]) -> list[list[str]]:
         await anyio.sleep(_SLOW)
         return await analyze(texts)
 
-    monkeypatch.setattr(store, "_analyze", slow)
+    monkeypatch.setattr(search, "_analyze", slow)

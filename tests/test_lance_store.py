@@ -206,7 +206,8 @@ async def test_users_messages_are_read_from_lancedb_two_users_at_a_time(
     for i in range(6):
         await put(store, message(i, f"row {i}", user=f"u{i}"))
     reading, most = 0, 0
-    read = store._read_messages
+    search = store._search
+    read = search._read_messages
 
     async def counted(user_id: str) -> MessageEntry:
         nonlocal reading, most
@@ -218,7 +219,7 @@ async def test_users_messages_are_read_from_lancedb_two_users_at_a_time(
         finally:
             reading -= 1
 
-    monkeypatch.setattr(store, "_read_messages", counted)
+    monkeypatch.setattr(search, "_read_messages", counted)
     async with anyio.create_task_group() as tg:
         for i in range(6):
             tg.start_soon(store.warm, f"u{i}")

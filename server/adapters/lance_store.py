@@ -9,9 +9,7 @@ calls ``optimize()`` on a schedule.
 
 from __future__ import annotations
 
-import functools
 import logging
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,32 +19,19 @@ import anyio.lowlevel
 import lancedb
 import msgspec
 import numpy as np
-import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 from anyio.abc import TaskStatus
 from lancedb.index import FTS, BTree
 
 from actors.errors import MnemoError
 from actors.ports import Embedder, Page, ScoredMessage, VectorSource
-from memory.keywords import extract_keywords
-from memory.recall import search_text
-from memory.scoring import rrf_score
 from memory.search_index import SearchIndex
-from memory.text import query_text
 from schemas.records import ArchivedMessage, WorkingMemory
 from schemas.settings import SearchMode
-from server.adapters.index_queue import IndexQueue
 from server.adapters.journal import Journal
-from server.adapters.lance_analyzer import Analyzer, AnalyzerUnavailable
+from server.adapters.lance_analyzer import Analyzer
 from server.adapters.lance_cache import (
     Budget,
-    MessageEntry,
-    UserCache,
-    best_first,
-    fused,
-    hybrid_ranks,
-    with_neighbours,
 )
 from server.adapters.lance_common import PurgeGate, quote, user_filter
 from server.adapters.lance_facts import LanceFacts
@@ -55,11 +40,11 @@ from server.adapters.lance_messages import (
     EMBEDDER_KEY,
     NEWEST_FIRST,
     JournaledMessages,
-    columns_of,
     message_of,
     messages_schema,
     newest_first,
 )
+from server.adapters.message_search import MessageSearch
 
 __all__ = ["LanceStore", "StoreMismatch", "quote"]
 
@@ -83,28 +68,6 @@ class StoreMismatch(MnemoError):
 
 
 _log = logging.getLogger("mnemo.store")
-#: Longest the indexing of appended messages holds the event loop between two yields.
-_STEP_SECONDS = 0.002
-#: Rows of a user's messages indexed between two yields to the event loop.
-_LOAD_SLICE = 4096
-#: Users' messages read from LanceDB at once. A read scans every fragment the ``user_id``
-#: index does not cover yet (~0.3 ms each, up to ``optimize_after_writes`` of them), so
-#: many at once only share the same cores, and their buffers, freed out of order, leave
-#: the allocator's arenas fragmented. ``bench.idle`` (1000 new users, 50 sessions opening
-#: at once): all at once, 180 MiB more RSS and 77 s until every user was loaded; two at
-#: a time, 80 MiB and 60 s (the sessions themselves were served in 16 s instead of 75).
-_LOADS_AT_ONCE = 2
-#: Share of a neighbouring message's fused score a message gets (``with_neighbours``):
-#: LoCoMo dev Recall@10 0.723 -> 0.745 at 0.5, flat from 0.35 to 0.7.
-_NEIGHBOUR_SHARE = 0.5
-#: The highest score a message can reach (first on both sides, and so is a neighbour).
-_BEST_SCORE = (1.0 + _NEIGHBOUR_SHARE) * rrf_score(1, 1, limit=1)
-
-
-def _add(
-    columns: dict[str, list[Any]], vectors: Any, terms: list[list[str]], entry: MessageEntry
-) -> None:
-    entry.add(columns, vectors, terms)
 
 
 class LanceStore:
@@ -136,8 +99,6 @@ class LanceStore:
         self._schema: pa.Schema | None = None
         #: One memory budget for the messages' and the facts' indexes.
         self._budget = Budget(cache_bytes)
-        self._cache = UserCache(self._load_messages, budget=self._budget)
-        self._indexing = IndexQueue(self._index_appended, self._cache.drop)
         self._analyzer: Analyzer | None = None
         self._db: Any = None
         self._messages: Any = None
@@ -145,7 +106,7 @@ class LanceStore:
         self._facts: LanceFacts | None = None
         #: Shared by both adapters: reads against purges of old versions.
         self._gate = PurgeGate()
-        self._loads = anyio.CapacityLimiter(_LOADS_AT_ONCE)
+        self._search = MessageSearch(self._budget, self._gate)
 
     @property
     def facts(self) -> LanceFacts:
@@ -209,6 +170,7 @@ class LanceStore:
         await self._facts.open()
         journal = None if self._journal_dir is None else Journal(self._journal_dir, self._dim)
         self._archive = JournaledMessages(self._messages, self._schema, self._gate, journal)
+        self._search.attach(self._archive, self._analyzer, self._dim)
         if replayed := await self._archive.recover():
             _log.info("replayed %d journaled messages into the archive", replayed)
 
@@ -252,17 +214,14 @@ class LanceStore:
             return
         matrix = np.asarray(vectors, dtype=np.float32).reshape(len(rows), self._dim)
         await self._messages_table.append(rows, matrix)
-        if self._indexing.running:
-            self._indexing.put(rows, matrix)  # searches of these users wait for it
-        else:
-            await self._index_appended(rows, matrix)
+        await self._search.index(rows, matrix)
 
     async def run_indexing(
         self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         """Until cancelled: index appended messages in the background, so that an append
         returns once its rows are durable (see ``server.adapters.index_queue``)."""
-        await self._indexing.run(task_status=task_status)
+        await self._search.run_indexing(task_status=task_status)
 
     async def flush_messages(self) -> int:
         """Move journaled messages into the table, in one append per journal file; returns
@@ -274,78 +233,6 @@ class LanceStore:
         if self._archive is None:
             raise RuntimeError("the store is not open")
         return self._archive
-
-    async def _index_appended(
-        self, rows: Sequence[ArchivedMessage], vectors: npt.NDArray[np.float32]
-    ) -> None:
-        """Add durable rows to the in-memory indexes of the users held there."""
-        held = [i for i, m in enumerate(rows) if self._cache.holds(m.user_id)]
-        if not held:
-            return
-        try:
-            terms = await self._analyze([search_text(rows[i]) for i in held])
-        except AnalyzerUnavailable as exc:
-            _log.warning("dropping in-memory indexes after an analyzer failure: %s", exc)
-            for user_id in {rows[i].user_id for i in held}:
-                self._cache.drop(user_id)
-            return
-        by_user: dict[str, list[int]] = {}
-        for n, i in enumerate(held):
-            by_user.setdefault(rows[i].user_id, []).append(n)
-        step = time.perf_counter()
-        for user_id, picks in by_user.items():
-            mine = [rows[held[n]] for n in picks]
-            matrix = vectors[[held[n] for n in picks]]
-            words = [terms[n] for n in picks]
-            self._cache.apply(user_id, functools.partial(_add, columns_of(mine), matrix, words))
-            if time.perf_counter() - step > _STEP_SECONDS:  # many users: let the loop run
-                await anyio.lowlevel.checkpoint()
-                step = time.perf_counter()
-
-    async def _analyze(self, texts: Sequence[str]) -> list[list[str]]:
-        assert self._analyzer is not None, "the store is not open"
-        return await self._analyzer.analyze(texts)
-
-    async def _load_messages(self, user_id: str) -> MessageEntry:
-        """Read all of a user's messages into a new in-memory index, a slice at a time so
-        the event loop keeps serving other sessions meanwhile (``_LOADS_AT_ONCE`` users at
-        a time)."""
-        async with self._loads:
-            entry = await self._read_messages(user_id)
-        await entry.project()
-        return entry
-
-    async def _read_messages(self, user_id: str) -> MessageEntry:
-        columns = [*COLUMNS, "search_text", "vector"]
-        where = user_filter(user_id)
-        # Journaled ones too: taken before the read, so a flush meanwhile loses none.
-        pending, pending_vectors = self._messages_table.pending_vectors(user_id)
-        table = await self._gate.read(self._messages.query().where(where).select(columns).to_arrow)
-        entry = MessageEntry(self._dim)
-        entry.index.reserve(table.num_rows)
-        for start in range(0, table.num_rows, _LOAD_SLICE):
-            part = table.slice(start, _LOAD_SLICE)
-            data: dict[str, list[Any]] = {
-                name: part[name].to_pylist() for name in COLUMNS if name not in ("at", "user_id")
-            }
-            data["at"] = (pc.cast(part["at"], pa.int64()).to_numpy() / 1e6).tolist()
-            vectors = part["vector"].combine_chunks().flatten().to_numpy().reshape(-1, self._dim)
-            try:
-                terms = await self._analyze(part["search_text"].to_pylist())
-            except AnalyzerUnavailable as exc:
-                _log.warning("indexing user %s without full-text terms: %s", user_id, exc)
-                terms = [[] for _ in range(part.num_rows)]
-                entry.degraded = True
-            entry.add(data, vectors, terms)
-            await anyio.lowlevel.checkpoint()
-        if pending:
-            try:
-                terms = await self._analyze([search_text(m) for m in pending])
-            except AnalyzerUnavailable:
-                terms = [[] for _ in pending]
-                entry.degraded = True
-            entry.add(columns_of(pending), pending_vectors, terms)  # skips what the read had
-        return entry
 
     async def list_messages(self, user_id: str, *, limit: int, offset: int) -> Page:
         where = user_filter(user_id)
@@ -419,9 +306,9 @@ class LanceStore:
         async with self._messages_table.all_in_table():  # and no journal file left
             if not await self._gate.read(lambda: self._messages.count_rows(where)):
                 return False
-            await self._indexing.settled()  # no add of it queued behind the removal
+            await self._search.settled()  # no add of it queued behind the removal
             await self._messages.delete(where)
-            self._cache.apply(user_id, lambda e: e.remove([message_id]))
+            self._search.remove(user_id, message_id)
             await self._gate.purge(self._messages)
         return True
 
@@ -430,9 +317,9 @@ class LanceStore:
         async with self._messages_table.all_in_table():
             count = int(await self._gate.read(lambda: self._messages.count_rows(where)))
             if count:
-                await self._indexing.settled()
+                await self._search.settled()
                 await self._messages.delete(where)
-                self._cache.drop(user_id)
+                self._search.drop(user_id)
                 await self._gate.purge(self._messages)
         return count
 
@@ -446,48 +333,12 @@ class LanceStore:
         scope: str | None = None,
         mode: SearchMode = "hybrid",
     ) -> list[ScoredMessage]:
-        """Hybrid search of the user's in-memory index: exact cosine and BM25, each to depth
-        ``2k``, fused by reciprocal rank (k=60); then each message also scores half of its
-        better neighbour's score in its session. Scores are scaled to 0..1 (1: first on both
-        sides and next to another such message). ``mode`` ``semantic``: by cosine
-        similarity alone, scored by it; ``keyword``: by BM25 alone, scored by it (nothing
-        for a blank query). With a ``scope``, only ``global`` messages and that scope's.
-        ``text`` is cleaned first (``memory.text.query_text``)."""
-        user_filter(user_id)
-        text = query_text(text)
-        await self._indexing.settled(user_id)
-        held = await self._cache.get(user_id)
-        await held.project()
-        depth = 2 * k
-        assert self._analyzer is not None, "the store is not open"
-        ranked = await hybrid_ranks(
-            held.index,
-            vector,
-            functools.partial(self._analyzer.query_or_none, text),
-            held.texts,
-            lambda: extract_keywords(text),
-            depth=depth,
-            scope=scope,
-            mode=mode,
-        )
-        if held.degraded:
-            self._cache.drop(user_id)  # load it again, analyzed, next time
-        if mode == "semantic":
-            return [(held.row(p, user_id), ranked.similarity[p]) for p in ranked.dense[:k]]
-        if mode == "keyword":
-            return [(held.row(p, user_id), ranked.text_score[p]) for p in ranked.sparse[:k]]
-        scores = with_neighbours(
-            fused(ranked, depth=depth), held.neighbours, _NEIGHBOUR_SHARE, ranked.visible
-        )
-        best = best_first(scores, ranked, depth=depth, k=k)
-        return [(held.row(p, user_id), score / _BEST_SCORE) for p, score in best]
+        """See ``MessageSearch.search``."""
+        return await self._search.search(user_id, text, vector, k=k, scope=scope, mode=mode)
 
     async def message_index(self, user_id: str) -> SearchIndex:
         """The user's in-memory message index, loaded if needed (benchmarks and tests)."""
-        await self._indexing.settled(user_id)
-        held = await self._cache.get(user_id)
-        await held.project()
-        return held.index
+        return await self._search.message_index(user_id)
 
     def index_bytes(self) -> int:
         """Memory held by the in-memory search indexes (messages and facts)."""
@@ -499,7 +350,7 @@ class LanceStore:
 
     async def warm(self, user_id: str) -> None:
         """Load the user's messages and facts into memory ahead of their first search."""
-        await self._cache.get(user_id)
+        await self._search.warm(user_id)
         await self.facts.warm(user_id)
 
     # -- working memory ------------------------------------------------------

@@ -1,0 +1,247 @@
+"""The archive's search side: each user's messages in an in-memory index, kept current.
+
+A user's messages are read from LanceDB (and the journal) into a ``MessageEntry``
+when a session of theirs starts or at their first search; every append is then
+indexed into it (in the background, through an ``IndexQueue``, once a task runs
+``run_indexing``). Searches run on these indexes alone.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+from anyio.abc import TaskStatus
+
+from actors.ports import ScoredMessage, VectorSource
+from memory.keywords import extract_keywords
+from memory.recall import search_text
+from memory.scoring import rrf_score
+from memory.search_index import SearchIndex
+from memory.text import query_text
+from schemas.records import ArchivedMessage
+from schemas.settings import SearchMode
+from server.adapters.index_queue import IndexQueue
+from server.adapters.lance_analyzer import Analyzer, AnalyzerUnavailable
+from server.adapters.lance_cache import (
+    Budget,
+    MessageEntry,
+    UserCache,
+    best_first,
+    fused,
+    hybrid_ranks,
+    with_neighbours,
+)
+from server.adapters.lance_common import PurgeGate, user_filter
+from server.adapters.lance_messages import COLUMNS, JournaledMessages, columns_of
+
+__all__ = ["MessageSearch"]
+
+_log = logging.getLogger("mnemo.store")
+#: Longest the indexing of appended messages holds the event loop between two yields.
+_STEP_SECONDS = 0.002
+#: Rows of a user's messages indexed between two yields to the event loop.
+_LOAD_SLICE = 4096
+#: Users' messages read from LanceDB at once. A read scans every fragment the ``user_id``
+#: index does not cover yet (~0.3 ms each, up to ``optimize_after_writes`` of them), so
+#: many at once only share the same cores, and their buffers, freed out of order, leave
+#: the allocator's arenas fragmented. ``bench.idle`` (1000 new users, 50 sessions opening
+#: at once): all at once, 180 MiB more RSS and 77 s until every user was loaded; two at
+#: a time, 80 MiB and 60 s (the sessions themselves were served in 16 s instead of 75).
+_LOADS_AT_ONCE = 2
+#: Share of a neighbouring message's fused score a message gets (``with_neighbours``):
+#: LoCoMo dev Recall@10 0.723 -> 0.745 at 0.5, flat from 0.35 to 0.7.
+_NEIGHBOUR_SHARE = 0.5
+#: The highest score a message can reach (first on both sides, and so is a neighbour).
+_BEST_SCORE = (1.0 + _NEIGHBOUR_SHARE) * rrf_score(1, 1, limit=1)
+
+
+def _add(
+    columns: dict[str, list[Any]], vectors: Any, terms: list[list[str]], entry: MessageEntry
+) -> None:
+    entry.add(columns, vectors, terms)
+
+
+class MessageSearch:
+    """Per-user in-memory indexes of archived messages, within ``budget``."""
+
+    def __init__(self, budget: Budget, gate: PurgeGate) -> None:
+        self._cache = UserCache(self._load_messages, budget=budget)
+        self._indexing = IndexQueue(self._index_appended, self._cache.drop)
+        self._gate = gate
+        self._loads = anyio.CapacityLimiter(_LOADS_AT_ONCE)
+        self._archive: JournaledMessages | None = None
+        self._analyzer: Analyzer | None = None
+        self._dim = 0
+
+    def attach(self, archive: JournaledMessages, analyzer: Analyzer, dim: int) -> None:
+        """The opened table (with its journal) and the analyzer; before any other call."""
+        self._archive, self._analyzer, self._dim = archive, analyzer, dim
+
+    async def index(self, rows: Sequence[ArchivedMessage], matrix: npt.NDArray[np.float32]) -> None:
+        """Index durable rows: queued when ``run_indexing`` runs (searches of their users
+        wait for them), else now."""
+        if self._indexing.running:
+            self._indexing.put(rows, matrix)
+        else:
+            await self._index_appended(rows, matrix)
+
+    async def run_indexing(
+        self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        await self._indexing.run(task_status=task_status)
+
+    async def settled(self, user_id: str | None = None) -> None:
+        """Every message appended so far (of ``user_id``, or of everyone) is indexed."""
+        await self._indexing.settled(user_id)
+
+    def remove(self, user_id: str, message_id: str) -> None:
+        self._cache.apply(user_id, lambda e: e.remove([message_id]))
+
+    def drop(self, user_id: str) -> None:
+        self._cache.drop(user_id)
+
+    async def warm(self, user_id: str) -> None:
+        await self._cache.get(user_id)
+
+    async def _index_appended(
+        self, rows: Sequence[ArchivedMessage], vectors: npt.NDArray[np.float32]
+    ) -> None:
+        """Add durable rows to the in-memory indexes of the users held there."""
+        held = [i for i, m in enumerate(rows) if self._cache.holds(m.user_id)]
+        if not held:
+            return
+        try:
+            terms = await self._analyze([search_text(rows[i]) for i in held])
+        except AnalyzerUnavailable as exc:
+            _log.warning("dropping in-memory indexes after an analyzer failure: %s", exc)
+            for user_id in {rows[i].user_id for i in held}:
+                self._cache.drop(user_id)
+            return
+        by_user: dict[str, list[int]] = {}
+        for n, i in enumerate(held):
+            by_user.setdefault(rows[i].user_id, []).append(n)
+        step = time.perf_counter()
+        for user_id, picks in by_user.items():
+            mine = [rows[held[n]] for n in picks]
+            matrix = vectors[[held[n] for n in picks]]
+            words = [terms[n] for n in picks]
+            self._cache.apply(user_id, functools.partial(_add, columns_of(mine), matrix, words))
+            if time.perf_counter() - step > _STEP_SECONDS:  # many users: let the loop run
+                await anyio.lowlevel.checkpoint()
+                step = time.perf_counter()
+
+    async def _analyze(self, texts: Sequence[str]) -> list[list[str]]:
+        assert self._analyzer is not None, "the store is not open"
+        return await self._analyzer.analyze(texts)
+
+    async def _load_messages(self, user_id: str) -> MessageEntry:
+        """Read all of a user's messages into a new in-memory index, a slice at a time so
+        the event loop keeps serving other sessions meanwhile (``_LOADS_AT_ONCE`` users at
+        a time)."""
+        async with self._loads:
+            entry = await self._read_messages(user_id)
+        await entry.project()
+        return entry
+
+    async def _read_messages(self, user_id: str) -> MessageEntry:
+        columns = [*COLUMNS, "search_text", "vector"]
+        where = user_filter(user_id)
+        # Journaled ones too: taken before the read, so a flush meanwhile loses none.
+        pending, pending_vectors = self._table.pending_vectors(user_id)
+        table = await self._gate.read(
+            self._table.table.query().where(where).select(columns).to_arrow
+        )
+        entry = MessageEntry(self._dim)
+        entry.index.reserve(table.num_rows)
+        for start in range(0, table.num_rows, _LOAD_SLICE):
+            part = table.slice(start, _LOAD_SLICE)
+            data: dict[str, list[Any]] = {
+                name: part[name].to_pylist() for name in COLUMNS if name not in ("at", "user_id")
+            }
+            data["at"] = (pc.cast(part["at"], pa.int64()).to_numpy() / 1e6).tolist()
+            vectors = part["vector"].combine_chunks().flatten().to_numpy().reshape(-1, self._dim)
+            try:
+                terms = await self._analyze(part["search_text"].to_pylist())
+            except AnalyzerUnavailable as exc:
+                _log.warning("indexing user %s without full-text terms: %s", user_id, exc)
+                terms = [[] for _ in range(part.num_rows)]
+                entry.degraded = True
+            entry.add(data, vectors, terms)
+            await anyio.lowlevel.checkpoint()
+        if pending:
+            try:
+                terms = await self._analyze([search_text(m) for m in pending])
+            except AnalyzerUnavailable:
+                terms = [[] for _ in pending]
+                entry.degraded = True
+            entry.add(columns_of(pending), pending_vectors, terms)  # skips what the read had
+        return entry
+
+    async def search(
+        self,
+        user_id: str,
+        text: str,
+        vector: VectorSource,
+        *,
+        k: int,
+        scope: str | None = None,
+        mode: SearchMode = "hybrid",
+    ) -> list[ScoredMessage]:
+        """Hybrid search of the user's in-memory index: exact cosine and BM25, each to depth
+        ``2k``, fused by reciprocal rank (k=60); then each message also scores half of its
+        better neighbour's score in its session. Scores are scaled to 0..1 (1: first on both
+        sides and next to another such message). ``mode`` ``semantic``: by cosine
+        similarity alone, scored by it; ``keyword``: by BM25 alone, scored by it (nothing
+        for a blank query). With a ``scope``, only ``global`` messages and that scope's.
+        ``text`` is cleaned first (``memory.text.query_text``)."""
+        user_filter(user_id)
+        text = query_text(text)
+        await self._indexing.settled(user_id)
+        held = await self._cache.get(user_id)
+        await held.project()
+        depth = 2 * k
+        assert self._analyzer is not None, "the store is not open"
+        ranked = await hybrid_ranks(
+            held.index,
+            vector,
+            functools.partial(self._analyzer.query_or_none, text),
+            held.texts,
+            lambda: extract_keywords(text),
+            depth=depth,
+            scope=scope,
+            mode=mode,
+        )
+        if held.degraded:
+            self._cache.drop(user_id)  # load it again, analyzed, next time
+        if mode == "semantic":
+            return [(held.row(p, user_id), ranked.similarity[p]) for p in ranked.dense[:k]]
+        if mode == "keyword":
+            return [(held.row(p, user_id), ranked.text_score[p]) for p in ranked.sparse[:k]]
+        scores = with_neighbours(
+            fused(ranked, depth=depth), held.neighbours, _NEIGHBOUR_SHARE, ranked.visible
+        )
+        best = best_first(scores, ranked, depth=depth, k=k)
+        return [(held.row(p, user_id), score / _BEST_SCORE) for p, score in best]
+
+    async def message_index(self, user_id: str) -> SearchIndex:
+        """The user's index, loaded if needed (benchmarks and tests)."""
+        await self._indexing.settled(user_id)
+        held = await self._cache.get(user_id)
+        await held.project()
+        return held.index
+
+    @property
+    def _table(self) -> JournaledMessages:
+        if self._archive is None:
+            raise RuntimeError("the store is not open")
+        return self._archive
