@@ -44,16 +44,16 @@ async def _turns_and_leave(address: str, session: str, key: str, turns: int) -> 
                 pass
 
 
-async def _quiet(pid: int, *, timeout: float = 120.0) -> None:
+async def _quiet(pid: int, *, timeout: float = 180.0) -> None:
     """Wait until the server has finished the work a batch left behind (loading users'
-    indexes, extraction, snapshots): under a tenth of a core busy over a second."""
+    indexes, extraction, snapshots): under a tenth of a core busy for two seconds running
+    (one quiet second can be the machine's other work holding the server back)."""
     deadline = time.monotonic() + timeout
-    busy = cpu_seconds(pid)
-    while time.monotonic() < deadline:
+    busy, quiet = cpu_seconds(pid), 0
+    while time.monotonic() < deadline and quiet < 2:
         await asyncio.sleep(1.0)
         now = cpu_seconds(pid)
-        if now - busy < 0.1:
-            return
+        quiet = quiet + 1 if now - busy < 0.1 else 0
         busy = now
 
 

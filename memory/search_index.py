@@ -15,6 +15,7 @@ so it may run in a worker thread while the owner appends.
 from __future__ import annotations
 
 import math
+import sys
 from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -208,7 +209,9 @@ class SearchIndex:
             for word in words:
                 term = vocabulary.get(word)
                 if term is None:
-                    term = vocabulary[word] = len(self._docs)
+                    # Interned: users share most of their words, so one string serves all
+                    # the indexes that hold it (the analyzer makes a new one per token).
+                    term = vocabulary[sys.intern(word)] = len(self._docs)
                     self._docs.append(array("i"))
                     self._counts.append(array("i"))
                     self._vocabulary_bytes += len(word) + 250  # key, two arrays, dict slot

@@ -120,6 +120,16 @@ def test_a_small_index_reserves_at_most_twice_its_rows_and_a_large_one_a_quarter
     assert rows <= index.size * 5 // 4
 
 
+def test_indexes_of_different_users_share_one_string_per_word() -> None:
+    first, second = SearchIndex(4), SearchIndex(4)
+    for index in (first, second):
+        word = "".join(["gar", "den"])  # a new string object each time, as from the analyzer
+        index.add(np.eye(4, dtype=np.float32)[:1], [[word]], ["global"])
+    [mine], [theirs] = list(first._terms), list(second._terms)
+    assert mine is theirs
+    assert [p for p, _ in top_k(second.sparse_scores(["garden"], None), 1)] == [0]
+
+
 def test_adding_mismatched_lengths_is_refused() -> None:
     with pytest.raises(ValueError, match="differ in length"):
         SearchIndex(2).add(np.zeros((2, 2)), [["a"]], ["global", "global"])
