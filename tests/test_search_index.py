@@ -165,7 +165,7 @@ def test_a_large_index_ranks_by_projection_first_and_keeps_the_exact_order() -> 
 def test_postings_added_a_few_at_a_time_score_as_those_added_in_bulk() -> None:
     rng = np.random.default_rng(3)
     words = [f"w{i}" for i in range(40)]
-    docs = [list(rng.choice(words, size=int(rng.integers(0, 30)))) for _ in range(120)]
+    docs = [[str(w) for w in rng.choice(words, size=int(rng.integers(0, 30)))] for _ in range(120)]
     bulk = SearchIndex(4)
     bulk.add(_unit(rng, len(docs), 4), docs, ["global"] * len(docs))  # NumPy's counting
     piecewise = SearchIndex(4)
