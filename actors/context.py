@@ -345,12 +345,17 @@ async def chat_context(
             user_id, query, format="app-memories", budget=budget, scope=scope
         )
 
-    # Independent lookups, each a few LanceDB queries: run them at once.
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(facts)
-        tg.start_soon(conversation)
-        if scope is not None:
+    # The searches are in memory and take well under a millisecond each: one after the
+    # other, as a task group would cost three turns of a busy event loop. An app's notes
+    # are a LanceDB read: that one runs beside them.
+    if scope is None:
+        await facts()
+        await conversation()
+    else:
+        async with anyio.create_task_group() as tg:
             tg.start_soon(notes)
+            await facts()
+            await conversation()
     recalled: Block = found["recalled"]
     notes_block: Block = found["notes"]
     chosen: list[Fact] = found["facts"]

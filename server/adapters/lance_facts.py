@@ -24,7 +24,7 @@ from memory.keywords import extract_keywords
 from memory.text import query_text
 from schemas.records import AppNote, Fact, Progress, UserProfile
 from schemas.settings import SearchMode
-from server.adapters.lance_analyzer import Analyzer, AnalyzerUnavailable
+from server.adapters.lance_analyzer import FTS_TOKENIZER, Analyzer, AnalyzerUnavailable
 from server.adapters.lance_cache import Budget, FactEntry, UserCache, hybrid_ranks
 from server.adapters.lance_common import PurgeGate, quote, quote_all, user_filter
 
@@ -132,7 +132,7 @@ class LanceFacts:
             await self._facts.create_index("id", config=BTree())
         if ("content",) not in have:
             await self._facts.create_index(
-                "content", config=FTS(base_tokenizer="icu", with_position=True)
+                "content", config=FTS(base_tokenizer=FTS_TOKENIZER, with_position=True)
             )
 
     def close(self) -> None:

@@ -29,7 +29,7 @@ from memory.search_index import SearchIndex
 from schemas.records import ArchivedMessage, WorkingMemory
 from schemas.settings import SearchMode
 from server.adapters.journal import Journal
-from server.adapters.lance_analyzer import Analyzer
+from server.adapters.lance_analyzer import FTS_TOKENIZER, Analyzer
 from server.adapters.lance_cache import (
     Budget,
 )
@@ -181,7 +181,7 @@ class LanceStore:
             await self._messages.create_index("user_id", config=BTree())
         if ("search_text",) not in have:
             await self._messages.create_index(
-                "search_text", config=FTS(base_tokenizer="icu", with_position=True)
+                "search_text", config=FTS(base_tokenizer=FTS_TOKENIZER, with_position=True)
             )
         for old in (ix for ix in indices if tuple(ix.columns) == ("text",)):
             await self._messages.drop_index(old.name)  # from before search texts

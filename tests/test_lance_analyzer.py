@@ -1,0 +1,94 @@
+"""The query analyzer: LanceDB's own ``icu`` analysis, word by word, remembered."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import lancedb
+import pyarrow as pa
+import pytest
+from lancedb.index import FTS
+
+from server.adapters.lance_analyzer import Analyzer
+
+pytestmark = pytest.mark.anyio
+
+_QUERIES = [
+    "What did Caroline say about the LGBTQ support group last Tuesday?",
+    "我喜欢用 Python 写代码",
+    "我喜欢用Python写代码\uff0c周末去爬山",
+    "running runners ran — e-mail me at a.b@example.com, or call +1 (555) 010-9999!",
+    "don't can't it's Müller's café naïve Straße",
+    "  tabs\tand\nnewlines   between words  ",
+    "東京に住んでいます and 서울에서 일해요",
+    "3.14 is pi; v2.0.1 shipped on 2023-05-07 at 10:30",
+    "the of and a to in is",
+    "",
+]
+
+
+@pytest.fixture
+async def table(tmp_path: Path) -> Any:
+    db = await lancedb.connect_async(tmp_path / "db")
+    schema = pa.schema([pa.field("search_text", pa.string())])
+    table = await db.create_table("t", data=[{"search_text": "seed row"}], schema=schema)
+    await table.create_index("search_text", config=FTS(base_tokenizer="icu", with_position=True))
+    return table
+
+
+async def test_a_query_gets_the_terms_lancedb_gives_the_whole_text(table: Any) -> None:
+    analyzer = Analyzer(table, "search_text")
+    for query in _QUERIES:
+        whole = [t.text for t in await table.tokenize(query, column="search_text")]
+        assert list((await analyzer.query(query)).terms) == whole, query
+
+
+async def test_a_query_of_words_seen_before_is_answered_without_analyzing_again(
+    table: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    analyzer = Analyzer(table, "search_text")
+    first = await analyzer.query("where does Caroline live now")
+    calls: list[str] = []
+    here = lancedb.tokenize
+
+    async def by_index(self: Any, text: str, **kwargs: Any) -> Any:
+        calls.append(f"index: {text}")
+        return []
+
+    def counted(text: str, **kwargs: Any) -> Any:
+        calls.append(text)
+        return here(text, **kwargs)
+
+    monkeypatch.setattr(lancedb.table.AsyncTable, "tokenize", by_index)
+    monkeypatch.setattr(lancedb, "tokenize", counted)
+    again = await analyzer.query("now where does Caroline live")
+    assert calls == []
+    assert sorted(again.terms) == sorted(first.terms)
+    found = await analyzer.query("where does Melanie paint")
+    [call] = calls  # the new words only, in one call, answered here rather than by the index
+    assert "Melanie" in call
+    assert "paint" in call
+    assert "where" not in call
+    assert found.terms == ("doe", "melani", "paint")
+
+
+async def test_queries_take_the_index_way_when_lancedb_tokenize_disagrees_with_it(
+    table: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here = lancedb.tokenize
+
+    def other_settings(text: str, **kwargs: Any) -> Any:
+        return here(text, **{**kwargs, "stem": False})
+
+    monkeypatch.setattr(lancedb, "tokenize", other_settings)
+    analyzer = Analyzer(table, "search_text")
+    whole = [t.text for t in await table.tokenize("runners ran", column="search_text")]
+    assert list((await analyzer.query("runners ran")).terms) == whole
+
+
+async def test_a_word_with_a_star_asks_for_a_prefix_and_adds_no_term(table: Any) -> None:
+    analyzer = Analyzer(table, "search_text")
+    found = await analyzer.query("Pyth* code")
+    assert found.prefixes == ("pyth",)
+    assert found.terms == ("code",)
