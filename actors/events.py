@@ -62,8 +62,14 @@ EventKind = Literal[
 KINDS: tuple[str, ...] = get_args(EventKind)
 
 
-class Event(msgspec.Struct, frozen=True, kw_only=True):
-    """One thing that happened. ``data`` holds the kind's details (counts, ids, ms)."""
+class Event(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """One thing that happened. ``data`` holds the kind's details (counts, ids, ms).
+
+    Not tracked by the garbage collector (``gc=False``): an event refers to nothing
+    that could refer back to it, and the last 50 of every session are kept
+    (``RecentEvents``), about a thousand new ones a second under load, which the
+    collector would otherwise walk again at every young collection while they live.
+    """
 
     kind: EventKind
     at: datetime

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
+from actors.channels import send
 from actors.context import ContextBuilder
 from actors.events import EventBus
 from actors.learning import LearningDeps
@@ -61,7 +62,7 @@ class SessionDeps:
 async def send_reply(reply: MemoryObjectSendStream[ServerMessage], message: ServerMessage) -> None:
     """Send one answer; a client that went away is not an error of the actor."""
     try:
-        await reply.send(message)
+        await send(reply, message)
     except (anyio.BrokenResourceError, anyio.ClosedResourceError):
         pass
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import heapq
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -38,6 +39,11 @@ class SessionRegistry:
         self._subscribers: dict[_Key, set[MemoryObjectSendStream[ServerMessage]]] = {}
         self._lock = anyio.Lock()
         self.crashes = 0
+        #: (when the session may have been idle for ``idle_timeout``, its key): one
+        #: entry per key in ``_timed`` (keys only: a stopped actor is not kept alive).
+        self._due: list[tuple[float, _Key]] = []
+        self._timed: set[_Key] = set()
+        self._timing = False
 
     def get(self, user_id: str, session_id: str) -> SessionActor | None:
         return self._live.get((user_id, session_id))
@@ -83,12 +89,48 @@ class SessionRegistry:
             )
             self._live[key] = actor
             await self._tg.start(self._supervise, key, actor)
+            self._time(key, actor.last_active + self._deps.settings.idle_timeout)
             self.spawn(functools.partial(store.warm, user_id))  # memories ready for its search
             kind: EventKind = "actor.resumed" if memory is not None else "actor.spawned"
             self._deps.events.emit(
                 kind, session_id=session_id, user_id=user_id, scope=scope, turns=actor.turn_count
             )
             return actor, memory is not None
+
+    def _time(self, key: _Key, due: float) -> None:
+        if key in self._timed:
+            return  # its entry is looked at first and put back for the newest actor
+        self._timed.add(key)
+        heapq.heappush(self._due, (due, key))
+        if not self._timing:
+            self._timing = True
+            self._tg.start_soon(self._expire_idle)
+
+    async def _expire_idle(self) -> None:
+        """One timer for every actor's idle timeout, soonest first. An actor timing its
+        own wait would leave a timer, a cancel scope and their context behind for the
+        garbage collector with every message; here a session costs one heap entry,
+        looked at once per ``idle_timeout`` (and put back if it was active meanwhile)."""
+        timeout = self._deps.settings.idle_timeout
+        try:
+            while self._due:
+                due, key = self._due[0]
+                now = anyio.current_time()
+                if due > now:
+                    await anyio.sleep(due - now)
+                    continue
+                heapq.heappop(self._due)
+                self._timed.discard(key)
+                actor = self._live.get(key)
+                if actor is None or actor.ended:
+                    continue
+                if actor.last_active + timeout > now:
+                    self._time(key, actor.last_active + timeout)
+                    continue
+                actor.expire_nowait()
+                self._time(key, now + timeout)  # in case it was busy after all
+        finally:
+            self._timing = False
 
     def subscribe(
         self, user_id: str, session_id: str, stream: MemoryObjectSendStream[ServerMessage]

@@ -19,6 +19,7 @@ import msgspec
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from actors.channels import send
 from actors.context import FORMAT_NAMES, chat_context
 from actors.errors import ArchiveUnavailable, LlmFailure, MnemoError, Overloaded, SessionClosed
 from actors.events import LOG_CONTEXT, EventKind
@@ -61,6 +62,10 @@ def _run_inline(_: Callable[[], Awaitable[None]]) -> None:
     pass
 
 
+class Expire:
+    """Mail from the registry's idle timer: end now if still idle."""
+
+
 def new_message_id() -> str:
     return "msg_" + secrets.token_hex(8)
 
@@ -85,9 +90,9 @@ class SessionActor:
         self._scope_filter = None if scope == "global" else scope
         self._deps = deps
         self._settings = deps.settings
-        self._mailbox: MemoryObjectSendStream[Mail | Extracted]
-        self._inbox: MemoryObjectReceiveStream[Mail | Extracted]
-        self._mailbox, self._inbox = anyio.create_memory_object_stream[Mail | Extracted](
+        self._mailbox: MemoryObjectSendStream[Mail | Extracted | Expire]
+        self._inbox: MemoryObjectReceiveStream[Mail | Extracted | Expire]
+        self._mailbox, self._inbox = anyio.create_memory_object_stream[Mail | Extracted | Expire](
             deps.settings.mailbox_size
         )
         #: The extraction tasks' way in; stays open after the mailbox closes to clients.
@@ -139,7 +144,8 @@ class SessionActor:
             raise SessionClosed(self.session_id) from None
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Handle mail until ``end``, idle expiry (``Settings.idle_timeout``) or cancellation.
+        """Handle mail until ``end``, idle expiry (``Settings.idle_timeout``, timed by the
+        registry: ``expire_nowait``) or cancellation.
 
         ``end`` and expiry finish the session: pending extraction runs, queued
         archive writes land, then its working memory is forgotten. On cancellation
@@ -160,21 +166,30 @@ class SessionActor:
 
     async def _loop(self) -> None:
         while not self.ended:
-            mail: Mail | Extracted | None = None
-            with anyio.move_on_after(self._settings.idle_timeout):
-                mail = await self._inbox.receive()
-                self.last_active = anyio.current_time()
-            if mail is None:
-                _log.info("session %s expired after idle timeout", self.session_id)
-                self._emit("actor.expired", turns=self.turn_count)
-                await self._end_session()
-            elif isinstance(mail, Extracted):
+            mail = await self._inbox.receive()
+            if isinstance(mail, Expire):
+                if anyio.current_time() - self.last_active >= self._settings.idle_timeout:
+                    _log.info("session %s expired after idle timeout", self.session_id)
+                    self._emit("actor.expired", turns=self.turn_count)
+                    await self._end_session()
+                continue
+            self.last_active = anyio.current_time()
+            if isinstance(mail, Extracted):
                 await self._extracted(mail)
             else:
                 self._current = mail  # answered by _close_mailbox if handling fails
                 await self._handle(mail)
                 mail.reply_to.close()
                 self._current = None
+            self.last_active = anyio.current_time()  # idle from the end of the work
+
+    def expire_nowait(self) -> None:
+        """Ask the actor to end if it has been idle for ``Settings.idle_timeout`` by the
+        time it reads this (the registry's timer calls it; a busy actor ignores it)."""
+        try:
+            self._internal.send_nowait(Expire())
+        except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # busy or stopped: the registry asks again later
 
     async def _extracted(self, mail: Extracted) -> None:
         self._memory = self._learning.apply(mail, self._memory)
@@ -210,7 +225,7 @@ class SessionActor:
                 mail = await self._inbox.receive()
                 if isinstance(mail, Extracted):
                     self._memory = self._learning.apply(mail, self._memory)
-                else:
+                elif isinstance(mail, Mail):
                     answer_closed(mail)
         exchanges = exchanges_of(self._history)
         await self._learning.finish(self._memory, exchanges)
@@ -314,7 +329,7 @@ class SessionActor:
     async def _deliver(self, mail: Extracted) -> None:
         """Mail an extraction result to this actor (called from its extraction task)."""
         try:
-            await self._internal.send(mail)
+            await send(self._internal, mail)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             _log.warning("session %s stopped before its extraction result", self.session_id)
 
@@ -364,7 +379,7 @@ class SessionActor:
                     usage = msgspec.structs.replace(usage, model_first_ms=first)
                 if chunk.text:
                     parts.append(chunk.text)
-                    await reply.send(Delta(id=chat.id, text=chunk.text))
+                    await send(reply, Delta(id=chat.id, text=chunk.text))
                 if chunk.done:
                     usage = msgspec.structs.replace(
                         usage,

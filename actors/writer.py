@@ -17,6 +17,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from actors.channels import send
 from actors.errors import ArchiveUnavailable, MnemoError
 from actors.events import EventBus
 from actors.ports import Embedder, Store
@@ -179,7 +180,7 @@ class ArchiveWriter:
 
     async def _enqueue(self, op: _Op) -> None:
         try:
-            await self._send.send(op)
+            await send(self._send, op)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             raise ArchiveUnavailable("the archive writer has stopped") from None
 

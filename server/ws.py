@@ -11,6 +11,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from actors.channels import send
 from actors.errors import Overloaded, SessionClosed
 from actors.mailbox import Mail
 from actors.registry import SessionRegistry
@@ -85,8 +86,8 @@ async def chat_socket(websocket: WebSocket) -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(_send_replies, websocket, replies)
         with outbox:
-            await outbox.send(
-                Ready(session_id=session_id, turn_count=actor.turn_count, resumed=resumed)
+            await send(
+                outbox, Ready(session_id=session_id, turn_count=actor.turn_count, resumed=resumed)
             )
             try:
                 ended = await _receive_loop(
@@ -120,29 +121,30 @@ async def _receive_loop(
             return False
         text = event.get("text")
         if text is None:
-            await outbox.send(ErrorFrame(code="bad_request", message="frames must be JSON text"))
+            await send(outbox, ErrorFrame(code="bad_request", message="frames must be JSON text"))
             continue
         if len(text.encode()) > settings.max_frame_bytes:
-            await outbox.send(
+            await send(
+                outbox,
                 ErrorFrame(
                     code="bad_request",
                     message=f"frame larger than {settings.max_frame_bytes} bytes",
-                )
+                ),
             )
             continue
         if not bucket.take(anyio.current_time()):
-            await outbox.send(ErrorFrame(code="rate_limited", message="too many frames"))
+            await send(outbox, ErrorFrame(code="rate_limited", message="too many frames"))
             continue
         try:
             message = decode_client(text)
         except msgspec.DecodeError as exc:
             metrics.frame_in("invalid")
-            await outbox.send(ErrorFrame(code="bad_request", message=str(exc)))
+            await send(outbox, ErrorFrame(code="bad_request", message=str(exc)))
             continue
         metrics.frame_in(str(type(message).__struct_config__.tag))
         match message:
             case Ping():
-                await outbox.send(Pong())
+                await send(outbox, Pong())
             case End():
                 await _end(registry, user_id, session_id, message, outbox)
                 return True
@@ -151,7 +153,7 @@ async def _receive_loop(
                     await registry.submit(user_id, session_id, message, outbox)
                 except (Overloaded, SessionClosed) as exc:
                     ident = getattr(message, "id", None)
-                    await outbox.send(ErrorFrame(id=ident, code=exc.code, message=str(exc)))
+                    await send(outbox, ErrorFrame(id=ident, code=exc.code, message=str(exc)))
 
 
 async def _end(
@@ -169,9 +171,9 @@ async def _end(
     try:
         actor.submit_nowait(Mail(message, done_send))
     except (Overloaded, SessionClosed) as exc:
-        await outbox.send(ErrorFrame(code=exc.code, message=str(exc)))
+        await send(outbox, ErrorFrame(code=exc.code, message=str(exc)))
         done_receive.close()
         return
     with done_receive, anyio.move_on_after(_END_TIMEOUT):
         async for reply in done_receive:
-            await outbox.send(reply)
+            await send(outbox, reply)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 
 import anyio
@@ -77,3 +78,13 @@ async def test_recent_events_keep_the_last_ones_of_live_sessions_only() -> None:
     assert kept == [2, 3, 4]
     assert recent.of("u1", "s1") == []
     assert [e.data["turn"] for e in recent.of("u2", "s1")] == [99]
+
+
+async def test_kept_events_are_left_out_of_garbage_collections() -> None:
+    # Thousands live in RecentEvents at a time; the collector need not walk them.
+    bus, recent = EventBus(), RecentEvents()
+    bus.listen(recent)
+    bus.emit("facts.added", session_id="s1", user_id="u1", facts=["Lives in Lisbon"])
+    [event] = recent.of("u1", "s1")
+    assert not gc.is_tracked(event)
+    assert event.data == {"facts": ["Lives in Lisbon"]}

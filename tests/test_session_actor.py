@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from datetime import UTC, datetime
 from typing import Any
 
@@ -85,6 +87,47 @@ async def test_idle_timeout_is_configurable() -> None:
         await w.ask(Turn(id="t1", user="a", assistant="b"))
         await anyio.sleep(61)
         assert w.registry.get("u1", "s1") is None
+
+
+async def test_a_reply_that_streams_past_the_idle_timeout_does_not_expire_the_session() -> None:
+    async with world(idle_timeout=60.0) as w:
+        w.llm.script, w.llm.chunk_delay = ["one two three"], 40.0  # two minutes of reply
+        replies = await w.ask(Chat(id="c1", content="tell me"))
+        assert isinstance(replies[-1], Done)
+        await anyio.sleep(59)
+        assert w.registry.get("u1", "s1") is not None  # idle counts from the reply's end
+        await anyio.sleep(2)
+        assert w.registry.get("u1", "s1") is None
+
+
+async def test_sessions_expire_in_the_order_they_fell_idle() -> None:
+    async with world(idle_timeout=60.0) as w:
+        for name in ("a", "b", "c"):  # at 0, 15 and 30 s
+            await w.ask(Turn(id="t1", user="x", assistant="y"), session=name)
+            await anyio.sleep(15)
+        await w.ask(Turn(id="t2", user="x", assistant="y"), session="a")  # a again at 45 s
+
+        def live() -> list[str]:
+            return [s for s in "abc" if w.registry.get("u1", s) is not None]
+
+        await anyio.sleep(31)  # 76 s: b idle for 61 s, c for 46, a for 31
+        assert live() == ["a", "c"]
+        await anyio.sleep(15)  # 91 s
+        assert live() == ["a"]
+        await anyio.sleep(15)  # 106 s
+        assert live() == []
+
+
+async def test_an_ended_session_is_not_kept_in_memory_by_the_idle_timer() -> None:
+    async with world() as w:
+        await w.ask(Turn(id="t1", user="a", assistant="b"))
+        actor = w.registry.get("u1", "s1")
+        gone = weakref.ref(actor)
+        del actor
+        await w.ask(End())
+        await anyio.sleep(1)
+        gc.collect()
+        assert gone() is None
 
 
 async def test_llm_failure_becomes_error_frame_archives_user_message_and_actor_survives() -> None:

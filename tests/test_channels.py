@@ -1,0 +1,44 @@
+"""Sends into memory streams that do not give the event loop away when there is room."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from actors.channels import send
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_send_with_room_delivers_before_any_other_task_runs() -> None:
+    sender, receiver = anyio.create_memory_object_stream[int](1)
+    ran: list[str] = []
+
+    async def other() -> None:
+        ran.append("other")
+
+    with sender, receiver:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(other)
+            await send(sender, 1)
+            assert ran == []  # no turn of the loop yet: anyio's own send would run "other"
+            assert receiver.receive_nowait() == 1
+
+
+async def test_a_send_into_a_full_stream_waits_for_room() -> None:
+    sender, receiver = anyio.create_memory_object_stream[int](1)
+    with sender, receiver:
+        sender.send_nowait(1)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(send, sender, 2)
+            await anyio.wait_all_tasks_blocked()
+            assert receiver.statistics().tasks_waiting_send == 1
+            assert receiver.receive_nowait() == 1
+        assert receiver.receive_nowait() == 2
+
+
+async def test_a_send_into_a_closed_stream_raises_as_anyio_does() -> None:
+    sender, receiver = anyio.create_memory_object_stream[int](1)
+    receiver.close()
+    with sender, pytest.raises(anyio.BrokenResourceError):
+        await send(sender, 1)
