@@ -75,12 +75,13 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: Python's garbage collector (``mnemo serve``): a collection of the youngest objects
     #: after this many allocations (Python's default is 700), of the middle generation
     #: after ``gc_middle`` of those (Python's default is 10). A young collection holds
-    #: the event loop for as long as it takes to walk what survived since the last one,
-    #: so a small ``gc_young`` keeps each pause short (≤ 5-25 ms under load; 50-250 ms
-    #: at 20,000). A large ``gc_middle`` keeps objects that live seconds (requests in
-    #: flight, waits) out of the old generation, whose collections walk every live
-    #: object (300-500 ms with a thousand sessions).
-    gc_young: int = 2_000
+    #: the event loop for as long as it takes to walk what is young, so a small
+    #: ``gc_young`` keeps each pause short (at 200 turns/s for 4 minutes: chat overhead
+    #: max 122 ms at 700, 430-454 ms at 2,000; young pauses up to 250 ms at 20,000). A
+    #: large ``gc_middle`` keeps objects that live seconds (requests in flight, waits)
+    #: out of the old generation, whose collections walk every live object (300-500 ms
+    #: with a thousand sessions).
+    gc_young: int = 700
     gc_middle: int = 500
     #: Versions older than this many seconds are removed by the scheduled optimize.
     cleanup_older_than: float = 3600.0
