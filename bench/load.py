@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import random
@@ -211,6 +212,29 @@ def _bucket_quantiles(text: str, series: str) -> dict[str, float]:
     return out
 
 
+class _ClientGc:
+    """This process's own garbage collections while it measures: each pause would delay
+    the frames it timestamps (up to 64 ms seen), so collection is off during the load
+    and any that still runs is reported."""
+
+    def __init__(self) -> None:
+        self.pauses_ms: list[float] = []
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.pauses_ms.append((time.perf_counter() - self._started) * 1000)
+
+    def summary(self) -> dict[str, float]:
+        return {
+            "collections": len(self.pauses_ms),
+            "total_ms": sum(self.pauses_ms),
+            "max_ms": max(self.pauses_ms, default=0.0),
+        }
+
+
 async def _drive(address: str, pid: int, fake_pid: int, args: argparse.Namespace) -> dict[str, Any]:
     tally = _Tally()
     watch = _StoreWatch()
@@ -259,6 +283,10 @@ async def _drive(address: str, pid: int, fake_pid: int, args: argparse.Namespace
             next_at += interval
             await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
 
+    client_gc = _ClientGc()
+    gc.collect()
+    gc.disable()  # a few minutes of cyclic garbage is cheaper than pauses in the timings
+    gc.callbacks.append(client_gc)
     load_started = time.perf_counter()
     cpu_before = {name: cpu_seconds(p) for name, p in _processes(pid, fake_pid).items()}
     metrics_before = _metrics_text(address)
@@ -269,6 +297,8 @@ async def _drive(address: str, pid: int, fake_pid: int, args: argparse.Namespace
         name: (cpu_seconds(p) - cpu_before[name]) / (load_seconds + 3)
         for name, p in _processes(pid, fake_pid).items()
     }
+    gc.callbacks.remove(client_gc)
+    gc.enable()
     unanswered = sum(len(s.sent) for s in sessions)
     server = _server_histograms(address)
     gc_pauses = _gc_during(metrics_before, _metrics_text(address))
@@ -304,6 +334,7 @@ async def _drive(address: str, pid: int, fake_pid: int, args: argparse.Namespace
         "rss_per_connected_session_kib": (rss_connected - rss_empty) / max(live_connected, 1),
         "cpu_cores_busy": cpu,
         "gc_during_load": gc_pauses,
+        "client_gc_during_load": client_gc.summary(),
         "idle_actors": idle,
     }
 
@@ -377,6 +408,11 @@ def _print(r: dict[str, Any]) -> None:
             f"  gc generation {generation} under load  {g['collections']:.0f} collections,"
             f" {g['total_ms']:.0f} ms in all, longest ≤ {g['longest_le_ms']} ms"
         )
+    c = r["client_gc_during_load"]
+    print(
+        f"  client's own gc under load  {c['collections']:.0f} collections,"
+        f" {c['total_ms']:.0f} ms in all, longest {c['max_ms']:.1f} ms"
+    )
     for name, h in r["server_side"].items():
         print(
             f"  server {name:<20} p50 ≤ {h['p50_le_ms']} ms, p99 ≤ {h['p99_le_ms']} ms"
