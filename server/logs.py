@@ -13,6 +13,11 @@ from actors.events import LOG_CONTEXT
 
 __all__ = ["JsonFormatter", "configure_logging"]
 
+#: Libraries that log every request at INFO: httpx writes a line per call to Ollama
+#: (two a turn under load, formatted and written on the event loop). Their warnings
+#: and errors still show; mnemo logs the failures that matter itself.
+_CHATTY = ("httpx", "httpcore")
+
 
 class _SessionFilter(logging.Filter):
     """Stamp each record with the session actor it was logged from (``LOG_CONTEXT``)."""
@@ -60,3 +65,5 @@ def configure_logging(stream: TextIO | None = None, level: int = logging.INFO) -
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    for name in _CHATTY:
+        logging.getLogger(name).setLevel(max(level, logging.WARNING))
