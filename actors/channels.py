@@ -1,13 +1,14 @@
-"""Sending into an anyio memory stream without a needless turn of the event loop."""
+"""Sending into and receiving from anyio memory streams without a needless turn of the
+event loop."""
 
 from __future__ import annotations
 
 from typing import TypeVar
 
 import anyio
-from anyio.streams.memory import MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-__all__ = ["send"]
+__all__ = ["receive", "send"]
 
 T = TypeVar("T")
 
@@ -24,3 +25,19 @@ async def send(stream: MemoryObjectSendStream[T], item: T) -> None:
         stream.send_nowait(item)
     except anyio.WouldBlock:
         await stream.send(item)
+
+
+async def receive(stream: MemoryObjectReceiveStream[T]) -> T:
+    """``stream.receive()``, but at once when an item is waiting.
+
+    ``MemoryObjectReceiveStream.receive`` also starts with a checkpoint: a loop that
+    handles items as they come pays one extra turn of the event loop per item. Here
+    only an empty stream makes the receiver wait. A loop over a stream that is never
+    empty still yields wherever its handling awaits, and the senders can queue no more
+    than the buffer holds. Raises what ``receive`` raises (``EndOfStream`` once the
+    stream is empty and every sender closed).
+    """
+    try:
+        return stream.receive_nowait()
+    except anyio.WouldBlock:
+        return await stream.receive()

@@ -19,7 +19,7 @@ import msgspec
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from actors.channels import send
+from actors.channels import receive, send
 from actors.context import FORMAT_NAMES, chat_context
 from actors.errors import ArchiveUnavailable, LlmFailure, MnemoError, Overloaded, SessionClosed
 from actors.events import LOG_CONTEXT, EventKind
@@ -166,7 +166,7 @@ class SessionActor:
 
     async def _loop(self) -> None:
         while not self.ended:
-            mail = await self._inbox.receive()
+            mail = await receive(self._inbox)
             if isinstance(mail, Expire):
                 if anyio.current_time() - self.last_active >= self._settings.idle_timeout:
                     _log.info("session %s expired after idle timeout", self.session_id)
@@ -222,7 +222,7 @@ class SessionActor:
         self._mailbox.close()  # clients now get session_closed; extraction still delivers
         with anyio.move_on_after(_FINAL_TIMEOUT * 12):
             while self._learning.state == "extracting":
-                mail = await self._inbox.receive()
+                mail = await receive(self._inbox)
                 if isinstance(mail, Extracted):
                     self._memory = self._learning.apply(mail, self._memory)
                 elif isinstance(mail, Mail):

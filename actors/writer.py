@@ -17,7 +17,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from actors.channels import send
+from actors.channels import receive, send
 from actors.errors import ArchiveUnavailable, MnemoError
 from actors.events import EventBus
 from actors.ports import Embedder, Store
@@ -209,7 +209,7 @@ class ArchiveWriter:
                 if self._unflushed and not self._moving:
                     deadline = min(deadline, self._flush_at)
                 with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
-                    op = await self._receive.receive()
+                    op = await receive(self._receive)
             if op is not None:
                 await self._handle(op)
             if not self._snapshotting and self._snapshot_due():

@@ -13,6 +13,7 @@ from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from actors.channels import receive
 from actors.events import KINDS, Event, EventBus, RecentEvents
 from actors.registry import SessionRegistry
 from actors.session import SessionActor
@@ -148,9 +149,10 @@ async def tail(websocket: WebSocket) -> None:
 
 async def _send_events(websocket: WebSocket, events: MemoryObjectReceiveStream[Event]) -> None:
     try:
-        async for event in events:
+        while True:
+            event = await receive(events)
             await websocket.send_text(_encode(event).decode())
-    except (WebSocketDisconnect, OSError, RuntimeError):
+    except (anyio.EndOfStream, WebSocketDisconnect, OSError, RuntimeError):
         pass
 
 

@@ -11,7 +11,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from actors.channels import send
+from actors.channels import receive, send
 from actors.errors import Overloaded, SessionClosed
 from actors.mailbox import Mail
 from actors.registry import SessionRegistry
@@ -56,10 +56,13 @@ async def _send_replies(
     metrics: Metrics = websocket.state.metrics
     with replies:
         try:
-            async for message in replies:
+            while True:
+                message = await receive(replies)
                 await websocket.send_text(encode_server(message))
                 code = message.code if isinstance(message, ErrorFrame) else None
                 metrics.frame_out(str(type(message).__struct_config__.tag), code)
+        except anyio.EndOfStream:
+            pass  # every answer is sent
         except (WebSocketDisconnect, OSError, RuntimeError):
             pass  # the client is gone; the receive loop notices too
 

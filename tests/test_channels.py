@@ -1,11 +1,11 @@
-"""Sends into memory streams that do not give the event loop away when there is room."""
+"""Sends and receives on memory streams that do not give the event loop away needlessly."""
 
 from __future__ import annotations
 
 import anyio
 import pytest
 
-from actors.channels import send
+from actors.channels import receive, send
 
 pytestmark = pytest.mark.anyio
 
@@ -42,3 +42,36 @@ async def test_a_send_into_a_closed_stream_raises_as_anyio_does() -> None:
     receiver.close()
     with sender, pytest.raises(anyio.BrokenResourceError):
         await send(sender, 1)
+
+
+async def test_a_receive_with_an_item_waiting_returns_it_before_any_other_task_runs() -> None:
+    sender, receiver = anyio.create_memory_object_stream[int](1)
+    ran: list[str] = []
+
+    async def other() -> None:
+        ran.append("other")
+
+    with sender, receiver:
+        sender.send_nowait(7)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(other)
+            assert await receive(receiver) == 7
+            assert ran == []  # anyio's own receive would have let "other" run first
+
+
+async def test_a_receive_from_an_empty_stream_waits_for_the_next_item() -> None:
+    sender, receiver = anyio.create_memory_object_stream[int](1)
+    with sender, receiver:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(send, sender, 3)
+            assert await receive(receiver) == 3
+
+
+async def test_a_receive_from_a_drained_stream_whose_senders_closed_ends_as_anyio_does() -> None:
+    sender, receiver = anyio.create_memory_object_stream[int](1)
+    with receiver:
+        sender.send_nowait(1)
+        sender.close()
+        assert await receive(receiver) == 1
+        with pytest.raises(anyio.EndOfStream):
+            await receive(receiver)
