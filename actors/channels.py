@@ -23,8 +23,10 @@ async def send(stream: MemoryObjectSendStream[T], item: T) -> None:
     """
     try:
         stream.send_nowait(item)
+        return
     except anyio.WouldBlock:
-        await stream.send(item)
+        pass  # waiting here would keep the exception and its traceback alive
+    await stream.send(item)
 
 
 async def receive(stream: MemoryObjectReceiveStream[T]) -> T:
@@ -40,4 +42,5 @@ async def receive(stream: MemoryObjectReceiveStream[T]) -> T:
     try:
         return stream.receive_nowait()
     except anyio.WouldBlock:
-        return await stream.receive()
+        pass  # waiting here would keep the exception and its traceback alive
+    return await stream.receive()

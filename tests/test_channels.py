@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import anyio
 import pytest
 
@@ -75,3 +77,22 @@ async def test_a_receive_from_a_drained_stream_whose_senders_closed_ends_as_anyi
         assert await receive(receiver) == 1
         with pytest.raises(anyio.EndOfStream):
             await receive(receiver)
+
+
+async def test_a_waiting_receive_keeps_no_exception_of_its_own_alive() -> None:
+    sender, receiver = anyio.create_memory_object_stream[int](1)
+
+    def alive() -> int:
+        gc.collect()
+        return sum(isinstance(o, anyio.WouldBlock) for o in gc.get_objects())
+
+    with sender, receiver:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(receiver.receive)  # anyio's own wait holds one WouldBlock
+            await anyio.wait_all_tasks_blocked()
+            anyios = alive()
+            tg.start_soon(receive, receiver)
+            await anyio.wait_all_tasks_blocked()
+            assert alive() == 2 * anyios  # one more for the anyio wait inside, none of ours
+            sender.send_nowait(1)
+            sender.send_nowait(2)
