@@ -180,7 +180,7 @@ def _fake_ollama(port: int) -> None:
         return Reply(content=REPLY)
 
     async def main() -> None:
-        fake = FakeOllama(models=["llama3.2"], responder=answer, port=port)
+        fake = FakeOllama(models=["llama3.2"], responder=answer, port=port, record=False)
         await fake.start()
         await asyncio.Event().wait()
 

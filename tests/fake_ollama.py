@@ -99,6 +99,9 @@ class FakeOllama:
     default_reply: str | Json = "OK"
     responder: Callable[[str, Json], Any] | None = None  # (path, body) -> str|dict|Reply
     requests: list[tuple[str, str, Json]] = field(default_factory=list)  # (method, path, body)
+    #: Keep every request in ``requests``. The load bench turns this off: a list that
+    #: grows by hundreds of bodies a second makes the fake's own collector pause it.
+    record: bool = True
     #: Structured-output requests (a ``format`` in the body) take ``script_json`` replies,
     #: then this default, and leave the plain ``script`` queue to chat. None: one queue.
     json_default: str | Json | None = None
@@ -257,13 +260,17 @@ class FakeOllama:
         return r if isinstance(r, Reply) else Reply(content=r)
 
     # ---- routes ----------------------------------------------------------
+    def _record(self, method: str, path: str, body: Json) -> None:
+        if self.record:
+            self.requests.append((method, path, body))
+
     async def _handle(self, method: str, path: str, raw: bytes, w: asyncio.StreamWriter) -> None:
         try:
             body: Json = json.loads(raw) if raw else {}
         except json.JSONDecodeError as e:
-            self.requests.append((method, path, {"_raw": raw.decode("utf-8", "replace")}))
+            self._record(method, path, {"_raw": raw.decode("utf-8", "replace")})
             return await self._send_json(w, 400, {"error": f"invalid character: {e}"})
-        self.requests.append((method, path, body))
+        self._record(method, path, body)
         fault = self._take_fault(path)
         if fault and fault.delay:
             await asyncio.sleep(fault.delay)

@@ -127,6 +127,17 @@ async def test_streamed_reply_yields_text_pieces_then_done_with_token_counts(
     assert "format" not in body
 
 
+async def test_a_fake_that_records_nothing_answers_the_same_and_keeps_no_request(
+    fake: FakeOllama, llm: OllamaLlm
+) -> None:
+    fake.record = False  # as the load bench runs it
+    fake.script("Hello there, friend!")
+    chunks: list[ChatChunk] = []
+    await _collect(llm, chunks)
+    assert "".join(c.text for c in chunks) == "Hello there, friend!"
+    assert fake.requests == []
+
+
 async def test_length_limited_chat_reply_ends_normally(fake: FakeOllama, llm: OllamaLlm) -> None:
     fake.script(Reply(content="cut short", done_reason="length"))
     chunks: list[ChatChunk] = []
