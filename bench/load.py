@@ -172,11 +172,13 @@ def _metrics_text(address: str) -> str:
 
 
 def _server_histograms(address: str) -> dict[str, dict[str, float]]:
-    """From ``/metrics``: the server's own view of turn → ack and its event-loop lag."""
+    """From ``/metrics``: the server's own view of its event-loop lag, turn → ack, and its
+    overhead on a chat's first delta (frame read to delta written, less the model's
+    wait), which leaves out both machines' network stacks and the client's own delays."""
     text = _metrics_text(address)
     return {
         name: _bucket_quantiles(text, f"mnemo_{name}")
-        for name in ("event_loop_lag_ms", "turn_ack_ms")
+        for name in ("event_loop_lag_ms", "turn_ack_ms", "chat_overhead_ms")
     }
 
 

@@ -60,6 +60,13 @@ class Metrics:
         self.chat_ms = Histogram(
             "mnemo_chat_ms", "Chat: frame in to last delta, ms.", buckets=_MS_BUCKETS, registry=r
         )
+        self.chat_overhead_ms = Histogram(
+            "mnemo_chat_overhead_ms",
+            "Chat: frame read to first delta written, less the model's wait for its first "
+            "chunk: the server's own part of the time to the first delta, ms.",
+            buckets=(0.5, 1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10, 25, 50, 100, 250, 1000),
+            registry=r,
+        )
         self.extraction_ms = Histogram(
             "mnemo_extraction_ms",
             "Extraction calls through Ollama (or the rules), ms.",

@@ -19,6 +19,9 @@ from memory.ratelimit import TokenBucket
 from schemas.settings import Settings
 from schemas.wire import (
     NAME_PATTERN,
+    Chat,
+    Delta,
+    Done,
     End,
     ErrorFrame,
     Ping,
@@ -49,8 +52,37 @@ async def refuse(websocket: WebSocket, status: int, code: str, message: str) -> 
     await websocket.send_denial_response(JSONResponse(_error_body(code, message), status))
 
 
+class _FirstDeltas:
+    """One connection's chats in flight: each one's server overhead on its first
+    ``delta``, from its frame read to that delta written to the socket, less what the
+    model took to its first chunk (``usage.model_first_ms``), into ``metrics``."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+        self._read: dict[str, float] = {}
+        self._written: dict[str, float] = {}
+
+    def read(self, chat_id: str, at: float) -> None:
+        if len(self._read) >= _OUTBOX_SIZE:  # chats that never ended: forget the oldest
+            del self._read[next(iter(self._read))]
+        self._read[chat_id] = at
+
+    def written(self, message: ServerMessage, at: float) -> None:
+        match message:
+            case Delta(id=chat_id) if chat_id in self._read and chat_id not in self._written:
+                self._written[chat_id] = at
+            case Done(id=chat_id, usage=usage) if chat_id in self._written:
+                ms = (self._written.pop(chat_id) - self._read.pop(chat_id)) * 1000
+                self._metrics.chat_overhead_ms.observe(max(ms - usage.model_first_ms, 0.0))
+            case Done(id=chat_id) | ErrorFrame(id=str() as chat_id):
+                self._read.pop(chat_id, None)
+                self._written.pop(chat_id, None)
+
+
 async def _send_replies(
-    websocket: WebSocket, replies: MemoryObjectReceiveStream[ServerMessage]
+    websocket: WebSocket,
+    replies: MemoryObjectReceiveStream[ServerMessage],
+    first_deltas: _FirstDeltas,
 ) -> None:
     """Encode and send everything queued for this connection; owns ``replies``."""
     metrics: Metrics = websocket.state.metrics
@@ -59,6 +91,7 @@ async def _send_replies(
             while True:
                 message = await receive(replies)
                 await websocket.send_text(encode_server(message))
+                first_deltas.written(message, anyio.current_time())
                 code = message.code if isinstance(message, ErrorFrame) else None
                 metrics.frame_out(str(type(message).__struct_config__.tag), code)
         except anyio.EndOfStream:
@@ -86,15 +119,16 @@ async def chat_socket(websocket: WebSocket) -> None:
     actor, resumed = await registry.open(user_id, session_id, scope)
     outbox, replies = anyio.create_memory_object_stream[ServerMessage](_OUTBOX_SIZE)
     unsubscribe = registry.subscribe(user_id, session_id, outbox.clone())
+    first_deltas = _FirstDeltas(websocket.state.metrics)
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_send_replies, websocket, replies)
+        tg.start_soon(_send_replies, websocket, replies, first_deltas)
         with outbox:
             await send(
                 outbox, Ready(session_id=session_id, turn_count=actor.turn_count, resumed=resumed)
             )
             try:
                 ended = await _receive_loop(
-                    websocket, settings, registry, user_id, session_id, outbox
+                    websocket, settings, registry, user_id, session_id, outbox, first_deltas
                 )
             finally:
                 unsubscribe()
@@ -114,12 +148,14 @@ async def _receive_loop(
     user_id: str,
     session_id: str,
     outbox: MemoryObjectSendStream[ServerMessage],
+    first_deltas: _FirstDeltas,
 ) -> bool:
     """Read frames until the client leaves (False) or the session ends (True)."""
     bucket = TokenBucket(settings.rate_limit, settings.rate_burst, anyio.current_time())
     metrics: Metrics = websocket.state.metrics
     while True:
         event = await websocket.receive()
+        read_at = anyio.current_time()
         if event["type"] == "websocket.disconnect":
             return False
         text = event.get("text")
@@ -135,7 +171,7 @@ async def _receive_loop(
                 ),
             )
             continue
-        if not bucket.take(anyio.current_time()):
+        if not bucket.take(read_at):
             await send(outbox, ErrorFrame(code="rate_limited", message="too many frames"))
             continue
         try:
@@ -152,6 +188,8 @@ async def _receive_loop(
                 await _end(registry, user_id, session_id, message, outbox)
                 return True
             case _:
+                if isinstance(message, Chat):
+                    first_deltas.read(message.id, read_at)
                 try:
                     await registry.submit(user_id, session_id, message, outbox)
                 except (Overloaded, SessionClosed) as exc:

@@ -7,6 +7,7 @@ import gc
 import json
 import logging
 import re
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -172,6 +173,26 @@ async def test_metrics_count_turns_frames_and_live_actors(server: str) -> None:
     assert 'mnemo_errors_total{code="bad_request"} 1.0' in text
     assert 'mnemo_actor_events_total{kind="spawned"} 1.0' in text
     assert 'mnemo_store_write_rows_count{writer="archive"}' in text
+
+
+async def test_metrics_time_the_servers_own_part_of_a_chats_first_delta(
+    server: str, fake: FakeOllama
+) -> None:
+    fake.fault(path="/api/chat", delay=0.3)  # the model waits 300 ms before its first chunk
+    async with Client.connect(server, "c1", "key-alice") as client:
+        await client.receive()
+        started = time.monotonic()
+        await client.send(type="chat", id="c1", content="Hello?")
+        await client.until("delta")
+        first_delta_s = time.monotonic() - started
+        await client.until("done")
+    async with http(server, ADMIN) as admin:
+        text = (await admin.get("/metrics")).text
+    [count] = re.findall(r"mnemo_chat_overhead_ms_count (\S+)", text)
+    [total_ms] = re.findall(r"mnemo_chat_overhead_ms_sum (\S+)", text)
+    assert float(count) == 1
+    assert first_delta_s >= 0.3
+    assert 0 < float(total_ms) < first_delta_s * 1000 - 250  # the model's 300 ms left out
 
 
 async def test_metrics_time_the_garbage_collectors_pauses(server: str) -> None:
