@@ -64,7 +64,9 @@ class _FirstDeltas:
 
     def read(self, chat_id: str, at: float) -> None:
         if len(self._read) >= _OUTBOX_SIZE:  # chats that never ended: forget the oldest
-            del self._read[next(iter(self._read))]
+            oldest = next(iter(self._read))
+            del self._read[oldest]
+            self._written.pop(oldest, None)
         self._read[chat_id] = at
 
     def written(self, message: ServerMessage, at: float) -> None:

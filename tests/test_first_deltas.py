@@ -47,3 +47,15 @@ def test_chats_that_never_end_are_forgotten_oldest_first() -> None:
     assert len(timer._read) == _OUTBOX_SIZE
     assert "c0" not in timer._read
     assert f"c{_OUTBOX_SIZE + 9}" in timer._read
+
+
+def test_a_chat_forgotten_after_its_first_delta_ends_without_being_counted() -> None:
+    metrics = Metrics(lambda: 0)
+    timer = _FirstDeltas(metrics)
+    timer.read("slow", 0.0)
+    timer.written(Delta(id="slow", text="Hi"), 0.1)
+    for i in range(_OUTBOX_SIZE):
+        timer.read(f"c{i}", 1.0 + i)
+    timer.written(Done(id="slow", turn=1, usage=Usage(model_first_ms=1.0)), 9.0)
+    assert _observed(metrics) == (0.0, 0.0)
+    assert "slow" not in timer._written
