@@ -48,6 +48,7 @@ EventKind = Literal[
     "facts.reinforced",
     "facts.updated",
     "facts.superseded",
+    "facts.conflicted",
     "facts.removed",
     "facts.evicted",
     "note.created",

@@ -35,7 +35,7 @@ from schemas.records import Fact
 from schemas.settings import Settings
 from schemas.taxonomy import PERMANENCE_DECAY
 from schemas.transfer import FactLine
-from schemas.wire import FactView, MemoryChanged
+from schemas.wire import FactConflict, FactView, MemoryChanged
 
 __all__ = ["FactEdit", "FactKeeper", "changes_frame", "emit_changes", "fact_view"]
 
@@ -54,6 +54,10 @@ def changes_frame(changes: Changes, ident: str | None = None) -> MemoryChanged |
         updated=[fact_view(f) for f in changes.updated],
         superseded=[fact_view(f) for f in changes.superseded],
         removed=[f.id for f in changes.removed],
+        conflicts=[
+            FactConflict(id=c.fact_id, kept_id=c.kept_id, reason=c.reason)
+            for c in changes.conflicts
+        ],
     )
     if ident is None and not (frame.added or frame.updated or frame.superseded or frame.removed):
         return None
@@ -62,7 +66,7 @@ def changes_frame(changes: Changes, ident: str | None = None) -> MemoryChanged |
 
 def emit_changes(events: EventBus, changes: Changes, user_id: str, session_id: str | None) -> None:
     """Tail events for what learning changed: a repeated fact is reinforced, a fact pushed
-    out by the cap is evicted."""
+    out by the cap is evicted, a new fact contradicting a kept one is conflicted."""
     found: list[tuple[EventKind, list[Fact]]] = [
         ("facts.added", [s.fact for s in changes.added]),
         ("facts.reinforced", changes.updated),
@@ -77,6 +81,16 @@ def emit_changes(events: EventBus, changes: Changes, user_id: str, session_id: s
                 user_id=user_id,
                 facts=[{"id": f.id, "content": f.content, "category": f.category} for f in facts],
             )
+    if changes.conflicts:
+        events.emit(
+            "facts.conflicted",
+            session_id=session_id,
+            user_id=user_id,
+            conflicts=[
+                {"id": c.fact_id, "kept_id": c.kept_id, "reason": c.reason}
+                for c in changes.conflicts
+            ],
+        )
 
 
 @dataclass(slots=True, eq=False)
@@ -192,7 +206,8 @@ class FactKeeper:
                 user_id=user_id,
                 scope=scope,
                 session_id=session_id,
-                source="user_stated" if fact.confidence >= 0.9 else source,
+                # The rule-based extractor only reads the user's own first-person statements.
+                source="user_stated" if fact.confidence >= 0.9 or extractor == "rules" else source,
                 extractor=extractor,
             )
             for (fact, category), vector in zip(accepted, vectors, strict=True)

@@ -9,18 +9,18 @@ stored fact ages (decay, eviction score, access, pins) is in ``memory.decay``.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
-import numpy as np
-import numpy.typing as npt
 
+from memory.candidates import Candidate, Stored, Vector, candidate_from_extracted
+from memory.conflicts import find_contradicted, find_duplicate, kept_because
 from memory.decay import decay_rate_for, eviction_score, sweep_fact
-from schemas.llm import ExtractedFact
-from schemas.records import Fact
+from memory.predicates import Vocabulary, canonical_subject
+from schemas.records import Fact, Validity
 from schemas.settings import Settings
 from schemas.taxonomy import CATEGORY_ALIASES, DEFAULT_CATEGORIES, CategorySpec
 
@@ -30,6 +30,7 @@ __all__ = [
     "SKIP_LOW_CONFIDENCE",
     "Candidate",
     "Changes",
+    "Conflict",
     "FactPolicy",
     "Stored",
     "Vector",
@@ -40,9 +41,6 @@ __all__ = [
     "normalize_category",
     "sweep",
 ]
-
-#: An embedding: a list of floats, or float32 NumPy (what the in-memory indexes hold).
-Vector = Sequence[float] | npt.NDArray[np.float32]
 
 #: ``reinforce``: seed 004's merge (+confidence, mention count); ``unchanged``: seed 000's skip.
 DUPLICATE_POLICIES = ("reinforce", "unchanged")
@@ -81,90 +79,6 @@ def normalize_category(name: str, categories: Sequence[CategorySpec]) -> str | N
     return key if key in names else None
 
 
-@dataclass(frozen=True, slots=True)
-class Stored:
-    """A stored fact and its embedding (unit length)."""
-
-    fact: Fact
-    vector: Vector
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Candidate:
-    """A fact about to be stored: from extraction, a ``remember`` frame or an import.
-
-    ``category`` is already normalized (see ``normalize_category``); ``permanence``
-    None means ``standard``. An import (``extractor == "import"``) copies a record
-    rather than guessing one: the confidence threshold does not apply, and a
-    duplicate is skipped rather than counted as one more mention, so importing
-    the same fact twice changes nothing. ``at`` dates a fact stated before it
-    was stored (imports). Raises ``ValueError`` for an unknown permanence (seed 002),
-    a confidence outside 0..1 or blank content.
-    """
-
-    user_id: str
-    content: str
-    category: str
-    confidence: float
-    vector: Sequence[float]
-    updates_previous: bool = False
-    subject: str | None = None
-    predicate: str | None = None
-    key: str | None = None
-    value: str | None = None
-    permanence: str | None = None
-    source: str = "inferred"
-    extractor: str = "llm"
-    scope: str = "global"
-    session_id: str | None = None
-    pinned: bool = False
-    at: datetime | None = None
-    source_id: str = ""
-    meta: Mapping[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.permanence is not None:
-            decay_rate_for(self.permanence)
-        if not 0.0 <= self.confidence <= 1.0:
-            raise ValueError(f"confidence must be within 0..1, not {self.confidence}")
-        if not self.content.strip():
-            raise ValueError("fact content is blank")
-
-
-def candidate_from_extracted(
-    extracted: ExtractedFact,
-    *,
-    category: str,
-    vector: Sequence[float],
-    user_id: str,
-    scope: str = "global",
-    session_id: str | None = None,
-    source: str = "inferred",
-    extractor: str = "llm",
-) -> Candidate:
-    """A candidate from a model-extracted fact; ``category`` is its normalized category.
-
-    Raises ``ValueError`` for an unknown permanence (the caller logs and drops the fact).
-    """
-    return Candidate(
-        user_id=user_id,
-        content=extracted.content,
-        category=category,
-        confidence=extracted.confidence,
-        vector=vector,
-        updates_previous=extracted.updates_previous,
-        subject=extracted.subject,
-        predicate=extracted.predicate,
-        key=extracted.key,
-        value=extracted.value,
-        permanence=extracted.permanence,
-        source=source,
-        extractor=extractor,
-        scope=scope,
-        session_id=session_id,
-    )
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FactPolicy:
     """The fact rules' knobs; ``from_settings`` reads them from ``Settings``."""
@@ -180,6 +94,7 @@ class FactPolicy:
     #: Seed 000 ``correction``: the corrected fact is at least this similar.
     correction_similarity: float = 0.6
     categories: tuple[CategorySpec, ...] = DEFAULT_CATEGORIES
+    vocabulary: Vocabulary = field(default_factory=Vocabulary)
 
     def __post_init__(self) -> None:
         if self.duplicate_policy not in DUPLICATE_POLICIES:
@@ -198,6 +113,7 @@ class FactPolicy:
             duplicate_policy=settings.duplicate_policy,
             reinforce_step=settings.reinforce_step,
             categories=tuple(settings.categories),
+            vocabulary=Vocabulary(settings.predicates),
         )
 
 
@@ -206,7 +122,9 @@ class Changes:
     """What to persist. Each fact appears at most once, in its final state.
 
     A fact added by the batch stays in ``added`` whatever later candidates did to
-    it (a later eviction drops it altogether). ``skipped`` holds (content, reason).
+    it (a later eviction drops it altogether). ``superseded`` holds the facts a
+    new one replaced or retracted; ``conflicts`` the new facts that contradict a
+    fact that stays. ``skipped`` holds (content, reason).
     """
 
     added: list[Stored] = field(default_factory=list)
@@ -214,62 +132,16 @@ class Changes:
     superseded: list[Fact] = field(default_factory=list)
     removed: list[Fact] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
 
 
-def _fold(text: str) -> str:
-    return " ".join(text.split()).casefold()
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """A new fact (``fact_id``) contradicts ``kept_id``, which stays active: ``reason``."""
 
-
-def _similarity(a: Vector, b: Vector) -> float:
-    # Vectors of another embedder (other length) are never similar.
-    if len(a) == 0 or len(a) != len(b):
-        return 0.0
-    return float(np.dot(np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)))
-
-
-def _most_similar(peers: Iterable[Stored], vector: Vector, floor: float) -> Fact | None:
-    scored = [(sim, s.fact) for s in peers if (sim := _similarity(s.vector, vector)) >= floor]
-    if not scored:
-        return None
-    return min(scored, key=lambda pair: (-pair[0], pair[1].id))[1]
-
-
-def _statement(subject: str | None, predicate: str | None) -> tuple[str, str] | None:
-    if subject is None or predicate is None or not subject.strip() or not predicate.strip():
-        return None
-    return _fold(subject), _fold(predicate)
-
-
-def _find_duplicate(peers: Sequence[Stored], candidate: Candidate, floor: float) -> Fact | None:
-    text = _fold(candidate.content)
-    for stored in peers:
-        if _fold(stored.fact.content) == text:
-            return stored.fact
-    return _most_similar(peers, candidate.vector, floor)
-
-
-def _find_conflicts(
-    peers: Sequence[Stored], candidate: Candidate, policy: FactPolicy
-) -> list[Fact]:
-    """Active facts the candidate contradicts, the one it replaces most directly first."""
-    found: dict[str, Fact] = {}
-    if candidate.updates_previous:
-        same = (s for s in peers if s.fact.category == candidate.category)
-        best = _most_similar(same, candidate.vector, policy.update_similarity)
-        if best is not None:
-            found[best.id] = best
-    statement = _statement(candidate.subject, candidate.predicate)
-    if statement is not None:
-        matches = [
-            s.fact for s in peers if _statement(s.fact.subject, s.fact.predicate) == statement
-        ]
-        for fact in sorted(matches, key=lambda f: (f.updated_at, f.id), reverse=True):
-            found.setdefault(fact.id, fact)
-    if candidate.category == "correction":
-        best = _most_similar(peers, candidate.vector, policy.correction_similarity)
-        if best is not None:
-            found.setdefault(best.id, best)
-    return list(found.values())
+    fact_id: str
+    kept_id: str
+    reason: str
 
 
 _Kind = Literal["added", "updated", "superseded", "removed"]
@@ -278,7 +150,7 @@ _Kind = Literal["added", "updated", "superseded", "removed"]
 class _Batch:
     """The user's facts as a batch of candidates changes them, and what changed."""
 
-    __slots__ = ("facts", "gone", "ids", "kinds", "now", "policy", "rand", "skipped")
+    __slots__ = ("conflicts", "facts", "gone", "ids", "kinds", "now", "policy", "rand", "skipped")
 
     def __init__(
         self,
@@ -292,6 +164,7 @@ class _Batch:
         self.gone: dict[str, Fact] = {}
         self.kinds: dict[str, _Kind] = {}
         self.skipped: list[tuple[str, str]] = []
+        self.conflicts: list[Conflict] = []
         self.policy, self.now, self.rand = policy, now, rand
 
     def active(self, user_id: str) -> list[Stored]:
@@ -315,24 +188,38 @@ class _Batch:
             self.kinds[fact_id] = "removed"
 
     def apply(self, candidate: Candidate) -> None:
+        policy = self.policy
         imported = candidate.extractor == "import"
-        if not imported and candidate.confidence < self.policy.confidence_threshold:
+        if not imported and candidate.confidence < policy.confidence_threshold:
             self.skipped.append((candidate.content, SKIP_LOW_CONFIDENCE))
             return
         peers = [s for s in self.active(candidate.user_id) if s.fact.scope == candidate.scope]
-        duplicate = _find_duplicate(peers, candidate, self.policy.near_duplicate_similarity)
+        vocabulary = policy.vocabulary
+        duplicate = find_duplicate(peers, candidate, vocabulary, policy.near_duplicate_similarity)
         if duplicate is not None:
             self.merge(duplicate, candidate)
             return
-        replaced = _find_conflicts(peers, candidate, self.policy)
+        contradicted = find_contradicted(
+            peers,
+            candidate,
+            vocabulary,
+            update_similarity=policy.update_similarity,
+            correction_similarity=policy.correction_similarity,
+        )
         fact_id = new_fact_id(self.ids, self.rand)
         self.ids.add(fact_id)
-        for old in replaced:
-            superseded = _replace(
-                old, validity="superseded", superseded_by=fact_id, updated_at=self.now
-            )
-            self.put(superseded, "superseded")
-        self.add(fact_id, candidate, replaced)
+        replaced: list[Fact] = []
+        for old in contradicted:
+            reason = kept_because(candidate, old)
+            if reason is not None:
+                self.conflicts.append(Conflict(fact_id, old.id, reason))
+                continue
+            validity: Validity = "retracted" if candidate.negated else "superseded"
+            gone = _replace(old, validity=validity, superseded_by=fact_id, updated_at=self.now)
+            self.put(gone, "superseded")
+            replaced.append(old)
+        kept = next((c.kept_id for c in self.conflicts if c.fact_id == fact_id), None)
+        self.add(fact_id, candidate, replaced, kept)
         self.cap(candidate.user_id, fact_id)
 
     def pinned_count(self, user_id: str) -> int:
@@ -369,11 +256,19 @@ class _Batch:
             merged = _replace(merged, pinned=True)
         self.put(merged, "updated")
 
-    def add(self, fact_id: str, candidate: Candidate, replaced: Sequence[Fact]) -> None:
+    def add(
+        self,
+        fact_id: str,
+        candidate: Candidate,
+        replaced: Sequence[Fact],
+        conflicts_with: str | None,
+    ) -> None:
         permanence = candidate.permanence or "standard"
-        # A replacement keeps the pin of the fact it replaces (whose slot it frees).
-        wants_pin = candidate.pinned or any(old.pinned for old in replaced)
         stated = self.now if candidate.at is None else min(candidate.at, self.now)
+        vocabulary = self.policy.vocabulary
+        subject = candidate.subject
+        if subject is not None and canonical_subject(subject) == "user":
+            subject = "user"
         fact = Fact(
             id=fact_id,
             user_id=candidate.user_id,
@@ -385,16 +280,21 @@ class _Batch:
             last_seen=stated,
             last_confirmed_at=self.now,
             scope=candidate.scope,
-            subject=candidate.subject,
-            predicate=candidate.predicate,
+            subject=subject,
+            predicate=vocabulary.canonical(candidate.predicate),
             key=candidate.key,
             value=candidate.value,
+            relation=candidate.relation,
+            negated=candidate.negated,
             source=candidate.source,
             extractor=candidate.extractor,
             permanence=permanence,
             decay_rate=decay_rate_for(permanence),
             supersedes_id=replaced[0].id if replaced else None,
-            pinned=wants_pin and self.pinned_count(candidate.user_id) < self.policy.max_pinned,
+            conflicts_with=conflicts_with,
+            # Never inherited from a replaced fact: a pin is the user's own choice.
+            pinned=candidate.pinned
+            and self.pinned_count(candidate.user_id) < self.policy.max_pinned,
             session_id=candidate.session_id,
             meta=dict(candidate.meta),
             source_id=candidate.source_id,
@@ -424,6 +324,7 @@ class _Batch:
 
     def changes(self) -> Changes:
         out = Changes(skipped=list(self.skipped))
+        out.conflicts = [c for c in self.conflicts if self.kinds.get(c.fact_id) == "added"]
         changed = {"updated": out.updated, "superseded": out.superseded}
         for fact_id, kind in self.kinds.items():
             if kind == "added":
@@ -446,11 +347,12 @@ def apply_candidates(
     """Apply candidates in order, each seeing what the previous ones changed.
 
     Per candidate: below the threshold, skip; a duplicate of an active fact of the
-    same user and scope (casefolded text, or near by vector) reinforces it (or is
-    skipped, policy ``unchanged``); a contradicted active fact is superseded by the
-    new one; then the user's active facts are capped at ``max_facts`` by eviction
-    score, pinned facts exempt. ``existing`` holds the user's stored facts (any
-    validity); ``rand`` draws new ids' hex digits (tests).
+    same user and scope reinforces it (or is skipped, policy ``unchanged``); the
+    active facts it contradicts are superseded (retracted, for a negation) unless
+    they must stay, in which case both stay and ``conflicts`` says so (see
+    ``memory.conflicts``); then the user's active facts are capped at
+    ``max_facts`` by eviction score, pinned facts exempt. ``existing`` holds the
+    user's stored facts (any validity); ``rand`` draws new ids' hex digits (tests).
     """
     batch = _Batch(existing, policy, now, rand)
     for candidate in candidates:

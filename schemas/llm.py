@@ -37,16 +37,29 @@ Confidence = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 
 
 class ExtractedFact(msgspec.Struct, frozen=True, kw_only=True):
-    """One fact as the extraction model must return it."""
+    """One fact as the extraction model (or the rule-based extractor) returns it.
+
+    ``subject`` is ``"user"`` for the user, else the other person (their name, or
+    their relation when unnamed) with ``relation`` saying how they relate to the
+    user. ``predicate`` is a name from the predicate vocabulary
+    (``schemas.predicates``) when one fits, else a short snake_case verb; ``value``
+    is what it holds, without the details that ``content`` may add. ``negated``:
+    the statement says it is not (or no longer) so ("I don't eat meat anymore").
+    ``updates_previous``: the user says it replaces something said before.
+    ``cardinality`` matters only for predicates outside the vocabulary.
+    """
 
     content: Annotated[str, msgspec.Meta(min_length=1, max_length=500)]
     category: str
     confidence: Confidence
-    updates_previous: bool = False
-    subject: str | None = None
-    predicate: str | None = None
+    subject: Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+    predicate: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+    value: Annotated[str, msgspec.Meta(min_length=1, max_length=300)]
+    relation: str | None = None
     key: str | None = None
-    value: str | None = None
+    negated: bool = False
+    updates_previous: bool = False
+    cardinality: Literal["one", "many"] | None = None
     permanence: str | None = None
 
 

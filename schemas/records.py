@@ -76,10 +76,17 @@ class Fact(msgspec.Struct, frozen=True, kw_only=True):
     #: When the fact was last confirmed; decay counts from here (seed 002).
     last_confirmed_at: datetime | None
     scope: str = "global"
+    #: Who the fact is about: ``user``, or another person (see ``relation``).
     subject: str | None = None
+    #: What it states (``memory.predicates``: canonical when in the vocabulary).
     predicate: str | None = None
+    #: The slot of a one-valued predicate (``favorite`` of ``color``).
     key: str | None = None
     value: str | None = None
+    #: How ``subject`` relates to the user when it is someone else (``sister``).
+    relation: str | None = None
+    #: The fact says the subject does not (or no longer does) hold ``value``.
+    negated: bool = False
     #: Seed 001: ``user_stated`` | ``inferred`` | ``system``.
     source: str = "inferred"
     #: Who produced it: ``llm`` | ``rules`` (no Ollama) | ``manual`` | ``import``.
@@ -91,6 +98,8 @@ class Fact(msgspec.Struct, frozen=True, kw_only=True):
     status: str | None = None
     supersedes_id: str | None = None
     superseded_by: str | None = None
+    #: A kept fact (pinned, or stated more surely) that this one contradicts; the user decides.
+    conflicts_with: str | None = None
     pinned: bool = False
     mention_count: int = 1
     access_count: int = 0

@@ -6,6 +6,7 @@ from typing import Literal
 
 import msgspec
 
+from schemas.predicates import PredicateSpec
 from schemas.taxonomy import DEFAULT_CATEGORIES, CategorySpec
 
 __all__ = ["SEARCH_MODES", "SearchMode", "Settings"]
@@ -99,6 +100,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     # -- facts (issue 3) --------------------------------------------------------
     #: The category taxonomy (set it in the TOML file: ``[[categories]]`` tables).
     categories: list[CategorySpec] = msgspec.field(default_factory=lambda: list(DEFAULT_CATEGORIES))
+    #: Predicates added to (or replacing, by name) the built-in vocabulary
+    #: (``schemas.predicates``; set them in the TOML file: ``[[predicates]]`` tables).
+    predicates: list[PredicateSpec] = []
     #: Extracted facts below this confidence are skipped (and logged), seed 000.
     confidence_threshold: float = 0.5
     #: Most facts kept per user; past it the highest eviction score goes (seed 004).

@@ -22,6 +22,7 @@ __all__ = [
     "Done",
     "End",
     "ErrorFrame",
+    "FactConflict",
     "FactView",
     "MemoryChanged",
     "Ping",
@@ -168,11 +169,22 @@ class FactView(msgspec.Struct, frozen=True, kw_only=True):
     predicate: str | None = None
     key: str | None = None
     value: str | None = None
+    relation: str | None = None
+    negated: bool = False
     supersedes_id: str | None = None
     superseded_by: str | None = None
+    conflicts_with: str | None = None
     access_count: int = 0
     last_accessed: datetime | None = None
     kind: str = "fact"
+
+
+class FactConflict(msgspec.Struct, frozen=True, kw_only=True):
+    """A new fact (``id``) that contradicts a kept one (``kept_id``), and why it was kept."""
+
+    id: str
+    kept_id: str
+    reason: str
 
 
 class MemoryChanged(_Wire, frozen=True, tag="memory"):
@@ -183,6 +195,9 @@ class MemoryChanged(_Wire, frozen=True, tag="memory"):
     superseded: list[FactView] = []
     removed: list[str] = []
     id: str | None = None
+    #: New facts that contradict a fact kept as it is (pinned, or stated more surely):
+    #: both stay active, linked by ``conflicts_with``, for the user to resolve.
+    conflicts: list[FactConflict] = []
 
 
 class ErrorFrame(_Wire, frozen=True, tag="error"):

@@ -1,0 +1,131 @@
+"""Cutting a message into clauses, the unit the rule-based extractor reads.
+
+A message becomes sentences (at ``.!?;`` and line breaks, full-width forms
+included; a sentence remembers whether it asked a question), and a sentence
+becomes clauses: at conjunctions that start a new clause (but, so, because,
+但是, 所以 ...), at "and"/a comma when a new subject follows ("..., and I work
+at ..."), and before an "I" that starts a new clause in unpunctuated text ("i
+moved to berlin i work at siemens"). English contractions are expanded first
+("I'm" -> "I am", "dont" -> "do not"), so later stages see one spelling.
+Everything is linear in the length of the text.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from memory.lexicon import VERBS, lemma
+from memory.tokens import is_cjk
+
+__all__ = ["Clause", "clauses", "normalize"]
+
+#: At most this much of a message is read: facts are stated in a sentence, not a page.
+MAX_CHARS = 4000
+
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'"})
+_CONTRACTIONS = (
+    (r"\bi'm\b|\bim\b(?=\s+(?:a|an|the|from|in|at|now|so|not|also|\w+ing|\d))", "I am"),
+    (r"\bi've\b|\bive\b(?=\s+(?:been|got|had|lived|worked|always|never))", "I have"),
+    (r"\bi'd\b", "I would"),
+    (r"\bi'll\b", "I will"),
+    (r"\bwe're\b", "we are"),
+    (r"\bwe've\b", "we have"),
+    (r"\bcan't\b|\bcant\b|\bcannot\b", "can not"),
+    (r"\bwon't\b", "will not"),
+    (r"\b(do|does|did|is|are|was|were|have|has|had|would|could|should)n't\b", r"\1 not"),
+    (r"\b(do|does|did|is|was|have|has)nt\b", r"\1 not"),
+    (r"\b(he|she|it|that|there|name|birthday|email|number|job)'s\b", r"\1 is"),
+    (r"\bi\b", "I"),
+)
+_CONTRACTION_RES = tuple((re.compile(p, re.IGNORECASE), r) for p, r in _CONTRACTIONS)
+
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?;])\s+|(?<=[\u3002\uff01\uff1f\uff1b])|\n+|(?<=[!?])(?=\S)|\s+[-\u2013\u2014]+\s+"
+)
+_ZH_CONJUNCTION = "但是|但|可是|不过|所以|因为|而且|然后|并且|而是|另外"
+_CLAUSE_BREAK = re.compile(
+    r"\s*[,:\uff0c\uff1a\u3001]\s*(?=(?:and\s+|but\s+|so\s+|also\s+)?(?:I|we|my|our)\b)"
+    r"|,?\s+(?:and|plus)\s+(?=(?:also\s+|now\s+|then\s+)?(?:I|we|my|our|he|she|they)\b)"
+    r"|,?\s*\b(?:but|so|because|although|though|whereas|except)\b\s*"
+    r"|[\uff0c,\u3001]?(?:" + _ZH_CONJUNCTION + r")"
+    r"|[\uff0c\uff1a]|:\s|(?<=[\u3400-\u9fff]),|,(?=[\u3400-\u9fff])",
+)
+#: Words after which an "I" goes on the same clause ("the music I like", "she said I").
+_JOINS_NEXT_I = frozenset(
+    """
+    what that which who whom where when how why if whether than as things thing stuff
+    everything something anything nothing all one ones way place kind type sort people
+    person time day reason think thinks thought know knew guess said says say told tells
+    me mean believe hope wish feel sure glad happy and but or so because since until
+    unless before after while once wherever whenever whatever
+    """.split()
+)
+_BARE_I = re.compile(r"\s(?=I\s)")
+_BE = frozenset("am is are was were".split())
+
+
+@dataclass(frozen=True, slots=True)
+class Clause:
+    """One clause of a message, and whether its sentence was a question."""
+
+    text: str
+    question: bool
+    #: The clause before it in the same sentence (Chinese subjects carry over).
+    follows: str = ""
+
+
+def normalize(text: str) -> str:
+    """NFKC, one kind of apostrophe, English contractions expanded, spaces collapsed."""
+    text = unicodedata.normalize("NFKC", text[:MAX_CHARS]).translate(_APOSTROPHES)
+    for pattern, replacement in _CONTRACTION_RES:
+        text = pattern.sub(replacement, text)
+    return re.sub(r"[ \t]+", " ", text)
+
+
+def _has_verb(text: str) -> bool:
+    return any(
+        word in _BE or lemma(word) in VERBS for word in re.findall(r"[a-z]+", text.casefold())
+    )
+
+
+def _run_ons(sentence: str) -> list[str]:
+    """Split before an "I" that begins a new clause in unpunctuated text: after a lower-case
+    word that ends a clause with a verb of its own ("the music I like" is one clause)."""
+    pieces: list[str] = []
+    start = 0
+    for match in _BARE_I.finditer(sentence):
+        before = sentence[start : match.start()].rstrip()
+        previous = before.rsplit(None, 1)[-1] if before else ""
+        if (
+            previous.isalpha()
+            and previous.islower()
+            and previous not in _JOINS_NEXT_I
+            and _has_verb(before)
+        ):
+            pieces.append(before)
+            start = match.end()
+    pieces.append(sentence[start:])
+    return pieces
+
+
+def clauses(text: str) -> list[Clause]:
+    """The clauses of ``text`` in order (see the module docstring)."""
+    out: list[Clause] = []
+    for raw in _SENTENCE_END.split(normalize(text)):
+        sentence = raw.strip()
+        if not sentence:
+            continue
+        question = sentence.endswith(("?", "\uff1f")) or (
+            any(is_cjk(c) for c in sentence) and sentence.rstrip("\u3002!.").endswith("吗")
+        )
+        body = sentence.rstrip(".!?;\u3002\uff01\uff1f\uff1b ")
+        previous = ""
+        for part in _CLAUSE_BREAK.split(body):
+            for piece in _run_ons(part) if part else ():
+                piece = piece.strip(" \"'()[]")
+                if piece:
+                    out.append(Clause(piece, question, previous))
+                    previous = piece
+    return out

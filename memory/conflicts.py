@@ -1,0 +1,188 @@
+"""Which stored facts a candidate repeats, which it contradicts, and whether it may replace them.
+
+Only statements about the same subject relate (``user`` and every way of naming
+the user are one subject; another person is known by name, or by relation while
+unnamed). Within a subject, ``(predicate, key)`` is the slot a fact fills:
+
+- **Duplicate**: the same text (case and spacing aside); the same slot and
+  polarity with the same value (for a one-valued predicate, a value that names
+  the other with more words: "Acme" / "Acme Corp"); or, where structure does not
+  tell two facts apart, embeddings at least ``near_duplicate_similarity`` alike.
+- **Contradiction**: a one-valued slot with another value ("lives in Lisbon" /
+  "lives in Porto"); the same value with the opposite polarity ("eats meat" /
+  "no longer eats meat") or in the opposite predicate ("likes jazz" / "dislikes
+  jazz"); with ``updates_previous``, the most similar fact of the slot (or of the
+  category, for facts without a predicate); a ``correction`` replaces the most
+  similar fact. Values of a many-valued predicate accumulate.
+- **Replacing** needs the right to: a pinned fact is never replaced, and a fact
+  the user stated is not replaced by an inferred one unless the new one says it
+  replaces something (``updates_previous``, a negation) or comes from the user's
+  own hand. Otherwise both stay, linked, for the user to resolve.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from memory.candidates import Candidate, Stored, Vector
+from memory.predicates import Vocabulary, canonical_subject, covers, same_value
+from schemas.records import Fact
+
+__all__ = [
+    "KEPT_PINNED",
+    "KEPT_STATED",
+    "find_contradicted",
+    "find_duplicate",
+    "kept_because",
+    "most_similar",
+    "similarity",
+]
+
+KEPT_PINNED = "pinned"
+KEPT_STATED = "stated more surely"
+
+_Who = tuple[str, str | None]
+
+
+def similarity(a: Vector, b: Vector) -> float:
+    """Cosine similarity of unit vectors; vectors of another embedder (length) never match."""
+    if len(a) == 0 or len(a) != len(b):
+        return 0.0
+    return float(np.dot(np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)))
+
+
+def most_similar(peers: Iterable[Stored], vector: Vector, floor: float) -> Fact | None:
+    scored = [(sim, s.fact) for s in peers if (sim := similarity(s.vector, vector)) >= floor]
+    if not scored:
+        return None
+    return min(scored, key=lambda pair: (-pair[0], pair[1].id))[1]
+
+
+def _fold(text: str | None) -> str:
+    return " ".join(text.split()).casefold() if text else ""
+
+
+def _who(subject: str | None, relation: str | None) -> _Who:
+    return canonical_subject(subject), _fold(relation) or None
+
+
+def _same_subject(a: _Who, b: _Who) -> bool:
+    if a[0] == b[0]:
+        return True
+    if "user" in (a[0], b[0]) or a[1] is None or a[1] != b[1]:
+        return False
+    # "my sister" and "my sister Ana" are one person while only one of them has a name.
+    return a[0] == a[1] or b[0] == b[1]
+
+
+class _Slot:
+    """A candidate's statement, ready to compare with stored facts."""
+
+    __slots__ = ("cand", "key", "one", "opposite", "predicate", "vocabulary", "who")
+
+    def __init__(self, cand: Candidate, vocabulary: Vocabulary) -> None:
+        self.cand, self.vocabulary = cand, vocabulary
+        self.who = _who(cand.subject, cand.relation)
+        self.predicate = vocabulary.canonical(cand.predicate)
+        self.key = _fold(cand.key)
+        self.one = vocabulary.cardinality(self.predicate, cand.cardinality) == "one"
+        self.opposite = vocabulary.opposite(self.predicate)
+
+    def relation_to(self, fact: Fact) -> str | None:
+        """``same``, ``opposite`` or ``other`` slot of the same subject; None if unrelated."""
+        if self.predicate is None or fact.predicate is None:
+            return None
+        if not _same_subject(self.who, _who(fact.subject, fact.relation)):
+            return None
+        predicate = self.vocabulary.canonical(fact.predicate)
+        if predicate == self.predicate and _fold(fact.key) == self.key:
+            return "same"
+        if predicate is not None and predicate == self.opposite:
+            return "opposite"
+        return "other"
+
+    def repeats(self, fact: Fact) -> bool:
+        """The same statement in other words (same slot, polarity and value)."""
+        if self.relation_to(fact) != "same" or fact.negated != self.cand.negated:
+            return False
+        if same_value(fact.value, self.cand.value):
+            return True
+        return self.one and covers(fact.value, self.cand.value)
+
+    def distinct(self, fact: Fact) -> bool:
+        """Structure says the two are different statements, however alike their words."""
+        if fact.subject is not None and self.cand.subject is not None:
+            if not _same_subject(self.who, _who(fact.subject, fact.relation)):
+                return True
+        return self.relation_to(fact) in ("same", "opposite") and not self.repeats(fact)
+
+    def contradicts(self, fact: Fact) -> bool:
+        relation = self.relation_to(fact)
+        cand = self.cand
+        if relation == "same":
+            if fact.negated != cand.negated:
+                return same_value(fact.value, cand.value) or covers(fact.value, cand.value)
+            return self.one and not cand.negated and not self.repeats(fact)
+        if relation == "opposite" and not fact.negated and not cand.negated:
+            return same_value(fact.value, cand.value)
+        return False
+
+
+def find_duplicate(
+    peers: Sequence[Stored], cand: Candidate, vocabulary: Vocabulary, floor: float
+) -> Fact | None:
+    """The active fact ``cand`` repeats, if any (see the module docstring)."""
+    text = _fold(cand.content)
+    for stored in peers:
+        if _fold(stored.fact.content) == text:
+            return stored.fact
+    slot = _Slot(cand, vocabulary)
+    for stored in peers:
+        if slot.repeats(stored.fact):
+            return stored.fact
+    alike = (s for s in peers if not slot.distinct(s.fact))
+    return most_similar(alike, cand.vector, floor)
+
+
+def find_contradicted(
+    peers: Sequence[Stored],
+    cand: Candidate,
+    vocabulary: Vocabulary,
+    *,
+    update_similarity: float,
+    correction_similarity: float,
+) -> list[Fact]:
+    """Active facts ``cand`` contradicts, the newest first."""
+    slot = _Slot(cand, vocabulary)
+    newest_first = sorted(peers, key=lambda s: (s.fact.updated_at, s.fact.id), reverse=True)
+    found = {s.fact.id: s.fact for s in newest_first if slot.contradicts(s.fact)}
+    if cand.updates_previous and not found:
+        if slot.predicate is not None:
+            pool = [s for s in peers if slot.relation_to(s.fact) == "same"]
+        else:
+            pool = [s for s in peers if s.fact.category == cand.category]
+        best = most_similar(pool, cand.vector, update_similarity)
+        if best is not None:
+            found[best.id] = best
+    if cand.category == "correction":
+        best = most_similar(peers, cand.vector, correction_similarity)
+        if best is not None:
+            found.setdefault(best.id, best)
+    return list(found.values())
+
+
+def _stated(source: str, extractor: str) -> bool:
+    return source == "user_stated" or extractor == "manual"
+
+
+def kept_because(cand: Candidate, old: Fact) -> str | None:
+    """Why ``old`` stays although ``cand`` contradicts it; None when ``cand`` replaces it."""
+    if old.pinned:
+        return KEPT_PINNED
+    if cand.updates_previous or cand.negated or _stated(cand.source, cand.extractor):
+        return None
+    if _stated(old.source, old.extractor) or old.confidence > cand.confidence:
+        return KEPT_STATED
+    return None

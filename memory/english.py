@@ -1,0 +1,268 @@
+"""English clauses to statements: who the clause is about, its verb group, then its verb.
+
+Three steps. The subject: "I"/"we" (the user), "my sister (Ana)" (another
+person, remembered for the rest of the message), "my name/birthday/favourite
+X" (an attribute), or a pronoun or name for a person met earlier in the
+message; what comes before it must be a filler or a time phrase, not a
+condition ("if", "when") or a question word. The verb group: negation ("not",
+"never", "no longer"), change ("now", "just", "anymore"), "used to", modals
+(hedges drop the clause; "can" is an ability), perfect and progressive aspect.
+Then the verb or the copula picks the predicate and reads its complement
+(``memory.english_verbs``).
+"""
+
+from __future__ import annotations
+
+from memory.clauses import Clause
+from memory.english_phrase import Group, Phrase, Reading
+from memory.english_verbs import read_attribute, read_name, read_verb
+from memory.lexicon import HEDGES, RELATIONS, lemma
+from memory.statements import USER, People, Speaker, Statement
+
+__all__ = ["english_statements"]
+
+_QUESTION_START = frozenset(
+    "do does did are is am can could would will what where who whom how why which should"
+    " shall may have has".split()
+)
+_CONDITIONS = frozenset("if unless when whenever once suppose supposing imagine whether".split())
+_FILLERS = frozenset(
+    """
+    also well so and but oh ah yeah yes no ok okay hey hi hello hmm um uh lol haha btw anyway
+    anyways actually honestly plus though fun fact big news update news besides fyi by the
+    way in fact additionally as said mentioned told you now currently nowadays lately
+    recently these days today this week month year last next every each on weekends weekend
+    morning mornings evening evenings night nights since after before during for from over
+    around about sadly luckily unfortunately fortunately basically seriously just guess what
+    quick note side speaking of which then also, good great exciting funny
+    """.split()
+)
+_ADVERBS = frozenset(
+    """
+    really also still just now currently actually usually always often sometimes generally
+    mostly absolutely totally definitely recently finally only even already truly honestly
+    literally basically seriously genuinely kinda sorta pretty much very so quite newly
+    originally officially happily proudly mainly primarily typically normally regularly
+    occasionally rarely
+    """.split()
+)
+_CHANGE = frozenset("now just recently finally newly officially".split())
+_HEDGE_ADVERBS = frozenset("probably maybe perhaps possibly".split())
+_MODALS = frozenset("will would could should might may must shall can".split())
+_BE = frozenset("am is are was were be been being".split())
+_HAVE = frozenset("have has had".split())
+_ATTRIBUTE_NOUNS = frozenset(
+    """
+    name birthday email e-mail phone number job occupation profession title role employer
+    company hometown goal dream hobby hobbies diet address age pronouns major favorite
+    favourite native first
+    """.split()
+)
+_ADJECTIVES = frozenset(
+    "older younger little big best oldest youngest eldest baby twin new dear dearest late"
+    " ex step close good lovely".split()
+)
+_PARTICIPLES = frozenset(
+    "known lived worked been gone done had grown spoken eaten taught become left quit begun"
+    " won read run swum ridden written driven got".split()
+)
+
+
+def _relation(word: str) -> str | None:
+    if word in RELATIONS:
+        return word
+    if word.endswith("s") and word[:-1] in RELATIONS:
+        return word
+    return None
+
+
+def _possessed(phrase: Phrase, people: People) -> Speaker | str | tuple[Speaker, str] | None:
+    """After "my": a person, an attribute noun, a person's attribute ("sister's name"), or None."""
+    while phrase.peek() in _ADJECTIVES or phrase.peek().endswith("-year-old"):
+        phrase.pos += 1
+    head = phrase.peek()
+    if head in _ATTRIBUTE_NOUNS:
+        phrase.pos += 1
+        return head
+    if head.endswith("'s") and _relation(head[:-2]) and phrase.peek(1) in _ATTRIBUTE_NOUNS:
+        phrase.pos += 2
+        return Speaker(relation=head[:-2]), phrase.low[phrase.pos - 1]
+    relation = _relation(head)
+    if relation is None:
+        return None
+    phrase.pos += 1
+    if phrase.take("-in-law") or phrase.take("in-law"):
+        relation += "-in-law"
+    phrase.take(",")
+    phrase.take("named") or phrase.take("called")
+    name = None
+    candidate = phrase.word()
+    if candidate[:1].isupper() and candidate.isalpha() and lemma(candidate.casefold()) != "be":
+        name = candidate
+        phrase.pos += 1
+        phrase.take(",")
+    if phrase.take("and", "i"):
+        return USER  # "my wife and I moved to Denver"
+    return people.meet(Speaker(name=name, relation=relation))
+
+
+def _clean_preamble(words: list[str]) -> bool:
+    """What precedes the subject: fillers and time phrases only; no condition, no question."""
+    if not words:
+        return True
+    if words[0] in _QUESTION_START or not _CONDITIONS.isdisjoint(words):
+        return False
+    if not HEDGES.isdisjoint(words) or not _HEDGE_ADVERBS.isdisjoint(words):
+        return False
+    return all(w in _FILLERS or w == "," or w.isdigit() for w in words) or words[0] in (
+        "in",
+        "on",
+        "at",
+        "since",
+        "after",
+        "before",
+        "during",
+        "for",
+        "from",
+        "every",
+        "each",
+        "last",
+        "this",
+    )
+
+
+_Found = Speaker | str | tuple[Speaker, str]
+
+
+def _subject(phrase: Phrase, people: People) -> _Found | None:
+    """The clause's subject, with the phrase positioned after it (see ``_possessed``)."""
+    for i, low in enumerate(phrase.low[:9]):
+        word = phrase.toks[i]
+        found: _Found | None = None
+        if low in ("i", "we") or (word == "User" and i == 0):
+            found, phrase.pos = USER, i + 1
+        elif low in ("my", "our"):
+            phrase.pos = i + 1
+            found = _possessed(phrase, people)
+            if found is None:
+                return None
+        elif low in ("he", "she", "they") and people.last is not None:
+            found, phrase.pos = people.last, i + 1
+        elif word[:1].isupper() and (known := people.named(word)) is not None:
+            found, phrase.pos = people.meet(known), i + 1
+        if found is not None:
+            return found if _clean_preamble(phrase.low[:i]) else None
+    return None
+
+
+def _group(phrase: Phrase) -> Group | None:
+    """Read the verb group up to the main verb; None for hedges, futures and obligations."""
+    group = Group()
+    while not phrase.done():
+        word = phrase.peek()
+        if word in _HEDGE_ADVERBS:
+            return None
+        if word in _ADVERBS:
+            group.change |= word in _CHANGE
+            phrase.pos += 1
+        elif word in ("not", "never"):
+            group.negated = True
+            phrase.pos += 1
+        elif phrase.take("no", "longer"):
+            group.negated = group.change = True
+        elif phrase.take("used", "to"):
+            group.used_to = group.negated = group.change = True
+        elif word in ("do", "does") and phrase.peek(1) in ("not", "never", *_ADVERBS):
+            phrase.pos += 1
+        elif word == "did" and phrase.peek(1) in ("not", "never"):
+            group.past = True
+            phrase.pos += 1
+        elif word in _MODALS:
+            if word != "can" or phrase.peek(1) == "be":
+                return None
+            group.ability = True
+            phrase.pos += 1
+        elif word in _HAVE and phrase.peek(1) == "to":
+            return None
+        elif word in _HAVE and phrase.peek(1) in _PARTICIPLES | {"always", "never", "just"}:
+            group.perfect = True
+            phrase.pos += 1
+            phrase.take("got")  # "I've got two kids" is "I have two kids"
+            if phrase.low[phrase.pos - 1] == "got":
+                phrase.pos -= 1
+                phrase.toks[phrase.pos] = phrase.low[phrase.pos] = "have"
+                group.perfect = False
+                return group
+        elif word in _BE and phrase.peek(1).endswith("ing") and phrase.peek(1) != "being":
+            group.progressive = True
+            group.past |= word in ("was", "were")
+            phrase.pos += 1
+        else:
+            return group
+    return None
+
+
+def _called(phrase: Phrase) -> list[Statement] | None:
+    """ "(you can / people / everyone) call(s) me X", "I go by X": the user's name."""
+    low = phrase.low
+    for i in range(min(len(low) - 2, 5)):
+        if lemma(low[i]) == "call" and low[i + 1] == "me" and _clean_caller(low[:i]):
+            phrase.pos = i + 2
+            reading = Reading(USER, Group(), phrase)
+            read_name(reading)
+            return reading.found
+    return None
+
+
+def _clean_caller(words: list[str]) -> bool:
+    return all(
+        w
+        in (
+            "you",
+            "can",
+            "just",
+            "please",
+            "people",
+            "everyone",
+            "friends",
+            "all",
+            "my",
+            "most",
+            "usually",
+            "so",
+            "and",
+            "just",
+            ",",
+        )
+        for w in words
+    )
+
+
+def english_statements(clause: Clause, people: People) -> list[Statement]:
+    """What ``clause`` states, in order (see the module docstring)."""
+    if clause.question:
+        return []
+    phrase = Phrase.of(clause.text)
+    named = _called(phrase)
+    if named is not None:
+        return named
+    found = _subject(phrase, people)
+    if found is None:
+        return []
+    if isinstance(found, str):
+        reading = Reading(USER, Group(), phrase)
+        read_attribute(reading, found)
+        return reading.found
+    if isinstance(found, tuple):
+        reading = Reading(found[0], Group(), phrase)
+        read_attribute(reading, found[1])
+        for statement in reading.found:
+            if statement.predicate == "name":
+                people.meet(Speaker(name=statement.value, relation=found[0].relation))
+        return reading.found
+    group = _group(phrase)
+    if group is None or phrase.done():
+        return []
+    reading = Reading(found, group, phrase)
+    read_verb(reading)
+    return reading.found

@@ -1,0 +1,79 @@
+"""What the rule-based extractor finds in a clause, before it becomes an ``ExtractedFact``.
+
+``Speaker`` is who a clause is about: the user, or a person the user named
+("my sister Ana"); ``People`` remembers the people a message introduced so
+that a later "she" or "Ana" in the same message finds them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["USER", "People", "Speaker", "Statement"]
+
+
+@dataclass(frozen=True, slots=True)
+class Speaker:
+    """Who a statement is about: ``name`` None and ``relation`` None is the user."""
+
+    name: str | None = None
+    relation: str | None = None
+
+    @property
+    def is_user(self) -> bool:
+        return self.name is None and self.relation is None
+
+    @property
+    def subject(self) -> str:
+        """The fact's ``subject``: ``user``, the person's name, or their relation."""
+        return "user" if self.is_user else (self.name or self.relation or "user")
+
+    def english(self) -> str:
+        """``User``, ``User's sister Ana``, ``User's sister``."""
+        if self.is_user:
+            return "User"
+        return " ".join(p for p in ("User's", self.relation, self.name) if p)
+
+    def chinese(self) -> str:
+        """``用户``, ``用户的妹妹安娜``."""
+        if self.is_user:
+            return "用户"
+        return "用户的" + (self.relation or "") + (self.name or "")
+
+
+USER = Speaker()
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One fact found in a clause. ``category`` None: the predicate's own."""
+
+    predicate: str
+    value: str
+    content: str
+    speaker: Speaker = USER
+    key: str | None = None
+    negated: bool = False
+    updates_previous: bool = False
+    category: str | None = None
+
+
+@dataclass(slots=True)
+class People:
+    """The people one message introduces, by name, and the last one mentioned."""
+
+    by_name: dict[str, Speaker] = field(default_factory=dict)
+    last: Speaker | None = None
+
+    def meet(self, speaker: Speaker) -> Speaker:
+        name = speaker.name
+        if name:
+            known = self.by_name.get(name.casefold())
+            if known is not None and speaker.relation is None:
+                speaker = known
+            self.by_name[name.casefold()] = speaker
+        self.last = speaker
+        return speaker
+
+    def named(self, word: str) -> Speaker | None:
+        return self.by_name.get(word.casefold())
