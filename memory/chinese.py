@@ -33,7 +33,7 @@ _HEDGE = re.compile(
 _REPORTED = re.compile(r"[他她]们?说|听说|据说|告诉我|跟我说|觉得|认为|以为|说过|劝我|建议我|让我")
 _FILLER = re.compile(
     r"^(?:对了|另外|还有|顺便(?:说|提)(?:一下|一句)?|哈哈+|嗯+|其实|说实话|告诉你|跟你说|好消息|"
-    r"大新闻|话说|不过|而且|然后|所以|那个|就是|我跟你讲|最新消息)"
+    r"大新闻|话说|不过|而且|然后|所以|那个|就是|我跟你讲|最新消息|虽然|虽说|尽管)"
 )
 _TIME = (
     r"每天|每周|每个?月|每个?周末|周末|平时|平常|早上|晚上|中午|下午|上午|现在|最近|目前|如今|"
@@ -46,7 +46,7 @@ _ADVERB = (
     r"在(?=学|读|做|写|练)"
 )
 _LEAD = re.compile(r"^(?:" + _TIME + "|" + _ADVERB + r")")
-_NEGATION = re.compile(r"^(?:不再|再也不|已经不|已经没有?|不|没有|没)")
+_NEGATION = re.compile(r"^(?:不再|再也不|已经不|已经没有?|不能|不可以|没法|不|没有|没)")
 _CHANGE = ("现在", "最近", "目前", "如今", "刚", "刚刚", "终于", "上个月", "上月", "去年")
 _PAST = ("以前", "之前", "过去", "原来", "曾经", "小时候")
 _PARTICLES = re.compile(r"[了啊呢吧哦呀嘛啦的喔哟]+$")
@@ -93,6 +93,14 @@ _LANGUAGE = re.compile(r"[语文话]$|英文|中文|粤语|普通话")
 _DIETS = {"素食者": "素食", "素食主义者": "素食", "吃素": "素食", "纯素": "纯素", "素食": "素食"}
 
 
+#: A first clause without a subject: 我 left out ("最近又养了一只猫"), read only when the
+#: verb is one people use about themselves.
+_IMPLIED = Speaker(name="\u6211", relation="\u6211")
+_SELF_REPORTS = frozenset(
+    "lives employer allergic allergic-of keeps consume switch quit status school opened".split()
+)
+
+
 @dataclass(slots=True)
 class _State:
     """What the words before the verb said."""
@@ -102,6 +110,8 @@ class _State:
     change: bool = False
     past: bool = False
     lead: str = ""
+    #: A person the clause introduced in its object ("有女朋友"), for a later 她.
+    people_other: Speaker | None = None
 
 
 def _clean(value: str) -> str:
@@ -148,11 +158,15 @@ def _subject(clause: Clause, people: People) -> tuple[Speaker, str] | str | None
             return person
         if text[at + 1 :].startswith("的"):
             return None
-        return USER, lead + rest
-    if at < 0 and clause.follows and people.last is not None and not text.startswith(("他", "她")):
+        if rest.startswith("自己"):
+            rest = rest[2:]
+        return people.meet(USER), lead + rest
+    if text.startswith(("他", "她")):
+        return (people.other, text[1:]) if people.other is not None else None
+    if at < 0 and clause.follows and people.last is not None:
         return people.last, text
-    if text.startswith(("他", "她")) and people.last is not None and not people.last.is_user:
-        return people.last, text[1:]
+    if at < 0 and not clause.follows and not text.startswith(("你", "您")):
+        return _IMPLIED, text
     return None
 
 
@@ -240,10 +254,11 @@ def _from(m: re.Match[str], s: _State) -> list[Statement]:
 
 def _employer(m: re.Match[str], s: _State) -> list[Statement]:
     place = _clean(m["v"])
-    out = _one(s, "employer", place, f"{_say(s, '在', place)}{m['verb']}", updates=bool(m["chg"]))
+    verb = m["verb"] or "工作"
+    out = _one(s, "employer", place, f"{_say(s, '在', place)}{verb}", updates=bool(m["chg"]))
     role = _clean(m["role"] or "")
     if role:
-        out += _one(s, "occupation", role, _say(s, "是", role), updates=bool(m["chg"]))
+        out += _one(s, "occupation", role, _say(s, "做", role), updates=bool(m["chg"]))
     return out
 
 
@@ -253,7 +268,7 @@ def _copula(m: re.Match[str], s: _State) -> list[Statement]:
         return _one(s, "from", value[:-1], _say(s, "来自", value[:-1]))
     if value in _DIETS:
         return _one(s, "diet", _DIETS[value], _say(s, "是", value))
-    bare = re.sub(r"^(?:一名|一个|一位|一)", "", value)
+    bare = re.sub(r"^(?:一名|一个|一位|一|个|名|位)", "", value)
     if _OCCUPATION.search(bare):
         return _one(s, "occupation", bare, _say(s, "是", value), updates=s.change)
     return []
@@ -261,9 +276,22 @@ def _copula(m: re.Match[str], s: _State) -> list[Statement]:
 
 def _name(m: re.Match[str], s: _State) -> list[Statement]:
     name = _clean(m["v"])
-    if not (1 <= len(name) <= 4) or not s.speaker.is_user:
+    if not (1 <= len(name) <= 4):
         return []
-    return _one(s, "name", name, f"用户叫{name}")
+    found = _one(s, "name", name, f"{s.speaker.chinese()}叫{name}")
+    if not s.speaker.is_user:
+        s.people_other = Speaker(name=name, relation=s.speaker.relation)
+    return found
+
+
+def _school(m: re.Match[str], s: _State) -> list[Statement]:
+    school = _clean(m["v"])
+    return _one(s, "school", school, f"{s.speaker.chinese()}在{school}读书{_clean(m['role'])}")
+
+
+def _opened(m: re.Match[str], s: _State) -> list[Statement]:
+    place = _clean(m["v"])
+    return _one(s, "occupation", place, f"{s.speaker.chinese()}开了{place}", updates=True)
 
 
 def _age(m: re.Match[str], s: _State) -> list[Statement]:
@@ -295,6 +323,14 @@ def _keeps(m: re.Match[str], s: _State) -> list[Statement]:
     verb = m["verb"]
     if _PETS.search(value):
         return _one(s, "has_pet", value, _say(s, verb, value, negated_form="没"))
+    partner = re.fullmatch(r"(?:一个|个)?(男朋友|女朋友|男友|女友|对象)", value)
+    if partner and verb == "有":
+        if not s.negated:
+            s.people_other = Speaker(relation=partner.group(1))
+        status = "单身" if s.negated else "恋爱中"
+        return _one(
+            s, "relationship_status", status, _say(s, verb, value, negated_form="没"), updates=True
+        )
     if any(r in value for r in _RELATIONS):
         return _one(s, "family", value, _say(s, verb, value, negated_form="没"))
     if re.search(r"病|症|哮喘|过敏", value):
@@ -397,8 +433,14 @@ _VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
         _employer,
     ),
     ("employer-role", r"(?P<chg>)在(?P<v>.+?)(?P<verb>)(?:做|当)(?P<role>.+)$", _employer),
-    ("allergic", r"对(?P<v>.+?)过敏", _allergic),
-    ("allergic-of", r"(?P<v>.+?)过敏", _allergic),
+    ("allergic", r"对(?P<v>.+?)(?:过敏|不耐受)", _allergic),
+    ("allergic-of", r"(?P<v>[^吃喝就会一都]+?)(?:过敏|不耐受)", _allergic),
+    (
+        "school",
+        r"在(?P<v>.+?)(?:读书|上学|读大学|上大学|读研|读博|念书|读高中|读)(?P<role>.*)$",
+        _school,
+    ),
+    ("opened", r"(?:开了|开)(?P<v>.*(?:店|公司|工作室|餐厅|餐馆|诊所|酒吧))$", _opened),
     (
         "likes",
         r"(?P<verb>最喜欢|更喜欢|比较喜欢|喜欢|喜爱|热爱|超爱|最爱|爱(?![好人情])|讨厌|受不了|反感|偏好|宁愿|迷上了?)"
@@ -425,6 +467,23 @@ _COMPILED = tuple((name, re.compile(pattern), handler) for name, pattern, handle
 _VERB_PATTERNS_BY_NAME = {name: pattern for name, pattern, _ in _COMPILED}
 
 
+def _full_width(statement: Statement) -> Statement:
+    """Chinese content reads with Chinese commas."""
+    if "," not in statement.content:
+        return statement
+    content = statement.content.replace(",", "\uff0c")
+    return Statement(
+        predicate=statement.predicate,
+        value=statement.value,
+        content=content,
+        speaker=statement.speaker,
+        key=statement.key,
+        negated=statement.negated,
+        updates_previous=statement.updates_previous,
+        category=statement.category,
+    )
+
+
 def _attribute(spec: str, people: People) -> list[Statement]:
     predicate, _, rest = spec.partition(":")
     value = _clean(re.sub(r"^(?:是|叫|:)", "", rest.strip()))
@@ -449,13 +508,24 @@ def chinese_statements(clause: Clause, people: People) -> list[Statement]:
     if isinstance(found, str):
         return _attribute(found, people)
     speaker, rest = found
+    implied = speaker is _IMPLIED
+    if implied:
+        speaker = USER
     people.last = speaker
+    if not speaker.is_user:
+        people.other = speaker
     state = _State(speaker)
-    rest = _lead(rest, state)
+    rest = _PARTICLES.sub("", _lead(rest, state))
     if not rest or "你" in rest:
         return []
-    for _, pattern, handler in _COMPILED:
+    for name, pattern, handler in _COMPILED:
         match = pattern.match(rest)
         if match is not None:
-            return handler(match, state)
+            if implied and name not in _SELF_REPORTS:
+                return []
+            found_now = handler(match, state)
+            if state.people_other is not None:
+                people.meet(state.people_other)
+                people.last = state.people_other if not speaker.is_user else speaker
+            return [_full_width(f) for f in found_now]
     return []

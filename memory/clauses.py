@@ -46,11 +46,11 @@ _SENTENCE_END = re.compile(
 )
 _ZH_CONJUNCTION = "但是|但|可是|不过|所以|因为|而且|然后|并且|而是|另外"
 _CLAUSE_BREAK = re.compile(
-    r"\s*[,:\uff0c\uff1a\u3001]\s*(?=(?:and\s+|but\s+|so\s+|also\s+)?(?:I|we|my|our)\b)"
+    r"\s*[,:\uff0c\uff1a\u3001]\s*(?=(?:and\s+|but\s+|so\s+|also\s+)?(?:I|we|my|our|he|she|they)\b)"
     r"|,?\s+(?:and|plus)\s+(?=(?:also\s+|now\s+|then\s+)?(?:I|we|my|our|he|she|they)\b)"
     r"|,?\s*\b(?:but|so|because|although|though|whereas|except)\b\s*"
     r"|[\uff0c,\u3001]?(?:" + _ZH_CONJUNCTION + r")"
-    r"|[\uff0c\uff1a]|:\s|(?<=[\u3400-\u9fff]),|,(?=[\u3400-\u9fff])",
+    r"|[\uff0c\uff1a]|:\s|(?<=[\u3400-\u9fff]),(?!叫|名叫)|,(?=[\u3400-\u9fff])(?!叫|名叫)",
 )
 #: Words after which an "I" goes on the same clause ("the music I like", "she said I").
 _JOINS_NEXT_I = frozenset(
@@ -76,9 +76,16 @@ class Clause:
     follows: str = ""
 
 
+_QUOTED = re.compile(
+    r"\"[^\"\n]{2,}\"|(?<![\w'])'[^'\n]{2,}?'(?![\w'])|\u201c[^\u201d]*\u201d|\u300c[^\u300d]*\u300d"
+)
+
+
 def normalize(text: str) -> str:
-    """NFKC, one kind of apostrophe, English contractions expanded, spaces collapsed."""
-    text = unicodedata.normalize("NFKC", text[:MAX_CHARS]).translate(_APOSTROPHES)
+    """NFKC, quotations out (what the user quotes is not what they state), one kind of
+    apostrophe, English contractions expanded, spaces collapsed."""
+    text = _QUOTED.sub(" \u2026 ", text[:MAX_CHARS])
+    text = unicodedata.normalize("NFKC", text).translate(_APOSTROPHES)
     for pattern, replacement in _CONTRACTION_RES:
         text = pattern.sub(replacement, text)
     return re.sub(r"[ \t]+", " ", text)

@@ -6,11 +6,15 @@ unnamed). Within a subject, ``(predicate, key)`` is the slot a fact fills:
 
 - **Duplicate**: the same text (case and spacing aside); the same slot and
   polarity with the same value (for a one-valued predicate, a value that names
-  the other with more words: "Acme" / "Acme Corp"); or, where structure does not
-  tell two facts apart, embeddings at least ``near_duplicate_similarity`` alike.
+  the other with more words: "Acme" / "Acme Corp"); a negation a stored diet or
+  allergy already implies ("vegetarian" / "doesn't eat meat"); or, where
+  structure does not tell two facts apart (same polarity, values sharing a
+  word), embeddings at least ``near_duplicate_similarity`` alike.
 - **Contradiction**: a one-valued slot with another value ("lives in Lisbon" /
   "lives in Porto"); the same value with the opposite polarity ("eats meat" /
-  "no longer eats meat") or in the opposite predicate ("likes jazz" / "dislikes
+  "no longer eats meat"), also across a predicate family ("likes running" /
+  "no longer runs") and for a kind ("loves red wine" / "stopped drinking
+  alcohol"); the same value in the opposite predicate ("likes jazz" / "dislikes
   jazz"); with ``updates_previous``, the most similar fact of the slot (or of the
   category, for facts without a predicate); a ``correction`` replaces the most
   similar fact. Values of a many-valued predicate accumulate.
@@ -27,7 +31,14 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from memory.candidates import Candidate, Stored, Vector
-from memory.predicates import Vocabulary, canonical_subject, covers, same_value
+from memory.predicates import (
+    Vocabulary,
+    canonical_subject,
+    covers,
+    excluded_by_diet,
+    overlap,
+    same_value,
+)
 from schemas.records import Fact
 
 __all__ = [
@@ -80,7 +91,7 @@ def _same_subject(a: _Who, b: _Who) -> bool:
 class _Slot:
     """A candidate's statement, ready to compare with stored facts."""
 
-    __slots__ = ("cand", "key", "one", "opposite", "predicate", "vocabulary", "who")
+    __slots__ = ("cand", "family", "key", "one", "opposite", "predicate", "vocabulary", "who")
 
     def __init__(self, cand: Candidate, vocabulary: Vocabulary) -> None:
         self.cand, self.vocabulary = cand, vocabulary
@@ -89,6 +100,7 @@ class _Slot:
         self.key = _fold(cand.key)
         self.one = vocabulary.cardinality(self.predicate, cand.cardinality) == "one"
         self.opposite = vocabulary.opposite(self.predicate)
+        self.family = vocabulary.family(self.predicate)
 
     def relation_to(self, fact: Fact) -> str | None:
         """``same``, ``opposite`` or ``other`` slot of the same subject; None if unrelated."""
@@ -101,6 +113,8 @@ class _Slot:
             return "same"
         if predicate is not None and predicate == self.opposite:
             return "opposite"
+        if self.family is not None and self.vocabulary.family(predicate) == self.family:
+            return "family"
         return "other"
 
     def repeats(self, fact: Fact) -> bool:
@@ -112,11 +126,31 @@ class _Slot:
         return self.one and covers(fact.value, self.cand.value)
 
     def distinct(self, fact: Fact) -> bool:
-        """Structure says the two are different statements, however alike their words."""
+        """Structure says the two are different statements, however alike their words:
+        another subject, polarity or value of the same slot, or values with nothing in
+        common (embeddings of short sentences, Chinese ones above all, look alike)."""
         if fact.subject is not None and self.cand.subject is not None:
             if not _same_subject(self.who, _who(fact.subject, fact.relation)):
                 return True
-        return self.relation_to(fact) in ("same", "opposite") and not self.repeats(fact)
+        if fact.negated != self.cand.negated:
+            return True
+        if self.relation_to(fact) in ("same", "opposite") and not self.repeats(fact):
+            return True
+        return not overlap(fact.value, self.cand.value)
+
+    def implied(self, fact: Fact) -> bool:
+        """A negation the stored fact already says: a diet or an allergy that leaves the
+        food out ("vegetarian" / "doesn't eat meat", "allergic to seafood" / "can't eat
+        seafood")."""
+        cand = self.cand
+        if not cand.negated or self.predicate not in ("eats", "drinks") or fact.negated:
+            return False
+        if self.relation_to(fact) is None:
+            return False
+        predicate = self.vocabulary.canonical(fact.predicate)
+        if predicate == "diet":
+            return excluded_by_diet(fact.value, cand.value)
+        return predicate == "allergic_to" and covers(fact.value, cand.value)
 
     def contradicts(self, fact: Fact) -> bool:
         relation = self.relation_to(fact)
@@ -127,6 +161,8 @@ class _Slot:
             return self.one and not cand.negated and not self.repeats(fact)
         if relation == "opposite" and not fact.negated and not cand.negated:
             return same_value(fact.value, cand.value)
+        if relation == "family" and cand.negated and not fact.negated:
+            return covers(fact.value, cand.value) or same_value(fact.value, cand.value)
         return False
 
 
@@ -140,7 +176,7 @@ def find_duplicate(
             return stored.fact
     slot = _Slot(cand, vocabulary)
     for stored in peers:
-        if slot.repeats(stored.fact):
+        if slot.repeats(stored.fact) or slot.implied(stored.fact):
             return stored.fact
     alike = (s for s in peers if not slot.distinct(s.fact))
     return most_similar(alike, cand.vector, floor)

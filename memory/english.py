@@ -16,7 +16,7 @@ from __future__ import annotations
 from memory.clauses import Clause
 from memory.english_phrase import Group, Phrase, Reading
 from memory.english_verbs import read_attribute, read_name, read_verb
-from memory.lexicon import HEDGES, RELATIONS, lemma
+from memory.lexicon import HEDGES, RELATIONS, VERBS, lemma
 from memory.statements import USER, People, Speaker, Statement
 
 __all__ = ["english_statements"]
@@ -47,10 +47,13 @@ _ADVERBS = frozenset(
     """.split()
 )
 _CHANGE = frozenset("now just recently finally newly officially".split())
+_FREQUENCY = frozenset("usually always often sometimes normally typically regularly".split())
 _HEDGE_ADVERBS = frozenset("probably maybe perhaps possibly".split())
 _MODALS = frozenset("will would could should might may must shall can".split())
 _BE = frozenset("am is are was were be been being".split())
 _HAVE = frozenset("have has had".split())
+_OCCASION_SKIP = frozenset("also well so and but oh btw anyway actually honestly plus".split())
+_OCCASION_START = frozenset("for on in at every each after before during".split())
 _ATTRIBUTE_NOUNS = frozenset(
     """
     name birthday email e-mail phone number job occupation profession title role employer
@@ -97,13 +100,20 @@ def _possessed(phrase: Phrase, people: People) -> Speaker | str | tuple[Speaker,
     phrase.take("named") or phrase.take("called")
     name = None
     candidate = phrase.word()
-    if candidate[:1].isupper() and candidate.isalpha() and lemma(candidate.casefold()) != "be":
-        name = candidate
-        phrase.pos += 1
-        phrase.take(",")
+    # A name: capitalised, or in lower-case text a word a verb follows ("my friend raj is").
+    lowered_name = candidate.islower() and _verb_like(phrase.peek(1)) and not _verb_like(candidate)
+    if candidate.isalpha() and lemma(candidate.casefold()) != "be":
+        if candidate[:1].isupper() or lowered_name:
+            name = candidate.capitalize() if lowered_name else candidate
+            phrase.pos += 1
+            phrase.take(",")
     if phrase.take("and", "i"):
         return USER  # "my wife and I moved to Denver"
     return people.meet(Speaker(name=name, relation=relation))
+
+
+def _verb_like(word: str) -> bool:
+    return word in _BE or word in _HAVE or lemma(word) in VERBS or word in _ADVERBS
 
 
 def _clean_preamble(words: list[str]) -> bool:
@@ -146,12 +156,41 @@ def _subject(phrase: Phrase, people: People) -> _Found | None:
             found = _possessed(phrase, people)
             if found is None:
                 return None
-        elif low in ("he", "she", "they") and people.last is not None:
-            found, phrase.pos = people.last, i + 1
+        elif low in ("he", "she", "they") and people.other is not None:
+            found, phrase.pos = people.other, i + 1
         elif word[:1].isupper() and (known := people.named(word)) is not None:
             found, phrase.pos = people.meet(known), i + 1
         if found is not None:
-            return found if _clean_preamble(phrase.low[:i]) else None
+            preamble = phrase.low[:i]
+            if found is USER and low == "i" and _partner_and(phrase.toks[:i]):
+                return USER  # "Mia and I broke up": the user (and someone)
+            return found if _clean_preamble(preamble) else None
+    return _implied_i(phrase)
+
+
+def _partner_and(words: list[str]) -> bool:
+    """ "Mia and", "my wife and": someone joined to the user in the subject."""
+    if len(words) < 2 or len(words) > 4 or words[-1].casefold() != "and":
+        return False
+    head = words[:-1]
+    return all(
+        w[:1].isupper() or w.casefold() in ("my", "our") or w.casefold() in RELATIONS for w in head
+    )
+
+
+def _implied_i(phrase: Phrase) -> Speaker | None:
+    """ "just moved to Leeds", "also started pottery": a clause that opens with a verb in
+    the past tense, the "I" left out as people do in chat (a bare present is an order)."""
+    i = 0
+    while i < len(phrase.low) and (phrase.low[i] in _FILLERS or phrase.low[i] in _ADVERBS):
+        i += 1
+    if i >= len(phrase.low) or i > 3:
+        return None
+    word = phrase.low[i]
+    verb = lemma(word)
+    if verb in VERBS and word != verb and not word.endswith(("s", "ing")) and verb != "be":
+        phrase.pos = i
+        return USER
     return None
 
 
@@ -164,6 +203,8 @@ def _group(phrase: Phrase) -> Group | None:
             return None
         if word in _ADVERBS:
             group.change |= word in _CHANGE
+            if word in _FREQUENCY:
+                group.frequency = word
             phrase.pos += 1
         elif word in ("not", "never"):
             group.negated = True
@@ -184,7 +225,10 @@ def _group(phrase: Phrase) -> Group | None:
             phrase.pos += 1
         elif word in _HAVE and phrase.peek(1) == "to":
             return None
-        elif word in _HAVE and phrase.peek(1) in _PARTICIPLES | {"always", "never", "just"}:
+        elif word in _HAVE and (
+            phrase.peek(1) in _PARTICIPLES | {"always", "never", "just", "recently", "finally"}
+            or (phrase.peek(1).endswith("ed") and lemma(phrase.peek(1)) in VERBS)
+        ):
             group.perfect = True
             phrase.pos += 1
             phrase.take("got")  # "I've got two kids" is "I have two kids"
@@ -260,9 +304,25 @@ def english_statements(clause: Clause, people: People) -> list[Statement]:
             if statement.predicate == "name":
                 people.meet(Speaker(name=statement.value, relation=found[0].relation))
         return reading.found
+    start = phrase.pos
     group = _group(phrase)
     if group is None or phrase.done():
         return []
-    reading = Reading(found, group, phrase)
+    occasion = _occasion(phrase, start)
+    reading = Reading(found, group, phrase, occasion=occasion, work=people.about_work)
     read_verb(reading)
     return reading.found
+
+
+def _occasion(phrase: Phrase, subject_end: int) -> str:
+    """A time or occasion phrase before the subject ("For breakfast", "On Sundays"), kept
+    for the content; fillers are not."""
+    words = phrase.toks[: max(0, subject_end - 1)]
+    while words and (words[0].casefold() in _OCCASION_SKIP or words[0] == ","):
+        words = words[1:]
+    if not words or words[0].casefold() not in _OCCASION_START:
+        return ""
+    return " ".join(
+        w if w[:1].isupper() and w.casefold() not in _OCCASION_START else w.casefold()
+        for w in words
+    ).strip(" ,")

@@ -26,6 +26,7 @@ __all__ = [
     "items",
     "pointer",
     "say",
+    "third_person_words",
     "tokens",
     "value",
 ]
@@ -41,7 +42,8 @@ _BOUNDARY = frozenset(
     these in on at for with from to as near by like during until after before than instead
     over rather so very really either anyway twice once that if unless whereas except but
     without pretty much quite almost nearly basically literally currently still back
-    right around about whatsoever lol haha sadly luckily though tho anymore
+    right around about whatsoever lol haha sadly luckily though tho anymore tbh imo btw
+    honestly lmao rn
     """.split()
 )
 #: Leading words of a detail that say only when or how surely something changed.
@@ -52,12 +54,17 @@ _NEVER_FIRST = _BOUNDARY - frozenset(
 _TIME_DROPS = frozenset(
     """
     now anymore again too also lately recently nowadays currently still either anyway
-    really sadly luckily unfortunately fortunately honestly lol haha tho though back
+    really sadly luckily unfortunately fortunately honestly lol haha tho though back tbh imo
+    btw lmao rn completely totally entirely
     """.split()
 )
 _UNITS = frozenset(
     "year years month months week weeks day days decade decades summer winter spring fall"
     " autumn weekend night time while".split()
+)
+_DETAIL_AFTER_COMMA = frozenset(
+    "especially particularly mostly mainly like including usually every on in at with"
+    " preferably ideally".split()
 )
 _DETAIL_END = frozenset("because which who whom though although whereas but so and".split())
 #: First words of an object that points at the conversation, not the world.
@@ -92,6 +99,8 @@ class Group:
     perfect: bool = False
     progressive: bool = False
     ability: bool = False
+    #: A frequency adverb kept for the content ("usually").
+    frequency: str = ""
 
 
 @dataclass(slots=True)
@@ -138,6 +147,10 @@ class Reading:
     group: Group
     phrase: Phrase
     found: list[Statement] = field(default_factory=list)
+    #: A time or occasion phrase said before the subject ("on Sundays"), for the content.
+    occasion: str = ""
+    #: The message talks about work: "I'm at Spotify now" names an employer.
+    work: bool = False
 
     def emit(
         self,
@@ -176,6 +189,17 @@ def _list_goes_on(low: list[str], at: int) -> bool:
     return False
 
 
+_NOT_ADVERBS = frozenset(
+    "family italy jelly belly lily rally ally holly sally molly emily kelly july bully curly"
+    " early only reply supply assembly butterfly".split()
+)
+
+
+def _adverb(word: str) -> bool:
+    """ "completely", "fluently": an -ly adverb ends a value too."""
+    return len(word) > 5 and word.endswith("ly") and word not in _NOT_ADVERBS
+
+
 def value(phrase: Phrase) -> str:
     """The value starting at the phrase's position, up to its boundary; advances past it."""
     start = phrase.pos
@@ -185,7 +209,7 @@ def value(phrase: Phrase) -> str:
         if word == "," and _list_goes_on(low, phrase.pos):
             phrase.pos += 1
             continue
-        if word in _BOUNDARY and (phrase.pos > start or word in _NEVER_FIRST):
+        if (word in _BOUNDARY or _adverb(word)) and (phrase.pos > start or word in _NEVER_FIRST):
             break
         if word == ",":
             break
@@ -208,7 +232,9 @@ def detail(phrase: Phrase) -> str:
     i = 0
     while i < len(words):
         word = low[i]
-        if word in _DETAIL_END:
+        if word in _DETAIL_END or (
+            word == "," and i + 1 < len(low) and low[i + 1] not in _DETAIL_AFTER_COMMA
+        ):
             break
         if word in _TIME_DROPS or (word == "," and kept and kept[-1] == ","):
             i += 1
@@ -274,10 +300,35 @@ _COUNTS = frozenset("a an one two three four five six seven eight nine ten some 
 
 
 def capitalize_place(text: str) -> str:
-    """``paris`` -> ``Paris`` for a name typed in lower case; anything with capitals stays."""
+    """``paris`` -> ``Paris``, ``the bbc`` -> ``the BBC`` for a name typed in lower case;
+    anything with capitals stays."""
     if text != text.casefold():
         return text
-    return " ".join(w if w in ("of", "de", "la", "the") else w.capitalize() for w in text.split())
+    words = []
+    for word in text.split():
+        if word in ("of", "de", "la", "the", "and"):
+            words.append(word)
+        elif len(word) <= 3 and word.isalpha() and (len(word) == 3 or not set(word) & set("aeiou")):
+            words.append(word.upper())
+        else:
+            words.append(word.capitalize())
+    return " ".join(words)
+
+
+_THIRD_PERSON = (
+    (re.compile(r"\bmyself\b", re.IGNORECASE), "themselves"),
+    (re.compile(r"\bmine\b", re.IGNORECASE), "theirs"),
+    (re.compile(r"\bmy\b", re.IGNORECASE), "their"),
+    (re.compile(r"\bme\b", re.IGNORECASE), "them"),
+    (re.compile(r"\bI\b"), "they"),
+)
+
+
+def third_person_words(text: str) -> str:
+    """ "my grandma" -> "their grandma": the user's words about themselves, restated."""
+    for pattern, replacement in _THIRD_PERSON:
+        text = pattern.sub(replacement, text)
+    return text
 
 
 def say(reading: Reading, verb: str, tail: str, *, state: bool = True) -> str:
@@ -305,4 +356,9 @@ def say(reading: Reading, verb: str, tail: str, *, state: bool = True) -> str:
         form = f"can {verb}"
     else:
         form = third_person(verb)
-    return f"{subject} {form} {tail}".strip()
+    if group.frequency and not earlier and not group.negated:
+        form = f"{group.frequency} {form}"
+    if reading.speaker.is_user:
+        tail = third_person_words(tail)
+    text = f"{subject} {form} {tail}".strip()
+    return f"{text} {reading.occasion}" if reading.occasion else text

@@ -34,7 +34,12 @@ __all__ = ["read_attribute", "read_name", "read_verb"]
 
 _ADVERBS = frozenset(
     "also really still just now currently originally actually very so quite pretty super"
-    " totally absolutely definitely officially newly happily".split()
+    " totally absolutely definitely officially newly happily more mostly mainly kinda sorta"
+    " honestly huge".split()
+)
+_EPISODE = frozenset(
+    "today tonight tomorrow week weekend trip vacation holiday holidays conference visiting"
+    " visit business layover airport".split()
 )
 _ARTICLES = frozenset("a an the".split())
 _LIKERS = frozenset("fan lover enthusiast buff nerd geek junkie addict person fanatic".split())
@@ -50,8 +55,9 @@ _HOBBY_VERBS = frozenset(
 )
 _SKIP_NOUNS = frozenset(
     "question problem issue idea feeling time day meeting appointment doubt bug error moment"
-    " chance minute second call point lot headache cold".split()
+    " chance call point lot headache cold".split()
 )
+_MEALS = frozenset("breakfast lunch dinner brunch supper snack snacks dessert".split())
 _MONTHS = frozenset(
     "january february march april may june july august september october november december"
     " jan feb mar apr jun jul aug sep sept oct nov dec".split()
@@ -85,16 +91,26 @@ def _values(
     if pointer(found):
         return
     rest = detail(phrase)
-    for item in items(found):
-        first, _, _more = item.partition(" ")
-        if first in VERBS and first not in _NOUNS_TOO and item is not found:
+    listed = items(found)
+    verbs = [len(listed) > 1 and _second_verb(item) for item in listed]
+    for item, is_verb in zip(listed, verbs, strict=True):
+        first = item.split(" ", 1)[0]
+        if is_verb:
             # "I play guitar and sing in a band": a second verb with the same subject.
             nested = Phrase.of(f"{item}{rest}")
             nested.pos = 1
-            _dispatch(Reading(reading.speaker, reading.group, nested, reading.found), first)
+            _dispatch(Reading(reading.speaker, reading.group, nested, reading.found), lemma(first))
             continue
-        content = say(reading, verb, f"{prep} {item}".strip() + rest)
+        # What follows the list belongs to the verb phrase after it, if there is one.
+        tail = "" if any(verbs) else rest
+        content = say(reading, verb, f"{prep} {item}".strip() + tail)
         reading.emit(predicate, item, content, category=category, negated=negated)
+
+
+def _second_verb(item: str) -> bool:
+    """A list item that opens with a verb of its own ("and sing in a choir")."""
+    first = item.split(" ", 1)[0].casefold()
+    return lemma(first) == first and first in VERBS and first not in _NOUNS_TOO
 
 
 def _place(reading: Reading, predicate: str, verb: str, prep: str, *, updates: bool) -> None:
@@ -113,6 +129,19 @@ def _place(reading: Reading, predicate: str, verb: str, prep: str, *, updates: b
 
 def _likes(reading: Reading, verb: str) -> None:
     group = reading.group
+    if group.past and not group.used_to and not group.perfect:
+        return  # "I loved the film": a reaction, not a lasting taste
+    if verb == "stand":
+        if group.negated and group.ability:  # "I can't stand loud music"
+            group.negated = group.ability = False
+            phrase = reading.phrase
+            found = read_value(phrase)
+            if not pointer(found):
+                rest = detail(phrase)
+                for item in items(found):
+                    content = f"{reading.speaker.english()} can't stand {item}{rest}"
+                    reading.emit("dislikes", item, content)
+        return
     predicate = {"prefer": "prefers", "hate": "dislikes", "dislike": "dislikes"}.get(verb, "likes")
     if verb in ("detest", "loathe", "despise"):
         predicate = "dislikes"
@@ -176,6 +205,8 @@ def _work(reading: Reading, verb: str) -> None:
             reading.emit("works_in", field, content)
     elif phrase.take("from", "home") or phrase.peek() in ("remotely", "remote"):
         reading.emit("habit", "working from home", say(reading, "work", "from home"))
+    else:
+        _generic(reading, verb)
 
 
 def _employer(reading: Reading, prep: str, *, updates: bool = False) -> None:
@@ -257,6 +288,11 @@ def _start(reading: Reading, verb: str) -> None:
         nested = lemma(phrase.peek())
         phrase.pos += 1
         _dispatch(reading, nested)
+    elif not phrase.done() and verb in ("start", "begin"):
+        found = read_value(phrase)
+        if found and not pointer(found):
+            content = f"{reading.speaker.english()} started {found}{detail(phrase)}"
+            reading.emit("hobby", found, content, updates=False)
 
 
 def _get(reading: Reading, verb: str) -> None:
@@ -288,6 +324,35 @@ def _status(reading: Reading, status: str, *, updates: bool = False) -> None:
             shown = f"{status} to {partner}"
     content = say(reading, "be", shown, state=not updates)
     reading.emit("relationship_status", status, content, updates=updates or reading.group.change)
+
+
+def _dating(reading: Reading) -> None:
+    partner = read_value(reading.phrase)
+    if partner and not pointer(partner):
+        content = say(reading, "date", partner)
+        reading.emit("relationship_status", f"dating {partner}", content)
+
+
+def _break(reading: Reading, verb: str) -> None:
+    """ "(Mia and) I broke up (with Mia)": single again."""
+    phrase = reading.phrase
+    if not phrase.take("up"):
+        return
+    reading.group.past = False
+    shown = "single"
+    if phrase.take("with"):
+        partner = read_value(phrase)
+        if partner and not pointer(partner):
+            shown = f"single (broke up with {partner})"
+    reading.emit("relationship_status", "single", say(reading, "be", shown), updates=True)
+
+
+def _adopt(reading: Reading, verb: str) -> None:
+    """adopt / rescue / foster a pet: the user has it now."""
+    phrase = reading.phrase
+    if any(w in PETS for w in phrase.low[phrase.pos : phrase.pos + 6]):
+        reading.group.past = False
+        _have(reading, "have")
 
 
 def _become(reading: Reading, verb: str) -> None:
@@ -358,8 +423,10 @@ def _want(reading: Reading, verb: str) -> None:
 
 
 def _call(reading: Reading, verb: str) -> None:
-    if reading.phrase.take("me") or (verb == "go" and reading.phrase.take("by")):
+    if reading.phrase.take("me"):
         read_name(reading)
+    else:
+        _generic(reading, verb)
 
 
 def read_name(reading: Reading, *, capitalised: bool = False) -> None:
@@ -398,7 +465,8 @@ def _have(reading: Reading, verb: str) -> None:
         return
     state = True
     if any(w in PETS for w in words):
-        reading.emit("has_pet", found, say(reading, "have", found + detail(phrase), state=state))
+        shown = found + _apposition(phrase)
+        reading.emit("has_pet", found, say(reading, "have", shown + detail(phrase), state=state))
     elif any(w in RELATIONS for w in words):
         reading.emit("family", found, say(reading, "have", found + detail(phrase), state=state))
     elif "allergy" in words or "allergies" in words:
@@ -417,6 +485,21 @@ def _have(reading: Reading, verb: str) -> None:
         reading.emit("owns", found, say(reading, "have", found + detail(phrase), state=state))
     elif words[-1] in ("degree", "phd", "masters", "master's", "bachelor's", "diploma"):
         reading.emit("degree", found, say(reading, "have", found + detail(phrase)))
+    elif reading.group.frequency or not _MEALS.isdisjoint(phrase.low):
+        # "For breakfast I usually have oatmeal": what the user eats, as a habit.
+        reading.emit("eats", found, say(reading, "have", found + detail(phrase)))
+
+
+def _apposition(phrase: Phrase) -> str:
+    """ ", a kitten called Olive" after a pet: more of the same noun phrase."""
+    if phrase.peek() == "," and phrase.peek(1) in ("a", "an", "named", "called", "both"):
+        start = phrase.pos
+        phrase.pos += 1
+        read_value(phrase)
+        return ", ".join(
+            part.strip() for part in ("", " ".join(phrase.toks[start + 1 : phrase.pos]))
+        )
+    return ""
 
 
 def _copula(reading: Reading, verb: str) -> None:
@@ -477,6 +560,12 @@ def _copula(reading: Reading, verb: str) -> None:
     elif word == "to" and group.perfect:
         phrase.pos += 1
         _values(reading, "visited", "have been", "to")
+    elif word == "at" and reading.work and phrase.word(1)[:1].isalpha():
+        phrase.pos += 1
+        _employer(reading, "at", updates=True)
+    elif word == "in" and phrase.word(1)[:1].isupper() and _EPISODE.isdisjoint(phrase.low):
+        phrase.pos += 1
+        _place(reading, "lives_in", "live", "in", updates=group.change)
     elif word in _ARTICLES:
         _a_noun(reading)
     elif word in NATIONALITIES and phrase.word()[:1].isupper() and phrase.peek(1) == "":
@@ -527,7 +616,7 @@ def _a_noun(reading: Reading) -> None:
     if not words:
         return
     head = words[-1]
-    if head in OCCUPATIONS or head.rstrip("s") in OCCUPATIONS:
+    if head in OCCUPATIONS or head.rstrip("s") in OCCUPATIONS or "stay-at-home" in words:
         phrase.pos = start
         _occupation(reading, "be", "", updates=reading.group.change)
     elif head in _LIKERS and len(words) > 1:
@@ -542,6 +631,8 @@ def _generic(reading: Reading, verb: str) -> None:
     phrase = reading.phrase
     if verb in STATIVE_SKIP or verb in ("be", "have") or (group.past and not group.used_to):
         return
+    if verb not in VERBS:
+        return  # not a verb we know: a misread, not a fact
     if not EPISODIC.isdisjoint(phrase.low):
         return
     prep = phrase.peek() if phrase.peek() in ("to", "in", "at", "on", "with", "for") else ""
@@ -560,7 +651,9 @@ def _generic(reading: Reading, verb: str) -> None:
         reading.emit(verb, item, say(reading, verb, f"{prep} {item}".strip() + rest))
 
 
-_LIKING = "like love enjoy adore dig fancy appreciate prefer hate dislike detest loathe despise"
+_LIKING = (
+    "like love enjoy adore dig fancy appreciate prefer hate dislike detest loathe despise stand"
+)
 _HANDLERS: dict[str, _Handler] = {
     **dict.fromkeys(_LIKING.split(), _likes),
     **dict.fromkeys(("speak", "know"), _speak),
@@ -571,6 +664,8 @@ _HANDLERS: dict[str, _Handler] = {
     **dict.fromkeys(("start", "begin", "join"), _start),
     "get": _get,
     "become": _become,
+    "break": _break,
+    **dict.fromkeys(("adopt", "rescue", "foster"), _adopt),
     "go": _go,
     **dict.fromkeys(("quit", "stop", "leave", "give", "retire"), _quit),
     **dict.fromkeys(("want", "plan", "hope", "intend", "aim"), _want),
@@ -590,7 +685,7 @@ _HANDLERS: dict[str, _Handler] = {
         ("visit", "travel"),
         lambda r, v: _values(r, "visited", v, "to" if r.phrase.take("to") else ""),
     ),
-    "date": lambda r, v: _values(r, "partner", v),
+    "date": lambda r, v: _dating(r),
 }
 _PROGRESSIVE_SKIP = _FUTURE_PROGRESSIVE
 
@@ -703,6 +798,15 @@ def read_attribute(reading: Reading, noun: str) -> None:
         phrase.pos = name_start
     found = read_value(phrase)
     if pointer(found) and predicate not in ("email", "phone"):
+        return
+    first = found.split()[0].casefold() if found.split() else ""
+    if first.endswith("ing") or first in ("coming", "soon", "next", "tomorrow", "today"):
+        return  # "my birthday is coming up" says when, not what
+    if (
+        predicate == "birthday"
+        and not any(ch.isdigit() for ch in found)
+        and _MONTHS.isdisjoint(found.casefold().split())
+    ):
         return
     if predicate in ("lives_in", "from", "employer"):
         found = capitalize_place(found)

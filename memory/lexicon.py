@@ -151,7 +151,7 @@ STATIVE_SKIP = _words(
     think guess believe suppose know mean see hear feel wonder wish need agree disagree
     understand remember forget thank apologize promise bet doubt admit realize realise
     notice imagine assume expect mind seem look sound find say tell ask told said asked
-    let try tried get got give make take put keep bring send show call hope want
+    let try tried get got give take put keep bring send show hope want
     would could should must might may can will shall ought
     """
 )
@@ -245,7 +245,11 @@ VERBS = frozenset(_IRREGULAR) | _words(
     program design develop manage start join quit stop retire marry date commute walk
     stay rent attend graduate major speak want plan hope intend aim need try miss
     celebrate turn work call avoid skip wake brew bake smoke vape drive ride grow
-    trust respect admire fancy appreciate crave adopt foster sew crochet
+    trust respect admire fancy appreciate crave adopt foster sew crochet rescue break
+    mentor sponsor host organize organise attend commute binge stream roast grill
+    ferment teach write read watch listen build make run manage own share volunteer
+    photograph film edit blog vlog podcast tutor babysit foster donate recycle compost
+    sail row box wrestle fence golf bowl skydive dive snorkel camp backpack
     """
 )
 

@@ -21,7 +21,9 @@ __all__ = [
     "Vocabulary",
     "canonical_subject",
     "covers",
+    "excluded_by_diet",
     "normalize_predicate",
+    "overlap",
     "same_value",
     "value_words",
 ]
@@ -31,7 +33,7 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 #: Words that do not change what a value names.
 _FILLER = frozenset(
     """
-    a an the my his her their our your its some any one s user user's
+    a an the my his her their our your its some any one s user user's of
     really very quite just also too still currently now
     """.split()
 )
@@ -77,6 +79,12 @@ class Vocabulary:
             by_name[name] = spec
         self._by_name = by_name
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Vocabulary) and self._specs == other._specs
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._specs))
+
     @property
     def specs(self) -> tuple[PredicateSpec, ...]:
         return tuple(self._specs.values())
@@ -105,6 +113,50 @@ class Vocabulary:
         spec = self.spec(predicate)
         return None if spec is None else spec.opposite
 
+    def family(self, predicate: str | None) -> str | None:
+        spec = self.spec(predicate)
+        return None if spec is None else spec.family
+
+
+def _kinds(table: dict[str, str]) -> dict[str, frozenset[str]]:
+    return {kind: frozenset(members.split()) for kind, members in table.items()}
+
+
+#: Kinds of food and drink that a value may name as a whole ("alcohol" covers "red wine").
+_KINDS = _kinds(
+    {
+        "meat": "beef pork chicken lamb steak bacon ham sausage turkey veal mutton duck burger",
+        "alcohol": "wine beer whisky whiskey vodka gin rum tequila sake cocktail liquor spirit"
+        " champagne cider booze",
+        "dairy": "milk cheese yogurt yoghurt butter cream",
+        "seafood": "fish shrimp prawn crab lobster oyster clam mussel squid octopus salmon tuna"
+        " shellfish scallop",
+        "shellfish": "shrimp prawn crab lobster oyster clam mussel scallop",
+        "coffee": "espresso latte cappuccino americano macchiato mocha",
+        "caffeine": "coffee espresso latte cappuccino cola",
+        "sugar": "sweet candy dessert chocolate soda",
+        "nut": "peanut almond walnut cashew hazelnut pecan pistachio",
+        "gluten": "bread pasta wheat",
+        "animal": "meat fish dairy egg honey",
+        "海鲜": "虾 蟹 鱼 龙虾 贝 扇贝 生蚝",
+        "酒": "啤酒 红酒 白酒 葡萄酒 黄酒 威士忌 酒精",
+        "肉": "牛肉 猪肉 鸡肉 羊肉 荤",
+    }
+)
+#: What a diet leaves out: "vegetarian" makes "I don't eat meat" a repeat, not news.
+_DIET_EXCLUDES = {
+    "vegetarian": ("meat",),
+    "vegan": ("meat", "dairy", "egg", "honey", "animal"),
+    "pescatarian": ("meat",),
+    "pescetarian": ("meat",),
+    "plant-based": ("meat", "dairy", "egg", "animal"),
+    "dairy-free": ("dairy",),
+    "gluten-free": ("gluten",),
+    "素食": ("肉",),
+    "吃素": ("肉",),
+    "纯素": ("肉",),
+}
+
 
 def _singular(word: str) -> str:
     if len(word) > 4 and word.endswith("ies"):
@@ -126,6 +178,8 @@ def value_words(value: str | None) -> tuple[str, ...]:
     for raw in _NON_WORD.split(text):
         if not raw or raw in _FILLER:
             continue
+        if raw[:1].isdigit():
+            raw = raw.rstrip("stndrh") or raw  # 9th -> 9, 3rd -> 3
         words.append(raw if any(is_cjk(c) for c in raw) else _singular(raw))
     return tuple(words)
 
@@ -143,14 +197,54 @@ def same_value(a: str | None, b: str | None) -> bool:
     left, right = value_words(a), value_words(b)
     if not left or not right:
         return False
-    if left == right:
+    if sorted(left) == sorted(right):
         return True
     # Chinese values: the same characters, spaces aside.
     return "".join(left) == "".join(right)
 
 
+def _kind_of(outer: tuple[str, ...], inner: tuple[str, ...]) -> bool:
+    """``outer`` names a kind that a word of ``inner`` belongs to ("alcohol" / "red wine")."""
+    for word in outer:
+        members = _KINDS.get(word)
+        if members is not None and any(
+            w in members or any(m in w for m in members if _is_cjk_word(m)) for w in inner
+        ):
+            return True
+    return False
+
+
+def _is_cjk_word(word: str) -> bool:
+    return any(is_cjk(c) for c in word)
+
+
 def covers(a: str | None, b: str | None) -> bool:
     """Whether one value names the other with more words (``"meat"`` / ``"meat every day"``,
-    ``"Acme"`` / ``"Acme Corp"``), either way round."""
+    ``"Acme"`` / ``"Acme Corp"``) or as a kind (``"alcohol"`` / ``"red wine"``), either way."""
     left, right = value_words(a), value_words(b)
-    return _contains(left, right) or _contains(right, left)
+    return (
+        _contains(left, right)
+        or _contains(right, left)
+        or _kind_of(left, right)
+        or _kind_of(right, left)
+    )
+
+
+def overlap(a: str | None, b: str | None) -> bool:
+    """Whether two values share a word (Chinese: a character), or either is missing."""
+    left, right = value_words(a), value_words(b)
+    if not left or not right:
+        return True
+    if set(left) & set(right):
+        return True
+    chinese = {c for w in left if _is_cjk_word(w) for c in w}
+    return any(c in chinese for w in right if _is_cjk_word(w) for c in w) or covers(a, b)
+
+
+def excluded_by_diet(diet: str | None, food: str | None) -> bool:
+    """Whether ``diet`` leaves ``food`` out ("vegetarian" / "meat", "素食" / "肉")."""
+    for word in value_words(diet):
+        for kind in _DIET_EXCLUDES.get(word, ()):
+            if covers(kind, food):
+                return True
+    return False

@@ -12,6 +12,7 @@ Deterministic and linear in the text (at most ``MAX_CHARS`` are read).
 from __future__ import annotations
 
 import math
+import re
 
 from memory.chinese import chinese_statements
 from memory.clauses import clauses
@@ -24,8 +25,16 @@ from schemas.llm import ExtractedFact
 __all__ = ["extract_facts"]
 
 _VOCABULARY = Vocabulary()
+_WORK = re.compile(
+    r"\b(?:jobs?|work|working|company|hired|employer|position|role|joined|offer|career|office)\b"
+    r"|工作|上班|公司|跳槽|入职",
+    re.IGNORECASE,
+)
 #: Facts about other people go in this category (not under the user's own headings).
 _OTHERS = "knowledge"
+#: A longer value is a misreading (a run-on sentence), not a fact.
+_MAX_VALUE = 80
+_MAX_CHINESE_VALUE = 30
 
 
 def _fact(statement: Statement, confidence: float) -> ExtractedFact:
@@ -59,13 +68,15 @@ def extract_facts(user_text: str, *, confidence: float = 0.6) -> list[ExtractedF
     """
     if not 0.0 <= confidence <= 1.0 or math.isnan(confidence):
         raise ValueError(f"confidence must be within 0..1, not {confidence!r}")
-    people = People()
+    people = People(about_work=_WORK.search(user_text[:4000]) is not None)
     seen: set[str] = set()
     facts: list[ExtractedFact] = []
     for clause in clauses(user_text):
         chinese = any(is_cjk(char) for char in clause.text)
         read = chinese_statements if chinese else english_statements
         for statement in read(clause, people):
+            if len(statement.value) > (_MAX_CHINESE_VALUE if chinese else _MAX_VALUE):
+                continue
             key = statement.content.casefold()
             if key not in seen:
                 seen.add(key)

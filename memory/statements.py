@@ -60,10 +60,14 @@ class Statement:
 
 @dataclass(slots=True)
 class People:
-    """The people one message introduces, by name, and the last one mentioned."""
+    """One message's cast: the people it introduces by name, the subject of the last
+    clause (Chinese clauses without one inherit it), the last other person ("she"), and
+    whether the message talks about work ("I'm at Spotify now" is then an employer)."""
 
     by_name: dict[str, Speaker] = field(default_factory=dict)
     last: Speaker | None = None
+    other: Speaker | None = None
+    about_work: bool = False
 
     def meet(self, speaker: Speaker) -> Speaker:
         name = speaker.name
@@ -73,6 +77,8 @@ class People:
                 speaker = known
             self.by_name[name.casefold()] = speaker
         self.last = speaker
+        if not speaker.is_user:
+            self.other = speaker
         return speaker
 
     def named(self, word: str) -> Speaker | None:

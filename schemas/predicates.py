@@ -34,6 +34,9 @@ class PredicateSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     aliases: list[str] = []
     #: The predicate that cannot hold the same value at the same time.
     opposite: str | None = None
+    #: Predicates of one family describe the same activity or taste from different sides
+    #: ("likes running", "hobby: running"): a negation in one retracts the others' value.
+    family: str | None = None
     #: One line for the extraction prompt.
     description: str = ""
 
@@ -45,6 +48,7 @@ def _p(
     description: str,
     aliases: str = "",
     opposite: str | None = None,
+    family: str | None = None,
 ) -> PredicateSpec:
     return PredicateSpec(
         name=name,
@@ -52,6 +56,7 @@ def _p(
         category=category,
         aliases=aliases.split(),
         opposite=opposite,
+        family=family,
         description=description,
     )
 
@@ -92,10 +97,11 @@ DEFAULT_PREDICATES: tuple[PredicateSpec, ...] = (
     # -- values accumulate ---------------------------------------------------------------
     _p("likes", "many", "preference", "something the subject likes, loves or enjoys",
        "like loves love enjoys enjoy adores fan_of is_into into interested_in fond_of"
-       " passionate_about", opposite="dislikes"),
+       " passionate_about", opposite="dislikes", family="activity"),
     _p("dislikes", "many", "preference", "something the subject dislikes or hates",
        "dislike hates hate can_not_stand cannot_stand does_not_like avoids", opposite="likes"),
-    _p("prefers", "many", "preference", "a preference between options", "prefer preference"),
+    _p("prefers", "many", "preference", "a preference between options", "prefer preference",
+       family="activity"),
     _p("allergic_to", "many", "identity", "an allergy or intolerance",
        "allergy allergies allergic intolerant_to intolerance"),
     _p("health", "many", "identity", "a health condition",
@@ -112,14 +118,16 @@ DEFAULT_PREDICATES: tuple[PredicateSpec, ...] = (
     _p("learning", "many", "goal", "something the subject is learning",
        "learns is_learning studying_language"),
     _p("hobby", "many", "preference", "a hobby, sport or pastime",
-       "hobbies plays activity pastime sport practices"),
-    _p("habit", "many", "behavior", "a routine or habit", "routine habits does_regularly usually"),
-    _p("eats", "many", "behavior", "something the subject eats", "eat food"),
-    _p("drinks", "many", "behavior", "something the subject drinks", "drink beverage"),
+       "hobbies plays activity pastime sport practices", family="activity"),
+    _p("habit", "many", "behavior", "a routine or habit", "routine habits does_regularly usually",
+       family="activity"),
+    _p("eats", "many", "behavior", "something the subject eats", "eat food", family="activity"),
+    _p("drinks", "many", "behavior", "something the subject drinks", "drink beverage",
+       family="activity"),
     _p("owns", "many", "knowledge", "something the subject owns or drives",
        "has_item possession drives owns_car vehicle car"),
     _p("uses", "many", "knowledge", "a tool, product or service the subject uses",
-       "uses_tool tool tools"),
+       "uses_tool tool tools", family="activity"),
     _p("skill", "many", "knowledge", "something the subject can do", "can good_at skills"),
     _p("works_on", "many", "project", "a project the subject is working on",
        "working_on building project projects"),

@@ -250,7 +250,15 @@ def test_extracted_fact_becomes_a_candidate_with_all_its_fields() -> None:
 
 
 def test_extracted_fact_with_unknown_permanence_is_rejected() -> None:
-    extracted = ExtractedFact(content="x", category="goal", confidence=0.9, permanence="eternal")
+    extracted = ExtractedFact(
+        content="x",
+        category="goal",
+        confidence=0.9,
+        subject="user",
+        predicate="goal",
+        value="x",
+        permanence="eternal",
+    )
     with pytest.raises(ValueError, match="unknown permanence 'eternal'"):
         candidate_from_extracted(extracted, category="goal", vector=E1, user_id="u1")
 
@@ -644,19 +652,6 @@ def test_conflicts_only_look_at_the_same_user_and_scope() -> None:
         candidate("Lives in London", subject="u", predicate="lives_in", vector=E2),
     )
     assert changes.superseded == []
-
-
-def test_replacement_of_a_pinned_fact_is_pinned() -> None:
-    old = make_fact(content="Based in Copenhagen", category="identity", pinned=True)
-    others = [
-        stored(make_fact(f"fact_0000000{i}", content=f"pin {i}", pinned=True), E3) for i in (2, 3)
-    ]
-    changes = apply(
-        [stored(old, toward_e1(0.8)), *others],
-        candidate("Based in London", category="identity", updates_previous=True, vector=E1),
-        FactPolicy(max_pinned=3),
-    )
-    assert only_added(changes).pinned
 
 
 def test_moving_back_is_not_a_duplicate_of_the_superseded_fact() -> None:

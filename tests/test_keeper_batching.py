@@ -46,7 +46,14 @@ class CountingFacts(MemoryFacts):
 
 
 def found(content: str, category: str = "preference") -> ExtractedFact:
-    return ExtractedFact(content=content, category=category, confidence=0.8)
+    return ExtractedFact(
+        content=content,
+        category=category,
+        confidence=0.8,
+        subject="user",
+        predicate="note",
+        value=content,
+    )
 
 
 async def learn_while_the_writer_is_busy(

@@ -53,7 +53,16 @@ def extraction(*facts: dict[str, Any], topic: str | None = None, **analysis: Any
 def fact(
     content: str, category: str = "identity", confidence: float = 0.9, **extra: Any
 ) -> dict[str, Any]:
-    return {"content": content, "category": category, "confidence": confidence, **extra}
+    """A fact as the model returns it; structure defaults to an unknown, many-valued
+    predicate about the user with the content as its value."""
+    structure = {"subject": "user", "predicate": "note", "value": content}
+    return {
+        "content": content,
+        "category": category,
+        "confidence": confidence,
+        **structure,
+        **extra,
+    }
 
 
 async def test_turn_triggers_extraction_and_pushes_the_added_fact() -> None:

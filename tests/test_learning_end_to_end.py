@@ -31,7 +31,14 @@ async def test_a_turn_teaches_a_fact_pushed_listed_and_used_in_context(
 ) -> None:
     fake.script_json(
         extraction(
-            {"content": "User is allergic to peanuts", "category": "identity", "confidence": 0.95}
+            {
+                "content": "User is allergic to peanuts",
+                "category": "identity",
+                "confidence": 0.95,
+                "subject": "user",
+                "predicate": "allergic_to",
+                "value": "peanuts",
+            }
         )
     )
     async with Client.connect(server, "s1") as client:
@@ -64,7 +71,14 @@ async def test_facts_are_recalled_in_a_later_session_and_sent_to_the_model(
 ) -> None:
     fake.script_json(
         extraction(
-            {"content": "User prefers short answers", "category": "preference", "confidence": 0.9}
+            {
+                "content": "User prefers short answers",
+                "category": "preference",
+                "confidence": 0.9,
+                "subject": "user",
+                "predicate": "prefers",
+                "value": "short answers",
+            }
         )
     )
     async with Client.connect(server, "first") as client:
@@ -111,7 +125,14 @@ async def test_extraction_reads_only_the_newest_turns_and_asks_for_user_stated_f
 
 
 async def test_sensitive_facts_are_kept_like_any_other(server: str, fake: FakeOllama) -> None:
-    health = {"content": "User has type 1 diabetes", "category": "identity", "confidence": 0.95}
+    health = {
+        "content": "User has type 1 diabetes",
+        "category": "identity",
+        "confidence": 0.95,
+        "subject": "user",
+        "predicate": "health",
+        "value": "type 1 diabetes",
+    }
     fake.script_json(extraction(health))
     async with Client.connect(server, "s1") as client:
         await client.receive()

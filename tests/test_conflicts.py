@@ -1,0 +1,298 @@
+"""Update semantics: what a new fact does to stored ones (replace, accumulate, retract, keep)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memory.conflicts import KEPT_PINNED, KEPT_STATED
+from memory.facts import Conflict, FactPolicy, apply_candidates
+from memory.facts import Stored as StoredFact
+from schemas.predicates import PredicateSpec
+from schemas.settings import Settings
+from tests.test_facts import E1, NOW, apply, candidate, draws, make_fact, only_added, stored
+
+
+def said(fact_id: str, content: str, predicate: str, value: str, **fields: Any) -> StoredFact:
+    """A stored, user-stated fact about the user with this structure (vector E1)."""
+    vector = fields.pop("vector", E1)
+    base: dict[str, Any] = {
+        "content": content,
+        "subject": "user",
+        "predicate": predicate,
+        "value": value,
+        "source": "user_stated",
+        "category": "identity",
+    }
+    return stored(make_fact(fact_id, **(base | fields)), vector)
+
+
+def says(content: str, predicate: str, value: str, **fields: Any) -> Any:
+    """A candidate stated by the user (rule-extracted) with this structure (vector E2)."""
+    base: dict[str, Any] = {
+        "subject": "user",
+        "predicate": predicate,
+        "value": value,
+        "source": "user_stated",
+        "extractor": "rules",
+        "category": "identity",
+    }
+    return candidate(content, **(base | fields))
+
+
+def test_a_new_value_of_a_one_valued_predicate_supersedes_the_old_one() -> None:
+    lisbon = said("fact_0000000a", "User lives in Lisbon", "lives_in", "Lisbon")
+    changes = apply([lisbon], says("User lives in Porto", "lives_in", "Porto"))
+    [old] = changes.superseded
+    new = only_added(changes)
+    assert (old.id, old.validity, old.superseded_by) == ("fact_0000000a", "superseded", new.id)
+    assert new.supersedes_id == "fact_0000000a"
+
+
+@pytest.mark.parametrize(
+    ("predicate", "first", "second"),
+    [
+        pytest.param("likes", "green tea", "jazz", id="likes"),
+        pytest.param("allergic_to", "peanuts", "shellfish", id="allergies"),
+        pytest.param("has_pet", "two cats", "a dog", id="pets"),
+        pytest.param("speaks", "Portuguese", "German", id="languages"),
+        pytest.param("collects", "stamps", "coins", id="unknown-predicate"),
+    ],
+)
+def test_values_of_a_many_valued_predicate_accumulate(
+    predicate: str, first: str, second: str
+) -> None:
+    old = said("fact_0000000a", f"User {predicate} {first}", predicate, first)
+    changes = apply([old], says(f"User {predicate} {second}", predicate, second))
+    assert changes.superseded == []
+    assert only_added(changes).value == second
+
+
+def test_seven_ordinary_statements_are_seven_active_facts() -> None:
+    statements = [
+        ("User likes green tea", "likes", "green tea"),
+        ("User likes jazz", "likes", "jazz"),
+        ("User loves hiking", "likes", "hiking"),
+        ("User is allergic to peanuts", "allergic_to", "peanuts"),
+        ("User has two cats", "has_pet", "two cats"),
+        ("User's sister Ana is a nurse", "occupation", "nurse"),
+        ("User is vegetarian", "diet", "vegetarian"),
+    ]
+    cands = []
+    for i, (content, predicate, value) in enumerate(statements):
+        extra: dict[str, Any] = {"vector": (1.0, 0.0, 0.0)} if i % 2 else {}
+        if "sister" in content:
+            extra |= {"subject": "Ana", "relation": "sister"}
+        cands.append(says(content, predicate, value, **extra))
+    changes = apply_candidates(
+        [], cands, policy=FactPolicy(), now=NOW, rand=draws(*(f"0000000{i}" for i in range(7)))
+    )
+    assert [s.fact.content for s in changes.added] == [c for c, _, _ in statements]
+    assert changes.superseded == []
+
+
+def test_a_predicate_outside_the_vocabulary_is_one_valued_when_the_model_says_so() -> None:
+    old = said("fact_0000000a", "User's zodiac sign is Leo", "zodiac_sign", "Leo")
+    changes = apply(
+        [old], says("User's zodiac sign is Virgo", "zodiac_sign", "Virgo", cardinality="one")
+    )
+    assert [f.id for f in changes.superseded] == ["fact_0000000a"]
+
+
+def test_predicate_spellings_and_aliases_are_stored_by_their_canonical_name() -> None:
+    changes = apply([], says("User lives in Lyon", "Lives In", "Lyon"))
+    assert only_added(changes).predicate == "lives_in"
+    old = said("fact_0000000a", "User lives in Lyon", "location", "Lyon")
+    changes = apply([old], says("User lives in Paris", "livesIn", "Paris"))
+    assert [f.id for f in changes.superseded] == ["fact_0000000a"]
+
+
+def test_a_negation_retracts_exactly_the_fact_it_negates() -> None:
+    meat = said("fact_0000000a", "User eats meat pretty much every day", "eats", "meat")
+    fish = said("fact_0000000b", "User eats fish on Fridays", "eats", "fish")
+    changes = apply([meat, fish], says("User no longer eats meat", "eats", "meat", negated=True))
+    [gone] = changes.superseded
+    assert (gone.id, gone.validity) == ("fact_0000000a", "retracted")
+    assert only_added(changes).negated
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        pytest.param(("likes", "running"), ("hobby", "running"), id="family"),
+        pytest.param(("likes", "a glass of red wine"), ("drinks", "alcohol"), id="kind"),
+        pytest.param(("drinks", "coffee every day"), ("drinks", "coffee"), id="value-words"),
+    ],
+)
+def test_a_negation_reaches_across_a_predicate_family_and_a_kind(
+    old: tuple[str, str], new: tuple[str, str]
+) -> None:
+    stored_fact = said("fact_0000000a", "User " + " ".join(old), *old)
+    changes = apply([stored_fact], says("User no longer " + " ".join(new), *new, negated=True))
+    assert [f.id for f in changes.superseded] == ["fact_0000000a"]
+
+
+def test_a_positive_statement_replaces_its_own_negation() -> None:
+    negated = said("fact_0000000a", "User no longer eats meat", "eats", "meat", negated=True)
+    changes = apply([negated], says("User eats meat again", "eats", "meat"))
+    assert [f.id for f in changes.superseded] == ["fact_0000000a"]
+
+
+def test_disliking_what_was_liked_replaces_the_like() -> None:
+    liked = said("fact_0000000a", "User likes jazz", "likes", "jazz")
+    changes = apply([liked], says("User dislikes jazz", "dislikes", "jazz"))
+    assert [f.id for f in changes.superseded] == ["fact_0000000a"]
+
+
+def test_a_pinned_fact_is_never_replaced_and_the_contradiction_is_kept_beside_it() -> None:
+    pinned = said("fact_0000000a", "User lives in Oslo", "lives_in", "Oslo", pinned=True)
+    changes = apply(
+        [pinned], says("User lives in Bergen", "lives_in", "Bergen", updates_previous=True)
+    )
+    new = only_added(changes)
+    assert changes.superseded == []
+    assert (new.pinned, new.conflicts_with, new.supersedes_id) == (False, "fact_0000000a", None)
+    assert changes.conflicts == [Conflict(new.id, "fact_0000000a", KEPT_PINNED)]
+
+
+def test_a_pinned_fact_is_not_retracted_by_a_negation() -> None:
+    pinned = said("fact_0000000a", "User drinks coffee", "drinks", "coffee", pinned=True)
+    changes = apply(
+        [pinned], says("User no longer drinks coffee", "drinks", "coffee", negated=True)
+    )
+    assert changes.superseded == []
+    assert [c.kept_id for c in changes.conflicts] == ["fact_0000000a"]
+
+
+def test_a_replacement_of_an_unpinned_fact_is_not_pinned() -> None:
+    old = said("fact_0000000a", "User lives in Oslo", "lives_in", "Oslo")
+    others = [said(f"fact_0000000{i}", f"pin {i}", "likes", f"v{i}", pinned=True) for i in (2, 3)]
+    changes = apply([old, *others], says("User lives in Bergen", "lives_in", "Bergen"))
+    assert not only_added(changes).pinned
+
+
+def test_an_inferred_guess_never_replaces_what_the_user_stated() -> None:
+    stated = said("fact_0000000a", "User works at Acme", "employer", "Acme", confidence=0.6)
+    guess = says(
+        "User works at Initech",
+        "employer",
+        "Initech",
+        source="inferred",
+        extractor="llm",
+        confidence=0.7,
+    )
+    changes = apply([stated], guess)
+    assert changes.superseded == []
+    assert changes.conflicts == [Conflict(only_added(changes).id, "fact_0000000a", KEPT_STATED)]
+
+
+def test_an_inferred_fact_replaces_what_the_user_stated_when_it_says_it_does() -> None:
+    stated = said("fact_0000000a", "User works at Acme", "employer", "Acme")
+    update = says(
+        "User works at Initech",
+        "employer",
+        "Initech",
+        source="inferred",
+        extractor="llm",
+        updates_previous=True,
+    )
+    assert [f.id for f in apply([stated], update).superseded] == ["fact_0000000a"]
+
+
+def test_a_surer_inferred_fact_replaces_a_weaker_inferred_one() -> None:
+    guess = said(
+        "fact_0000000a",
+        "User works at Acme",
+        "employer",
+        "Acme",
+        source="inferred",
+        extractor="llm",
+        confidence=0.6,
+    )
+    surer = says(
+        "User works at Initech",
+        "employer",
+        "Initech",
+        source="inferred",
+        extractor="llm",
+        confidence=0.8,
+    )
+    assert [f.id for f in apply([guess], surer).superseded] == ["fact_0000000a"]
+
+
+def test_facts_about_another_person_never_replace_the_users_own() -> None:
+    mine = said("fact_0000000a", "User is an engineer", "occupation", "engineer")
+    hers = says(
+        "User's sister Ana is a nurse", "occupation", "nurse", subject="Ana", relation="sister"
+    )
+    changes = apply([mine], hers)
+    assert changes.superseded == []
+    assert only_added(changes).subject == "Ana"
+
+
+def test_an_unnamed_relative_and_the_same_relative_by_name_are_one_person() -> None:
+    unnamed = said(
+        "fact_0000000a",
+        "User's sister is a nurse",
+        "occupation",
+        "nurse",
+        subject="sister",
+        relation="sister",
+    )
+    named = says(
+        "User's sister Ana is a doctor", "occupation", "doctor", subject="Ana", relation="sister"
+    )
+    assert [f.id for f in apply([unnamed], named).superseded] == ["fact_0000000a"]
+
+
+@pytest.mark.parametrize(
+    ("kept", "repeat"),
+    [
+        pytest.param(("diet", "vegetarian"), ("eats", "meat"), id="diet"),
+        pytest.param(("allergic_to", "seafood"), ("eats", "shrimp"), id="allergy"),
+    ],
+)
+def test_a_negation_a_stored_fact_already_implies_reinforces_it(
+    kept: tuple[str, str], repeat: tuple[str, str]
+) -> None:
+    old = said("fact_0000000a", "User " + " ".join(kept), *kept)
+    changes = apply([old], says("User doesn't eat " + repeat[1], *repeat, negated=True))
+    assert changes.added == []
+    assert [(f.id, f.mention_count) for f in changes.updated] == [("fact_0000000a", 2)]
+
+
+def test_the_same_slot_and_value_in_other_words_is_one_fact() -> None:
+    old = said("fact_0000000a", "User works at Acme Corp as an engineer", "employer", "Acme Corp")
+    changes = apply([old], says("User works at Acme", "employer", "Acme"))
+    assert changes.added == []
+    assert [f.id for f in changes.updated] == ["fact_0000000a"]
+
+
+def test_look_alike_embeddings_do_not_merge_facts_whose_values_share_nothing() -> None:
+    spicy = said("fact_0000000a", "用户不吃辣", "eats", "辣", negated=True, vector=E1)
+    changes = apply([spicy], says("用户不喝酒", "drinks", "酒", negated=True, vector=E1))
+    assert only_added(changes).value == "酒"
+    assert changes.updated == []
+
+
+def test_look_alike_embeddings_still_merge_a_paraphrase_in_another_predicate() -> None:
+    hiking = said("fact_0000000a", "User likes hiking", "likes", "hiking", vector=E1)
+    changes = apply([hiking], says("User enjoys hiking", "hobby", "hiking", vector=E1))
+    assert changes.added == []
+
+
+def test_a_configured_predicate_can_make_an_unknown_one_one_valued() -> None:
+    policy = FactPolicy.from_settings(
+        Settings(predicates=[PredicateSpec(name="team", cardinality="one", category="identity")])
+    )
+    old = said("fact_0000000a", "User supports Arsenal", "team", "Arsenal")
+    changes = apply([old], says("User supports Spurs", "team", "Spurs"), policy)
+    assert [f.id for f in changes.superseded] == ["fact_0000000a"]
+
+
+def test_only_active_facts_of_the_same_scope_are_compared() -> None:
+    other_scope = said("fact_0000000a", "User lives in Oslo", "lives_in", "Oslo", scope="app1")
+    history = said("fact_0000000b", "User lives in Rome", "lives_in", "Rome", validity="superseded")
+    changes = apply([other_scope, history], says("User lives in Bergen", "lives_in", "Bergen"))
+    assert changes.superseded == []
