@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import numpy as np
 
 from actors.errors import MnemoError
 from actors.keeper import FactKeeper
@@ -57,6 +58,8 @@ _CANDIDATES = 50
 class ScoredFact:
     fact: Fact
     score: float
+    #: Cosine similarity to the query (None when the search did not embed it).
+    similarity: float | None = None
 
 
 class ContextBuilder:
@@ -120,8 +123,23 @@ class ContextBuilder:
             scope=scope,
             categories=[c for c, b in self._boosts.items() if b != 1.0] if preference else (),
         )
-        scored = self.score(self._confident(hits), query=query, topic=topic, limit=_CANDIDATES)
+        scored = self.score(
+            self._confident(hits),
+            query=query,
+            topic=topic,
+            limit=_CANDIDATES,
+            query_vector=await vector() if hits else None,
+        )
         return scored[:limit]
+
+    @staticmethod
+    def _similarity(hit: FactHit, query: Sequence[float] | None) -> float | None:
+        if hit.similarity is not None or query is None:
+            return hit.similarity
+        vector = hit.stored.vector
+        if len(vector) != len(query):
+            return None
+        return float(np.dot(np.asarray(vector, dtype=np.float32), np.asarray(query, np.float32)))
 
     async def find_facts(
         self,
@@ -151,7 +169,10 @@ class ContextBuilder:
             ),
             key=lambda found: found[0],
         )
-        return [ScoredFact(fact, score) for _, score, fact in ranked[:limit]]
+        return [
+            ScoredFact(fact, score, score if semantic else None)
+            for _, score, fact in ranked[:limit]
+        ]
 
     def _confident(self, hits: Sequence[FactHit]) -> list[FactHit]:
         """Seed 002's ``min_confidence``: facts whose effective confidence (after decay) is
@@ -164,7 +185,13 @@ class ContextBuilder:
         ]
 
     def score(
-        self, hits: Sequence[FactHit], *, query: str, topic: str | None, limit: int
+        self,
+        hits: Sequence[FactHit],
+        *,
+        query: str,
+        topic: str | None,
+        limit: int,
+        query_vector: Sequence[float] | None = None,
     ) -> list[ScoredFact]:
         """Seed 001's relevance and seed 002's composite score, averaged.
 
@@ -203,7 +230,8 @@ class ContextBuilder:
                 effective_confidence=effective_confidence(fact, now),
                 weights=self._composite,
             )
-            out.append(ScoredFact(fact, 0.5 * seed001 + 0.5 * seed002))
+            similarity = self._similarity(hit, query_vector)
+            out.append(ScoredFact(fact, 0.5 * seed001 + 0.5 * seed002, similarity))
         out.sort(key=lambda s: formats.rank_key(s.score, s.fact))
         return out
 

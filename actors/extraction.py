@@ -17,6 +17,7 @@ import msgspec
 
 from actors.errors import LlmFailure, LlmInvalidOutput, LlmUnavailable, MnemoError
 from actors.ports import Llm
+from memory.predicates import Vocabulary
 from memory.prompts import Exchange, extraction_prompt
 from memory.rules_extractor import extract_facts
 from schemas.llm import Extraction, MemoryUpdate, SessionAnalysis
@@ -62,6 +63,7 @@ class Extractor:
         self._limiter = anyio.CapacityLimiter(settings.extract_concurrency)
         self._backoff = backoff
         self._categories = [c.name for c in settings.categories]
+        self._predicates = Vocabulary(settings.predicates).specs
         self.stats = ExtractionStats()
 
     async def extract(
@@ -69,7 +71,10 @@ class Extractor:
     ) -> ExtractionResult:
         """Extract from ``exchanges``. Raises ``ExtractionFailed`` after the last retry."""
         system, prompt = extraction_prompt(
-            exchanges, categories=self._categories, known_facts=known_facts
+            exchanges,
+            categories=self._categories,
+            predicates=self._predicates,
+            known_facts=known_facts,
         )
         delay = self._backoff
         reason = "no attempt"

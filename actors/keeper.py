@@ -28,7 +28,7 @@ from memory.facts import (
     normalize_category,
 )
 from memory.keywords import expresses_preference
-from memory.rules_extractor import extract_facts
+from memory.rules_extractor import extract_facts, structure_of
 from memory.transfer import candidate_from_line
 from schemas.llm import ExtractedFact
 from schemas.records import Fact
@@ -232,12 +232,20 @@ class FactKeeper:
             known = ", ".join(c.name for c in self._settings.categories)
             raise ValueError(f"unknown category {category!r}; known: {known}")
         [vector] = await self._embedder.embed([content])
+        # Its structure, when it reads as one statement: a new address replaces the old.
+        shape = structure_of(content)
         candidate = Candidate(
             user_id=user_id,
             content=content,
             category=name,
             confidence=self._settings.manual_confidence,
             vector=vector,
+            subject=shape.subject if shape else None,
+            predicate=shape.predicate if shape else None,
+            key=shape.key if shape else None,
+            value=shape.value if shape else None,
+            relation=shape.relation if shape else None,
+            negated=shape.negated if shape else False,
             source="user_stated",
             extractor="manual",
             scope=scope,

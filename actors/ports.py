@@ -241,6 +241,13 @@ class Store(Protocol):
         ``mode`` ``semantic`` scores by cosine similarity alone, ``keyword`` by BM25."""
         ...
 
+    async def message_similarities(
+        self, user_id: str, ids: Sequence[str], vector: Sequence[float]
+    ) -> dict[str, float]:
+        """Cosine similarity of the user's messages ``ids`` to ``vector`` (by id; ids not
+        found are left out): how near a found message is, whatever its rank."""
+        ...
+
     async def warm(self, user_id: str) -> None:
         """Get the user's memories ready for search (a session of theirs has started)."""
         ...

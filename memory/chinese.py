@@ -139,6 +139,8 @@ def _relation(text: str, people: People) -> tuple[Speaker, str] | None:
 def _subject(clause: Clause, people: People) -> tuple[Speaker, str] | str | None:
     """The speaker and the text after the subject; an attribute name for 我的生日是…"""
     text = _FILLER.sub("", clause.text.strip())
+    if text.startswith("用户"):  # a fact written about the user ("用户住在北京")
+        text = "我" + text[2:]
     at = text.find("我")
     lead = text[:at] if at >= 0 else ""
     if at >= 0 and (len(lead) <= 6 and re.fullmatch(r"(?:" + _TIME + r"|[的,\s])*", lead)):

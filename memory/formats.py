@@ -90,8 +90,8 @@ def _block(text: str, memory_ids: list[str]) -> Block:
 def _longest_fitting(count: int, render: Callable[[int], str], budget: int) -> int:
     """The largest ``k`` in ``[0, count]`` whose ``render(k)`` fits in ``budget`` tokens.
 
-    ``render(k)`` must be a prefix of ``render(k + 1)``, so the estimate only grows
-    with ``k`` and a binary search finds the answer (``0`` if nothing fits).
+    ``render(k + 1)`` must hold all of ``render(k)`` and more, so the estimate only
+    grows with ``k`` and a binary search finds the answer (``0`` if nothing fits).
     """
     low, high = 0, count
     while low < high:
@@ -319,34 +319,36 @@ def about_user(facts: Sequence[Fact], categories: Sequence[CategorySpec], budget
         Preferences:
         - fact
 
-    Within a section facts keep their given order. Facts of a category missing from
-    ``categories`` are left out. Over ``budget`` tokens, lines go from the end: the
-    lowest-priority section's worst-ranked fact first, and a section whose lines
-    are all gone loses its heading. Nothing fits or nothing to show: an empty block.
+    ``facts`` come best first (most relevant to the query): within a section they
+    keep that order, so the fact that answers the question is its section's first
+    line. Facts of a category missing from ``categories`` are left out. Over
+    ``budget`` tokens, the worst-ranked facts go first, whatever their section, and
+    a section whose lines are all gone loses its heading. Nothing fits or nothing
+    to show: an empty block.
     """
     specs: dict[str, CategorySpec] = {}
     for spec in sorted(categories, key=lambda spec: spec.priority):
         specs.setdefault(spec.name, spec)
-    grouped: dict[str, list[Fact]] = {name: [] for name in specs}
-    for fact in facts:
-        if fact.category in grouped:
-            grouped[fact.category].append(fact)
-    flat = [(spec, fact) for spec in specs.values() for fact in grouped[spec.name]]
+    ranked = [fact for fact in facts if fact.category in specs]
+    order = {name: i for i, name in enumerate(specs)}
+
+    def chosen(kept: int) -> list[Fact]:
+        return sorted(ranked[:kept], key=lambda fact: order[fact.category])  # stable
 
     def render(kept: int) -> str:
         if not kept:
             return ""
         sections: list[list[str]] = []
-        current: CategorySpec | None = None
-        for spec, fact in flat[:kept]:
-            if spec is not current:
-                sections.append([spec.heading])
-                current = spec
+        current: str | None = None
+        for fact in chosen(kept):
+            if fact.category != current:
+                sections.append([specs[fact.category].heading])
+                current = fact.category
             sections[-1].append(f"- {_one_line(fact.content)}")
         return "\n\n".join([ABOUT_USER_HEADING, *("\n".join(lines) for lines in sections)])
 
-    kept = _longest_fitting(len(flat), render, budget)
-    return _block(render(kept), [fact.id for _, fact in flat[:kept]])
+    kept = _longest_fitting(len(ranked), render, budget)
+    return _block(render(kept), [fact.id for fact in chosen(kept)])
 
 
 def about_user_budget(context_tokens: int | None, used_tokens: int, reserve_for_reply: int) -> int:

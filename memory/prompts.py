@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from schemas.llm import PromptMessage
+from schemas.predicates import DEFAULT_PREDICATES, PredicateSpec
 from schemas.records import AppNote, Fact
 
 __all__ = [
@@ -57,26 +58,56 @@ def _conversation(exchanges: Sequence[Exchange]) -> str:
     return "\n".join(lines)
 
 
+def _vocabulary(predicates: Sequence[PredicateSpec]) -> str:
+    lines = []
+    for spec in predicates:
+        slots = " (set key)" if spec.keyed else ""
+        lines.append(f"  {spec.name} [{spec.cardinality}]{slots}: {spec.description}")
+    return "\n".join(lines)
+
+
 def extraction_prompt(
     exchanges: Sequence[Exchange],
     *,
     categories: Sequence[str],
+    predicates: Sequence[PredicateSpec] = DEFAULT_PREDICATES,
     known_facts: Sequence[Fact] = (),
 ) -> tuple[str, str]:
-    """(system, user) messages for one extraction call; the reply must match ``Extraction``."""
+    """(system, user) messages for one extraction call; the reply must match ``Extraction``.
+
+    The prompt asks for the structure the merge rules read (``memory.conflicts``): who a
+    fact is about, a predicate from the vocabulary with its cardinality, the bare value,
+    negation and ``updates_previous``."""
     system = "\n".join(
         [
-            "You extract durable facts about the user from a chat conversation.",
+            "You extract durable facts about the user, and about the people in their life,"
+            " from a chat conversation.",
             SECURITY_NOTICE,
-            "Return JSON only, matching the given schema:",
-            "- facts: things the user stated about themselves (name, location, work, projects,"
-            " likes, dislikes, preferences, goals, habits, corrections). One short sentence"
-            ' each, about the user in the third person ("User lives in Lyon").',
-            f"- category: one of {', '.join(categories)}.",
+            "Return JSON only, matching the given schema. For each fact:",
+            "- content: one short sentence in the third person, in the language the user"
+            ' wrote in ("User lives in Lyon", "User\'s sister Ana is a nurse", "用户住在北京").',
+            '- subject: "user" when the fact is about the user. About someone else: their'
+            ' name, or their relation when unnamed ("sister"), and relation = how they relate'
+            ' to the user ("sister", "friend", "boss"). Never state another person\'s fact as'
+            " the user's.",
+            "- predicate: one of these names when one fits ([one] holds a single value at a"
+            " time, [many] accumulates values), else a short snake_case verb:",
+            _vocabulary(predicates),
+            '- value: the bare value ("Porto", "green tea", "peanuts"), without details; one'
+            ' fact per item of a list ("I like tea and coffee" is two facts).',
+            '- key: only for a predicate with slots, which slot ("color" for favorite).',
+            '- cardinality: only for a predicate not in the list: "one" if the subject can'
+            ' hold a single value at a time, else "many".',
+            "- negated: true when the user says it is not, or no longer, so (\"I don't eat"
+            ' meat anymore": predicate eats, value meat, negated true).',
+            "- updates_previous: true when the user says it replaces what they said before"
+            ' ("I moved to", "now", "switched to", "改").',
+            f"- category: one of {', '.join(categories)}"
+            + ("; facts about other people are knowledge." if "knowledge" in categories else "."),
             "- confidence: 0.0-1.0; 0.9 or more only when the user stated it directly and"
-            " unambiguously, lower when inferred, hedged or mentioned in passing.",
-            "- updates_previous: true when the fact contradicts or replaces a known fact.",
-            "- subject/predicate/key/value: optional structure, e.g. user / lives_in / Lyon.",
+            " unambiguously, lower when inferred or mentioned in passing.",
+            "Give no fact for questions, hypotheticals, maybes, requests, quoted or reported"
+            ' speech, role play, or passing states ("I\'m tired").',
             "- memory_update.should_store: true when the user explicitly stated a preference"
             " or fact worth remembering.",
             "- analysis: the conversation's current topic, context variables as short"

@@ -22,7 +22,7 @@ from memory.statements import People, Statement
 from memory.tokens import is_cjk
 from schemas.llm import ExtractedFact
 
-__all__ = ["extract_facts"]
+__all__ = ["extract_facts", "structure_of"]
 
 _VOCABULARY = Vocabulary()
 _WORK = re.compile(
@@ -82,3 +82,14 @@ def extract_facts(user_text: str, *, confidence: float = 0.6) -> list[ExtractedF
                 seen.add(key)
                 facts.append(_fact(statement, confidence))
     return facts
+
+
+def structure_of(content: str) -> ExtractedFact | None:
+    """The structure of one fact written by hand ("User lives in Porto", "Lives in Porto",
+    "I'm vegetarian", "住在北京"): the single fact the extractor reads in it, else None."""
+    found = extract_facts(content)
+    if not found and content[:1].isalpha():
+        chinese = is_cjk(content[0])
+        prefixed = "用户" + content if chinese else "User " + content[0].lower() + content[1:]
+        found = extract_facts(prefixed)
+    return found[0] if len(found) == 1 else None

@@ -7,14 +7,20 @@ the seeds' defaults so settings can change them and tests can reproduce them.
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+
+from memory.tokens import is_cjk
 
 __all__ = [
     "CompositeWeights",
     "RelevanceWeights",
+    "answer_relevance",
     "composite_score",
     "frequency_score",
+    "keyword_coverage",
     "normalized_rrf",
     "recency_score",
     "relevance_score",
@@ -120,3 +126,34 @@ def composite_score(
         + weights.recency * recency
         + weights.confidence * effective_confidence
     )
+
+
+_WORDS = re.compile(r"[^\W_]+")
+
+
+def _matches(keyword: str, words: set[str], text: str) -> bool:
+    if any(is_cjk(c) for c in keyword):
+        return keyword in text
+    if len(keyword) <= 4:
+        return bool({keyword, keyword + "s", keyword + "es"} & words)
+    stem = keyword[: max(4, len(keyword) - 2)]  # "allergic" finds "allergies"
+    return any(word.startswith(stem) for word in words)
+
+
+def keyword_coverage(keywords: Sequence[str], text: str) -> float:
+    """The share of a query's ``keywords`` (``memory.keywords.extract_keywords``) that
+    ``text`` contains, endings aside; 0.0 for a query without keywords."""
+    if not keywords:
+        return 0.0
+    folded = text.casefold()
+    words = set(_WORDS.findall(folded))
+    found = sum(1 for keyword in keywords if _matches(keyword.casefold(), words, folded))
+    return found / len(keywords)
+
+
+def answer_relevance(similarity: float | None, coverage: float) -> float:
+    """How well a fact or a message answers a query, on one scale for both (0..1): the
+    mean of its cosine similarity to the query (below 0 counts as 0) and its keyword
+    coverage. Unlike a rank-based score it is low for a miss, whatever else was found."""
+    semantic = min(1.0, max(0.0, similarity or 0.0))
+    return 0.5 * semantic + 0.5 * min(1.0, max(0.0, coverage))

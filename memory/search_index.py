@@ -313,6 +313,14 @@ class SearchIndex:
         scores[found] = matrix[found] @ query
         return scores
 
+    def similarities(self, positions: Sequence[int], vector: npt.ArrayLike) -> list[float]:
+        """Cosine similarity of these positions to ``vector`` (exact)."""
+        if not positions:
+            return []
+        query = np.asarray(vector, dtype=np.float32)
+        scores = self._vectors[np.asarray(positions, dtype=np.int64)] @ query
+        return [float(score) for score in scores]
+
     def dense_top(
         self, vector: npt.ArrayLike, mask: npt.NDArray[np.bool_] | None, k: int
     ) -> list[tuple[int, float]]:

@@ -37,6 +37,8 @@ class PredicateSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     #: Predicates of one family describe the same activity or taste from different sides
     #: ("likes running", "hobby: running"): a negation in one retracts the others' value.
     family: str | None = None
+    #: Facts say which slot (``key``) they fill: one value per slot ("favorite" colour).
+    keyed: bool = False
     #: One line for the extraction prompt.
     description: str = ""
 
@@ -92,8 +94,9 @@ DEFAULT_PREDICATES: tuple[PredicateSpec, ...] = (
     _p("phone", "one", "identity", "phone number", "phone_number mobile telephone cell"),
     _p("timezone", "one", "identity", "time zone", "time_zone tz"),
     _p("pronouns", "one", "identity", "pronouns the subject uses", "preferred_pronouns gender"),
-    _p("favorite", "one", "preference", "a favourite; the key says of what (color, food ...)",
-       "favourite favorite_thing favourite_thing"),
+    PredicateSpec(name="favorite", cardinality="one", category="preference", keyed=True,
+                  aliases=["favourite", "favorite_thing", "favourite_thing"],
+                  description="a favourite; the key says of what (color, food ...)"),
     # -- values accumulate ---------------------------------------------------------------
     _p("likes", "many", "preference", "something the subject likes, loves or enjoys",
        "like loves love enjoys enjoy adores fan_of is_into into interested_in fond_of"

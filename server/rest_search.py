@@ -12,6 +12,8 @@ from starlette.routing import Route
 
 from actors.keeper import fact_view
 from actors.mailbox import SessionDeps
+from memory.keywords import extract_keywords
+from memory.scoring import answer_relevance, keyword_coverage
 from memory.text import query_text
 from schemas.settings import SEARCH_MODES, SearchMode
 from server.http import BadRequest, authenticated, int_param, json
@@ -23,11 +25,14 @@ _KINDS = ("all", "facts", "turns")
 
 
 async def search(request: Request, user_id: str) -> Response:
-    """Best first. ``mode=hybrid`` (the default, ``MNEMO_SEARCH_MODE``): facts score by the
-    mean of seed 001's and seed 002's scores; turns by the store's hybrid score:
-    reciprocal-rank fusion of vector and BM25 ranks, lifted by their neighbours (both in
-    0..1). ``semantic``: every hit by its cosine similarity to the query; ``keyword``: by
-    its BM25. Facts below ``MNEMO_RECALL_MIN_CONFIDENCE`` (decayed) are left out."""
+    """Best first. Every hit has a ``relevance`` (0..1, ``memory.scoring.answer_relevance``:
+    cosine similarity and keyword coverage, the same for facts and turns, low for a miss).
+    ``kind=all`` ranks facts and turns together by it, and it is their ``score``. One kind
+    alone keeps its own ranking as ``score``: ``mode=hybrid`` (the default,
+    ``MNEMO_SEARCH_MODE``): facts by the mean of seed 001's and seed 002's scores, turns by
+    the store's hybrid score (reciprocal-rank fusion of vector and BM25 ranks, lifted by
+    their neighbours); ``semantic``: by cosine similarity; ``keyword``: by BM25. Facts
+    below ``MNEMO_RECALL_MIN_CONFIDENCE`` (decayed) are left out."""
     query = query_text(request.query_params.get("q"))
     if not query:
         raise BadRequest("q must not be empty")
@@ -42,31 +47,43 @@ async def search(request: Request, user_id: str) -> Response:
         raise BadRequest("scope: 1-128 of A-Z a-z 0-9 _ . : -")
     found: dict[str, list[dict[str, Any]]] = {"facts": [], "turns": []}
     vector = deps.context.query_vector(query)  # embedded once, while the texts are scored
+    keywords = extract_keywords(query)
 
     async def facts() -> None:
         for scored in await deps.context.find_facts(
             user_id, query, mode=mode, scope=scope, limit=k, vector=vector
         ):
             view = msgspec.to_builtins(fact_view(scored.fact))
+            relevance = answer_relevance(
+                scored.similarity, keyword_coverage(keywords, scored.fact.content)
+            )
             hit = {**view, "kind": "fact", "score": scored.score, "text": view["content"]}
-            found["facts"].append(hit)
+            found["facts"].append(hit | {"relevance": round(relevance, 6)})
 
     async def turns() -> None:
-        for message, score in await deps.store.search_messages(
-            user_id, query, vector, k=k, scope=scope, mode=mode
-        ):
+        hits = await deps.store.search_messages(user_id, query, vector, k=k, scope=scope, mode=mode)
+        near = (
+            await deps.store.message_similarities(user_id, [m.id for m, _ in hits], await vector())
+            if hits
+            else {}
+        )
+        for message, score in hits:
             item = msgspec.to_builtins(message)
             del item["user_id"]
-            found["turns"].append({**item, "kind": "turn", "score": score})
+            coverage = keyword_coverage(keywords, f"{message.speaker}: {message.text}")
+            relevance = round(answer_relevance(near.get(message.id), coverage), 6)
+            found["turns"].append({**item, "kind": "turn", "score": score, "relevance": relevance})
 
     async with anyio.create_task_group() as tg:
         if kind in ("all", "facts"):
             tg.start_soon(facts)
         if kind in ("all", "turns"):
             tg.start_soon(turns)
-    # Each side is best first already; a stable sort keeps its order among equal scores.
-    hits = sorted([*found["facts"], *found["turns"]], key=lambda h: -h["score"])
-    return json({"hits": hits[:k]})
+    if kind != "all":
+        return json({"hits": [*found["facts"], *found["turns"]][:k]})
+    # One scale for both kinds; a stable sort keeps each side's order among equal ones.
+    hits = sorted([*found["facts"], *found["turns"]], key=lambda h: -h["relevance"])
+    return json({"hits": [h | {"score": h["relevance"]} for h in hits[:k]]})
 
 
 def _mode(raw: str) -> SearchMode:

@@ -350,6 +350,13 @@ class MemoryStore:
         hits = [(m, float(len(words & set(m.text.lower().split())))) for m in mine]
         return sorted((h for h in hits if h[1] > 0), key=lambda h: -h[1])[:k]
 
+    async def message_similarities(
+        self, user_id: str, ids: Sequence[str], vector: Sequence[float]
+    ) -> dict[str, float]:
+        """No vectors here: every message is as near as any other."""
+        mine = {m.id for m in self._of(user_id)}
+        return {i: 0.0 for i in ids if i in mine}
+
     async def warm(self, user_id: str) -> None:
         self.warmed.append(user_id)
 

@@ -432,8 +432,9 @@ About user:
     assert block.tokens == estimate_tokens(block.text)
 
 
-def test_about_user_lowest_priority_section_loses_lines_first() -> None:
-    without_identity = """\
+def test_about_user_drops_the_worst_ranked_facts_first_whatever_their_section() -> None:
+    # Given best first: the identity fact answers the query best, the last preference least.
+    without_worst = """\
 ## What you know about this user
 
 Current work:
@@ -442,26 +443,23 @@ Current work:
 
 Preferences:
 - Prefers direct answers without preamble
-- Uses TypeScript, minimal abstraction"""
-    budget = estimate_tokens(without_identity)
+
+About user:
+- Solo developer based in Copenhagen"""
+    budget = estimate_tokens(without_worst)
     block = about_user(SEED_004_FACTS, DEFAULT_CATEGORIES, budget=budget)
-    assert block.text == without_identity
-    assert block.memory_ids == ["p1", "p2", "r1", "r2"]
+    assert block.text == without_worst
+    assert block.memory_ids == ["p1", "p2", "r1", "i1"]
 
     smaller = about_user(SEED_004_FACTS, DEFAULT_CATEGORIES, budget=budget - 1)
-    assert (
-        smaller.text
-        == """\
-## What you know about this user
+    assert smaller.memory_ids == ["p1", "r1", "i1"]
+    assert "Copenhagen" in smaller.text
 
-Current work:
-- Building a local-first AI chat app with WebLLM
-- Currently implementing a memory extraction system
 
-Preferences:
-- Prefers direct answers without preamble"""
-    )
-    assert smaller.memory_ids == ["p1", "p2", "r1"]
+def test_about_user_puts_the_most_relevant_fact_first_in_its_section() -> None:
+    ranked = [SEED_004_FACTS[3], SEED_004_FACTS[1]]  # p2 answers the query better than p1
+    block = about_user(ranked, DEFAULT_CATEGORIES, budget=500)
+    assert block.memory_ids == ["p2", "p1"]
 
 
 def test_about_user_follows_category_priority_not_the_given_category_order() -> None:

@@ -356,7 +356,7 @@ async def test_conflicting_fact_supersedes_the_old_one_and_only_the_new_is_recal
         ("about-user", "## What you know about this user\n\nPreferences:\n- User likes green tea"),
         (
             "memory-context",
-            "# Memory Context\n\n## Key Facts\n- [user] [preference]: User likes green tea",
+            "# Memory Context\n\n## Key Facts\n- [user] [likes]: User likes green tea",
         ),
         ("user-context", "Facts:\n- [preference | 0.60] User likes green tea"),
     ],

@@ -59,6 +59,8 @@ async def test_a_turn_teaches_a_fact_pushed_listed_and_used_in_context(
     assert block["memory_ids"] == [added["id"]]
     structured = [b for _, path, b in fake.requests if path == "/api/chat" and "format" in b]
     assert structured[0]["options"]["temperature"] == 0
+    required = structured[0]["format"]["$defs"]["ExtractedFact"]["required"]
+    assert {"subject", "predicate", "value"} <= set(required)
     assert structured[0]["format"]["$defs"]["ExtractedFact"]["properties"]["confidence"] == {
         "type": "number",
         "minimum": 0.0,
@@ -118,8 +120,12 @@ async def test_extraction_reads_only_the_newest_turns_and_asks_for_user_stated_f
                     await anyio.sleep(0.01)
     first, second = (b["messages"] for b in extraction_calls(fake))
     system, prompt = first[0]["content"], second[-1]["content"]
-    assert "things the user stated about themselves" in system
     assert "0.9 or more only when the user stated it directly" in system
+    # The structure the merge rules read: who, which predicate (and how many values), negation.
+    assert '"user" when the fact is about the user' in system
+    assert "lives_in [one]: where the subject lives now" in system
+    assert "likes [many]" in system
+    assert "negated: true when the user says it is not, or no longer, so" in system
     assert "I work on compilers" in prompt
     assert "I live in Lyon" not in prompt  # already extracted: not sent again
 

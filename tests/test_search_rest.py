@@ -266,3 +266,46 @@ async def test_a_config_file_sets_the_search_mode_and_min_confidence_the_server_
         "User rows a kayak",
         "the kayak club meets on Friday",
     ]
+
+
+async def test_an_unrelated_turn_never_outscores_the_fact_that_answers_the_query(
+    server: str,
+) -> None:
+    async with Client.connect(server, "s1", token="ka") as client:
+        await client.receive()
+        await client.send(type="remember", id="r", content="User is allergic to peanuts")
+        await client.until("memory")
+        chatter = [
+            ("What should we name the new project?", "Maybe something short."),
+            ("Can you summarise this article about rockets?", "Sure, here it is."),
+            ("How long should I boil an egg?", "About nine minutes."),
+        ]
+        for i, (user, assistant) in enumerate(chatter):
+            await client.send(type="turn", id=f"t{i}", user=user, assistant=assistant)
+            await client.until("ack")
+    async with http(server, "ka") as client:
+        hits = (
+            await client.get("/memory/search", params={"q": "what am I allergic to?", "k": 6})
+        ).json()["hits"]
+    first, *rest = hits
+    assert (first["kind"], first["text"]) == ("fact", "User is allergic to peanuts")
+    assert first["score"] == first["relevance"] >= 0.5
+    assert all(h["relevance"] < 0.25 for h in rest if h["kind"] == "turn")
+    assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+
+
+async def test_every_hit_of_one_kind_carries_its_relevance_beside_its_rank_score(
+    server: str,
+) -> None:
+    await seed(server)
+    async with Client.connect(server, "s1", token="ka") as client:
+        await client.receive()
+        await client.send(type="turn", id="t2", user="The bus was late again", assistant="Ugh")
+        await client.until("ack")
+    async with http(server, "ka") as client:
+        hits = (
+            await client.get("/memory/search", params={"q": "green tea", "kind": "turns"})
+        ).json()["hits"]
+    by_text = {h["text"]: h["relevance"] for h in hits}
+    assert by_text["Green tea is my favourite"] > 0.5
+    assert by_text.get("The bus was late again", 0.0) < 0.2

@@ -336,6 +336,12 @@ class LanceStore:
         """See ``MessageSearch.search``."""
         return await self._search.search(user_id, text, vector, k=k, scope=scope, mode=mode)
 
+    async def message_similarities(
+        self, user_id: str, ids: Sequence[str], vector: Sequence[float]
+    ) -> dict[str, float]:
+        """See ``MessageSearch.similarities``."""
+        return await self._search.similarities(user_id, ids, vector)
+
     async def message_index(self, user_id: str) -> SearchIndex:
         """The user's in-memory message index, loaded if needed (benchmarks and tests)."""
         return await self._search.message_index(user_id)

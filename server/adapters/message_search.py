@@ -233,6 +233,17 @@ class MessageSearch:
         best = best_first(scores, ranked, depth=depth, k=k)
         return [(held.row(p, user_id), score / _BEST_SCORE) for p, score in best]
 
+    async def similarities(
+        self, user_id: str, ids: Sequence[str], vector: Sequence[float]
+    ) -> dict[str, float]:
+        """Cosine similarity of the user's messages ``ids`` to ``vector`` (ids the index
+        does not hold are left out)."""
+        user_filter(user_id)
+        held = await self._cache.get(user_id)
+        found = [(i, p) for i in ids if (p := held.positions.get(i)) is not None]
+        scores = held.index.similarities([p for _, p in found], vector)
+        return {i: score for (i, _), score in zip(found, scores, strict=True)}
+
     async def message_index(self, user_id: str) -> SearchIndex:
         """The user's index, loaded if needed (benchmarks and tests)."""
         await self._indexing.settled(user_id)
