@@ -14,8 +14,10 @@ Then the verb or the copula picks the predicate and reads its complement
 from __future__ import annotations
 
 from memory.clauses import Clause
+from memory.english_copula import read_attribute
+from memory.english_facts import read_name
 from memory.english_phrase import Group, Phrase, Reading
-from memory.english_verbs import read_attribute, read_name, read_verb
+from memory.english_verbs import dispatch, read_verb
 from memory.lexicon import HEDGES, RELATIONS, VERBS, lemma
 from memory.statements import USER, People, Speaker, Statement
 
@@ -309,7 +311,9 @@ def english_statements(clause: Clause, people: People) -> list[Statement]:
     if group is None or phrase.done():
         return []
     occasion = _occasion(phrase, start)
-    reading = Reading(found, group, phrase, occasion=occasion, work=people.about_work)
+    reading = Reading(
+        found, group, phrase, occasion=occasion, work=people.about_work, dispatch=dispatch
+    )
     read_verb(reading)
     return reading.found
 

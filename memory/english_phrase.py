@@ -12,6 +12,7 @@ user's own verb: "User loves hiking on weekends", "User no longer eats meat".
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from memory.lexicon import gerund, past, third_person
@@ -151,6 +152,21 @@ class Reading:
     occasion: str = ""
     #: The message talks about work: "I'm at Spotify now" names an employer.
     work: bool = False
+    #: Reads a verb and its complement (``memory.english_verbs.dispatch``): a second verb
+    #: phrase of the same subject ("and sing in a choir") is read with it.
+    dispatch: Callable[[Reading, str], None] | None = None
+
+    def again(self, phrase: Phrase) -> Reading:
+        """The same subject, verb group and findings, reading another phrase."""
+        return Reading(
+            self.speaker,
+            self.group,
+            phrase,
+            self.found,
+            occasion=self.occasion,
+            work=self.work,
+            dispatch=self.dispatch,
+        )
 
     def emit(
         self,
