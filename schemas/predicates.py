@@ -102,7 +102,8 @@ DEFAULT_PREDICATES: tuple[PredicateSpec, ...] = (
        "like loves love enjoys enjoy adores fan_of is_into into interested_in fond_of"
        " passionate_about", opposite="dislikes", family="activity"),
     _p("dislikes", "many", "preference", "something the subject dislikes or hates",
-       "dislike hates hate can_not_stand cannot_stand does_not_like avoids", opposite="likes"),
+       "dislike hates hate can_not_stand cannot_stand cant_stand does_not_like avoids",
+       opposite="likes"),
     _p("prefers", "many", "preference", "a preference between options", "prefer preference",
        family="activity"),
     _p("allergic_to", "many", "identity", "an allergy or intolerance",
