@@ -1,0 +1,337 @@
+"""Chinese verbs to predicates: ordered patterns over what follows the subject and adverbs.
+
+The first pattern that matches a clause's rest picks the predicate: 住在/搬到
+(lives_in), 在…工作 (employer), 是 + occupation, 喜欢/爱 (likes), 对…过敏
+(allergic_to), 养/有 + a pet or a relative, 会说 + a language, 喝/吃, 改/换成 (a
+switch), 戒了, 想/打算 (goal), and a general reading for other verbs said of a
+habit. ``State`` carries what the words before the verb said (negation, change,
+the past) into the content each handler writes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from memory.statements import Speaker, Statement
+
+__all__ = ["PARTICLES", "RELATIONS", "VERBS", "State", "clean"]
+
+
+PARTICLES = re.compile(r"[了啊呢吧哦呀嘛啦的喔哟]+$")
+
+_LIST = re.compile(r"、|和|跟|与|及|还有|以及")
+
+RELATIONS = sorted(
+    """
+    妈妈 妈 母亲 爸爸 爸 父亲 父母 爸妈 姐姐 姐 妹妹 妹 哥哥 哥 弟弟 弟 儿子 女儿 孩子 老婆 妻子
+    太太 老公 丈夫 男朋友 女朋友 男友 女友 对象 未婚夫 未婚妻 爷爷 奶奶 外公 外婆 姥姥 姥爷 叔叔
+    阿姨 舅舅 姑姑 表哥 表姐 表妹 表弟 堂哥 堂姐 好朋友 朋友 闺蜜 室友 同事 老板 领导 邻居 同学
+    宝宝 家人
+    """.split(),
+    key=len,
+    reverse=True,
+)
+
+_OCCUPATION = re.compile(
+    r"(?:工程师|程序员|老师|教师|学生|医生|护士|设计师|开发者|开发人员|研究员|经理|律师|作家|记者|"
+    r"会计|厨师|司机|科学家|教授|分析师|架构师|顾问|创业者|摄影师|翻译|编辑|艺术家|音乐家|演员|"
+    r"销售|公务员|研究生|博士|大学生|实习生|码农|运营|产品|主管|总监|店主|老板|警察|军人|农民|"
+    r"工人|售货员|服务员|快递员|秘书|助理|银行职员|白领|自由职业者|退休|家庭主妇|画家|歌手|"
+    r"博主|主播|程序媛|医师|药剂师|兽医|牙医|教练|导游|空姐|飞行员|建筑师|营养师|心理咨询师)$"
+)
+
+_PETS = re.compile(r"猫|狗|兔子|仓鼠|鹦鹉|鸟|鱼|乌龟|龟|蛇|蜥蜴|马|猫咪|狗狗|小狗|小猫")
+
+_LANGUAGE = re.compile(r"[语文话]$|英文|中文|粤语|普通话")
+
+_DIETS = {"素食者": "素食", "素食主义者": "素食", "吃素": "素食", "纯素": "纯素", "素食": "素食"}
+
+
+@dataclass(slots=True)
+class State:
+    """What the words before the verb said."""
+
+    speaker: Speaker
+    negated: bool = False
+    change: bool = False
+    past: bool = False
+    lead: str = ""
+    #: A person the clause introduced in its object ("有女朋友"), for a later 她.
+    people_other: Speaker | None = None
+
+
+def clean(value: str) -> str:
+    return PARTICLES.sub("", value.strip(" ,.")).strip()
+
+
+def _items(value: str) -> list[str]:
+    parts = [clean(p) for p in _LIST.split(value)]
+    return [p for p in parts if p] or [value]
+
+
+_Handler = Callable[[re.Match[str], State], list[Statement]]
+
+
+def _say(state: State, verb: str, value: str, *, negated_form: str = "不") -> str:
+    who = state.speaker.chinese()
+    if state.past and state.negated is False:
+        return f"{who}以前{verb}{value}"
+    if state.negated:
+        form = "不再" if state.change or state.past else negated_form
+        return f"{who}{form}{verb}{value}"
+    return f"{who}{state.lead}{verb}{value}"
+
+
+def _one(
+    state: State, predicate: str, value: str, content: str, *, updates: bool = False
+) -> list[Statement]:
+    value = clean(value)
+    if not value or value.startswith(("你", "您", "这", "那", "它", "什么")):
+        return []
+    return [
+        Statement(
+            predicate=predicate,
+            value=value,
+            content=content,
+            speaker=state.speaker,
+            negated=state.negated or state.past,
+            updates_previous=updates or state.change,
+        )
+    ]
+
+
+def _many(state: State, predicate: str, verb: str, value: str) -> list[Statement]:
+    out = []
+    for item in _items(value):
+        out += _one(state, predicate, item, _say(state, verb, item))
+    return out
+
+
+def _lives(m: re.Match[str], s: State) -> list[Statement]:
+    place = clean(m["v"])
+    moved = m["verb"].startswith("搬")
+    return _one(s, "lives_in", place, _say(s, "住在", place), updates=moved)
+
+
+def _from(m: re.Match[str], s: State) -> list[Statement]:
+    return _one(s, "from", m["v"], _say(s, "来自", clean(m["v"])))
+
+
+def _employer(m: re.Match[str], s: State) -> list[Statement]:
+    place = clean(m["v"])
+    verb = m["verb"] or "工作"
+    out = _one(s, "employer", place, f"{_say(s, '在', place)}{verb}", updates=bool(m["chg"]))
+    role = clean(m["role"] or "")
+    if role:
+        out += _one(s, "occupation", role, _say(s, "做", role), updates=bool(m["chg"]))
+    return out
+
+
+def _copula(m: re.Match[str], s: State) -> list[Statement]:
+    value = clean(m["v"])
+    if value.endswith("人") and 2 <= len(value) <= 5 and not _OCCUPATION.search(value):
+        return _one(s, "from", value[:-1], _say(s, "来自", value[:-1]))
+    if value in _DIETS:
+        return _one(s, "diet", _DIETS[value], _say(s, "是", value))
+    bare = re.sub(r"^(?:一名|一个|一位|一|个|名|位)", "", value)
+    if _OCCUPATION.search(bare):
+        return _one(s, "occupation", bare, _say(s, "是", value), updates=s.change)
+    return []
+
+
+def _name(m: re.Match[str], s: State) -> list[Statement]:
+    name = clean(m["v"])
+    if not (1 <= len(name) <= 4):
+        return []
+    found = _one(s, "name", name, f"{s.speaker.chinese()}叫{name}")
+    if not s.speaker.is_user:
+        s.people_other = Speaker(name=name, relation=s.speaker.relation)
+    return found
+
+
+def _school(m: re.Match[str], s: State) -> list[Statement]:
+    school = clean(m["v"])
+    return _one(s, "school", school, f"{s.speaker.chinese()}在{school}读书{clean(m['role'])}")
+
+
+def _opened(m: re.Match[str], s: State) -> list[Statement]:
+    place = clean(m["v"])
+    return _one(s, "occupation", place, f"{s.speaker.chinese()}开了{place}", updates=True)
+
+
+def _age(m: re.Match[str], s: State) -> list[Statement]:
+    return _one(s, "age", m["v"], f"{s.speaker.chinese()}{m['v']}岁")
+
+
+def _likes(m: re.Match[str], s: State) -> list[Statement]:
+    verb = m["verb"]
+    if s.negated and not s.change:
+        s.negated = False
+        return _many(s, "dislikes", "不" + verb, m["v"])
+    if verb in ("讨厌", "受不了", "反感"):
+        return _many(s, "dislikes", verb, m["v"])
+    if verb in ("更喜欢", "偏好", "宁愿", "比较喜欢"):
+        return _many(s, "prefers", verb, m["v"])
+    return _many(s, "likes", verb, m["v"])
+
+
+def _allergic(m: re.Match[str], s: State) -> list[Statement]:
+    out = []
+    for item in _items(m["v"]):
+        out += _one(s, "allergic_to", item, f"{s.speaker.chinese()}对{clean(item)}过敏")
+    return out
+
+
+def _keeps(m: re.Match[str], s: State) -> list[Statement]:
+    """养了 / 有 + a pet, a relative, a condition or a thing."""
+    value = clean(m["v"])
+    verb = m["verb"]
+    if _PETS.search(value):
+        return _one(s, "has_pet", value, _say(s, verb, value, negated_form="没"))
+    partner = re.fullmatch(r"(?:一个|个)?(男朋友|女朋友|男友|女友|对象)", value)
+    if partner and verb == "有":
+        if not s.negated:
+            s.people_other = Speaker(relation=partner.group(1))
+        status = "单身" if s.negated else "恋爱中"
+        return _one(
+            s, "relationship_status", status, _say(s, verb, value, negated_form="没"), updates=True
+        )
+    if any(r in value for r in RELATIONS):
+        return _one(s, "family", value, _say(s, verb, value, negated_form="没"))
+    if re.search(r"病|症|哮喘|过敏", value):
+        return _one(s, "health", value, _say(s, verb, value, negated_form="没"))
+    if verb == "有" and re.search(r"车|房|钢琴|吉他", value):
+        return _one(s, "owns", value, _say(s, verb, value, negated_form="没"))
+    return []
+
+
+def _speaks(m: re.Match[str], s: State) -> list[Statement]:
+    out = []
+    for item in _items(m["v"]):
+        if _LANGUAGE.search(item) or item in ("英文", "中文"):
+            out += _one(s, "speaks", item, _say(s, m["verb"], item))
+    return out
+
+
+def _learns(m: re.Match[str], s: State) -> list[Statement]:
+    return _many(s, "learning", "在学", m["v"])
+
+
+def _consumes(m: re.Match[str], s: State) -> list[Statement]:
+    verb = m["verb"]
+    if m["v"].startswith("素"):
+        return _one(s, "diet", "素食", _say(s, "吃素", ""))
+    predicate = "drinks" if verb == "喝" else "eats"
+    return _many(s, predicate, verb, m["v"])
+
+
+def _switch(m: re.Match[str], s: State) -> list[Statement]:
+    """改喝茶 / 换成茶: the new habit replaces an old one."""
+    inner = _VERB_PATTERNS_BY_NAME["consume"].match(m["v"])
+    if inner is None:
+        return []
+    found = _consumes(inner, s)
+    return [
+        Statement(
+            predicate=f.predicate,
+            value=f.value,
+            content=f.content,
+            speaker=f.speaker,
+            negated=False,
+            updates_previous=True,
+        )
+        for f in found
+    ]
+
+
+def _quit(m: re.Match[str], s: State) -> list[Statement]:
+    s.negated = s.change = True
+    thing = clean(m["v"])
+    return _one(s, "habit", thing, f"{s.speaker.chinese()}戒了{thing}")
+
+
+def _goal(m: re.Match[str], s: State) -> list[Statement]:
+    goal = clean(m["v"])
+    if re.match(r"问|知道|说|请|让|看看|确认|听|了解|聊", goal) or "你" in goal or len(goal) < 2:
+        return []
+    return _one(s, "goal", goal, _say(s, m["verb"], goal))
+
+
+def _status(m: re.Match[str], s: State) -> list[Statement]:
+    status = {"结婚": "已婚", "单身": "单身", "离婚": "离婚", "订婚": "订婚", "离异": "离婚"}[
+        m["v"]
+    ]
+    return _one(
+        s,
+        "relationship_status",
+        status,
+        f"{s.speaker.chinese()}{m['v']}了" if status != "单身" else f"{s.speaker.chinese()}单身",
+        updates=True,
+    )
+
+
+def _hobby(m: re.Match[str], s: State) -> list[Statement]:
+    if not clean(m["v"]):
+        return _one(s, "hobby", m["verb"], _say(s, m["verb"], ""))
+    return _many(s, "hobby", m["verb"], m["v"])
+
+
+def _general(m: re.Match[str], s: State) -> list[Statement]:
+    """Any other verb with an object, for habits (每天/经常 …) and lasting states."""
+    verb, value = m["verb"], clean(m["v"])
+    if not s.lead and not s.negated:
+        return []
+    return _one(s, "habit", verb + value, _say(s, verb, value))
+
+
+_P = r"(?P<v>.+)"
+
+_VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
+    ("status", r"(?P<v>结婚|单身|离婚|订婚|离异)", _status),
+    ("lives", r"(?P<verb>住在|住|搬到了?|搬去了?|搬来了?|搬家到了?)" + _P, _lives),
+    ("from", r"(?:来自|是从)(?P<v>.+?)(?:来的)?$", _from),
+    ("name", r"(?:叫|名字叫|名字是)" + _P, _name),
+    ("age", r"(?:今年)?(?P<v>\d{1,3}|[一二三四五六七八九十两]{1,3})岁", _age),
+    (
+        "employer",
+        r"(?P<chg>换到|跳槽到|去了?)?在?(?P<v>[^做当]+?)(?P<verb>工作|上班|实习)"
+        r"(?:,?(?:做|当)(?P<role>.+))?$",
+        _employer,
+    ),
+    ("employer-role", r"(?P<chg>)在(?P<v>.+?)(?P<verb>)(?:做|当)(?P<role>.+)$", _employer),
+    ("allergic", r"对(?P<v>.+?)(?:过敏|不耐受)", _allergic),
+    ("allergic-of", r"(?P<v>[^吃喝就会一都]+?)(?:过敏|不耐受)", _allergic),
+    (
+        "school",
+        r"在(?P<v>.+?)(?:读书|上学|读大学|上大学|读研|读博|念书|读高中|读)(?P<role>.*)$",
+        _school,
+    ),
+    ("opened", r"(?:开了|开)(?P<v>.*(?:店|公司|工作室|餐厅|餐馆|诊所|酒吧))$", _opened),
+    (
+        "likes",
+        r"(?P<verb>最喜欢|更喜欢|比较喜欢|喜欢|喜爱|热爱|超爱|最爱|爱(?![好人情])|讨厌|受不了|反感|偏好|宁愿|迷上了?)"
+        + _P,
+        _likes,
+    ),
+    ("keeps", r"(?P<verb>养了|养|有)" + _P, _keeps),
+    ("speaks", r"(?P<verb>会说|会讲|能说|说)" + _P, _speaks),
+    ("learns", r"(?:在学|学习|学)" + _P, _learns),
+    ("consume", r"(?P<verb>喝|吃)" + _P, _consumes),
+    ("switch", r"(?:改|换成|改成)" + _P, _switch),
+    ("quit", r"(?:戒了|戒掉了|戒)" + _P, _quit),
+    ("goal", r"(?P<verb>想要|想|打算|计划|希望|准备|要)" + _P, _goal),
+    ("copula", r"(?:是|做|当)" + _P, _copula),
+    (
+        "hobby",
+        r"(?P<verb>跑步|游泳|爬山|徒步|骑车|骑行|画画|唱歌|跳舞|健身|瑜伽|钓鱼|做饭|烘焙|冥想|滑雪|"
+        r"冲浪|攀岩|露营|弹|打|踢|练|玩|骑|画|唱)(?P<v>.*)",
+        _hobby,
+    ),
+    ("general", r"(?P<verb>[\u4e00-\u9fff]{1,2}?)(?P<v>[\u4e00-\u9fffA-Za-z0-9]{2,})", _general),
+)
+
+VERBS = tuple((name, re.compile(pattern), handler) for name, pattern, handler in _VERB_PATTERNS)
+
+_VERB_PATTERNS_BY_NAME = {name: pattern for name, pattern, _ in VERBS}
