@@ -20,6 +20,7 @@ from actors.ports import Llm
 from memory.predicates import Vocabulary
 from memory.prompts import Exchange, extraction_prompt
 from memory.rules_extractor import extract_facts
+from memory.statements import People
 from schemas.llm import Extraction, MemoryUpdate, SessionAnalysis
 from schemas.records import Fact
 from schemas.settings import Settings
@@ -67,7 +68,11 @@ class Extractor:
         self.stats = ExtractionStats()
 
     async def extract(
-        self, exchanges: Sequence[Exchange], *, known_facts: Sequence[Fact] = ()
+        self,
+        exchanges: Sequence[Exchange],
+        *,
+        known_facts: Sequence[Fact] = (),
+        people: People | None = None,
     ) -> ExtractionResult:
         """Extract from ``exchanges``. Raises ``ExtractionFailed`` after the last retry."""
         system, prompt = extraction_prompt(
@@ -92,7 +97,7 @@ class Extractor:
             except LlmUnavailable as exc:
                 _log.info("extraction model unreachable (%s): using the rule-based extractor", exc)
                 self.stats.by_rules += 1
-                return ExtractionResult(self._by_rules(exchanges), by_rules=True)
+                return ExtractionResult(self._by_rules(exchanges, people), by_rules=True)
             except (msgspec.DecodeError, LlmInvalidOutput) as exc:
                 self.stats.invalid += 1
                 reason = f"invalid output: {exc}"
@@ -108,9 +113,14 @@ class Extractor:
                 delay *= 2
         raise ExtractionFailed(reason)
 
-    def _by_rules(self, exchanges: Sequence[Exchange]) -> Extraction:
+    def _by_rules(self, exchanges: Sequence[Exchange], people: People | None) -> Extraction:
         confidence = self._settings.rules_confidence
-        facts = [f for ex in exchanges for f in extract_facts(ex.user, confidence=confidence)]
+        people = people if people is not None else People()
+        facts = [
+            f
+            for ex in exchanges
+            for f in extract_facts(ex.user, confidence=confidence, people=people)
+        ]
         return Extraction(
             facts=facts,
             memory_update=MemoryUpdate(should_store=bool(facts)),

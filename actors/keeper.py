@@ -29,6 +29,7 @@ from memory.facts import (
 )
 from memory.keywords import expresses_preference
 from memory.rules_extractor import extract_facts, structure_of
+from memory.statements import People, Speaker
 from memory.transfer import candidate_from_line
 from schemas.llm import ExtractedFact
 from schemas.records import Fact
@@ -332,6 +333,18 @@ class FactKeeper:
             for job in jobs:
                 job.error = error
             raise error from None
+
+    async def cast(self, user_id: str) -> People:
+        """The people the user's active facts name ("Mike", the user's brother), so that a
+        later message's "Mike moved to Denver" is about him. Raises ``MnemoError``."""
+        people = People()
+        for stored in await self._store.facts.facts_of(user_id):
+            fact = stored.fact
+            if fact.subject and fact.relation and fact.subject.casefold() not in ("user", "用户"):
+                if fact.subject != fact.relation:
+                    people.meet(Speaker(name=fact.subject, relation=fact.relation))
+        people.last = people.other = None
+        return people
 
     # -- editing (REST and the panel) ------------------------------------------
 

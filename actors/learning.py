@@ -26,6 +26,7 @@ from actors.ports import Store
 from actors.writer import ArchiveWriter
 from memory.facts import Changes
 from memory.prompts import Exchange
+from memory.statements import People
 from memory.working import apply_set
 from schemas.records import Progress, WorkingMemory
 from schemas.wire import ServerMessage
@@ -127,6 +128,9 @@ class SessionLearning:
         self._deps, self._publish, self._spawn = deps, publish, spawn
         self._pending: list[Exchange] = []
         self._extracting = False
+        #: The people this conversation named (and the user's stored facts name), for
+        #: "she" or "Ana" in a later turn; loaded on the first extraction.
+        self._people: People | None = None
         self.state = "idle"
 
     def add(self, exchange: Exchange) -> None:
@@ -179,7 +183,9 @@ class SessionLearning:
 
     async def _try(self, batch: Sequence[Exchange]) -> ExtractionResult | None:
         try:
-            return await self._deps.extractor.extract(batch)
+            if self._people is None:
+                self._people = await self._deps.keeper.cast(self._user)
+            return await self._deps.extractor.extract(batch, people=self._people)
         except MnemoError as exc:
             _log.warning(
                 "extraction for session %s failed, %d turns stay pending: %s",

@@ -35,18 +35,21 @@ _REPORTED = re.compile(r"[他她]们?说|听说|据说|告诉我|跟我说|觉�
 
 _FILLER = re.compile(
     r"^(?:对了|另外|还有|顺便(?:说|提)(?:一下|一句)?|哈哈+|嗯+|其实|说实话|告诉你|跟你说|好消息|"
-    r"大新闻|话说|不过|而且|然后|所以|那个|就是|我跟你讲|最新消息|虽然|虽说|尽管)"
+    r"大新闻|话说|不过|而且|然后|所以|那个|就是|我跟你讲|最新消息|虽然|虽说|尽管|说起来)"
 )
 
 _TIME = (
     r"每天|每周|每个?月|每个?周末|周末|平时|平常|早上|晚上|中午|下午|上午|现在|最近|目前|如今|"
     r"上个?月|上周|上个星期|去年|今年|前年|前几天|前段时间|这几年|这些年|这段时间|刚刚|刚|已经|一直|"
     r"经常|总是|偶尔|有时候|有时|天天|常常|通常|一般|以前|之前|过去|原来|曾经|小时候|终于|马上|"
+    r"下班后?|上班前|工作日|以后|后来|开始|又|"
     r"\d+年|[一二三四五六七八九十两]+年前?"
 )
 
 _ADVERB = (
-    r"也|还|都|很|非常|特别|真的|真|超级|超|挺|蛮|确实|本来|基本上|比较|更|就|又|正在|"
+    r"也|还|都|很|非常|特别|真的|真|超级|超|挺|蛮|确实|本来|基本上|比较|更|就|又|正在|会|居然|自己|"
+    r"(?:辞职|离职)了?(?:出来)?|"
+    r"[\u4e00-\u9fff]{1,3}[上里](?=还|也|又|都|养|有|种)|"
     r"在(?=学|读|做|写|练)"
 )
 
@@ -54,7 +57,26 @@ _LEAD = re.compile(r"^(?:" + _TIME + "|" + _ADVERB + r")")
 
 _NEGATION = re.compile(r"^(?:不再|再也不|已经不|已经没有?|不能|不可以|没法|不|没有|没)")
 
-_CHANGE = ("现在", "最近", "目前", "如今", "刚", "刚刚", "终于", "上个月", "上月", "去年")
+_CHANGE = (
+    "已经",
+    "现在",
+    "最近",
+    "目前",
+    "如今",
+    "刚",
+    "刚刚",
+    "终于",
+    "上个月",
+    "上月",
+    "去年",
+    "以后",
+    "开始",
+)
+#: A clause after one of these is its consequence ("如果我中了彩票" ...) and states nothing.
+_CONDITION = re.compile(r"如果|假如|要是|万一|的话|假设")
+_CALL_ME = re.compile(
+    r"^(?:你|您)?(?:以后)?(?:可以|就)?(?:叫|喊|称呼)我(?P<v>[\u4e00-\u9fffA-Za-z]{1,4})"
+)
 
 _PAST = ("以前", "之前", "过去", "原来", "曾经", "小时候")
 
@@ -76,6 +98,8 @@ _ATTRIBUTES = {
     "专业": "studies",
     "家乡": "from",
     "老家": "from",
+    "微信号": "wechat",
+    "微信": "wechat",
 }
 
 _NAME_END = re.compile(r"是|在|住|喜欢|爱|叫|今年|也|很|会|有|做|当|刚|已经|每天|养|对|不|最")
@@ -85,12 +109,15 @@ _NAME_END = re.compile(r"是|在|住|喜欢|爱|叫|今年|也|很|会|有|做|�
 _IMPLIED = Speaker(name="\u6211", relation="\u6211")
 
 _SELF_REPORTS = frozenset(
-    "lives employer allergic allergic-of keeps consume switch quit status school opened".split()
+    "lives employer allergic allergic-of keeps consume switch quit status school opened learns"
+    " hobby likes where".split()
 )
+_ADJECTIVES = re.compile(r"^(?:最好的|最要好的|好)")
 
 
 def _relation(text: str, people: People) -> tuple[Speaker, str] | None:
     """``妹妹安娜是护士`` -> (Speaker(安娜, 妹妹), ``是护士``)."""
+    text = _ADJECTIVES.sub("", text)
     for relation in RELATIONS:
         if text.startswith(relation):
             rest = text[len(relation) :]
@@ -109,12 +136,19 @@ def _subject(clause: Clause, people: People) -> tuple[Speaker, str] | str | None
         text = "我" + text[2:]
     at = text.find("我")
     lead = text[:at] if at >= 0 else ""
-    if at >= 0 and (len(lead) <= 6 and re.fullmatch(r"(?:" + _TIME + r"|[的,\s])*", lead)):
+    timed = re.fullmatch(r"(?:" + _TIME + r"|[的,\s])*", lead) is not None
+    if at >= 0 and 0 < len(lead) <= 4 and not timed and re.fullmatch(r"[\u4e00-\u9fff]+", lead):
+        # "钢琴我已经不学了": the object said first; put it back after the verb.
+        rest = re.sub(r"[了啊呢吧]+$", "", text[at + 1 :])
+        if re.search(r"(?:学|玩|弹|打|吃|喝|练|做)$", rest):
+            return people.meet(USER), rest + lead
+    if at >= 0 and (len(lead) <= 6 and timed):
         rest = text[at + 1 :]
-        if rest.startswith(("们", "和", "跟")):
-            rest = re.sub(
-                r"^(?:们|[和跟][^是在住喜爱有搬]{1,6}?)(?=[都也一]?[是在住喜爱有搬])", "", rest
-            )
+        rest = re.sub(r"^们?家在", "住在", rest)  # 我家在成都: where the user lives
+        rest = re.sub(r"^们?(?:全家|家)(?=在|有|养|住|搬|都|也|还)", "", rest).removeprefix("们")
+        rest = rest[1:] if rest.startswith("人在") else rest  # 我人在深圳: where I am now
+        if rest.startswith(("和", "跟")):
+            rest = re.sub(r"^[和跟][^是在住喜爱有搬]{1,6}?(?=[都也一]?[是在住喜爱有搬])", "", rest)
             return USER, lead + rest
         if rest.startswith("的"):
             rest = rest[1:]
@@ -129,7 +163,7 @@ def _subject(clause: Clause, people: People) -> tuple[Speaker, str] | str | None
         if rest.startswith("自己"):
             rest = rest[2:]
         return people.meet(USER), lead + rest
-    if text.startswith(("他", "她")):
+    if text.startswith(("他", "她", "它")):
         return (people.other, text[1:]) if people.other is not None else None
     if at < 0 and clause.follows and people.last is not None:
         return people.last, text
@@ -199,7 +233,14 @@ def _attribute(spec: str, people: People) -> list[Statement]:
     return [Statement(predicate=predicate, value=value, content=content)]
 
 
-_LABEL = {"occupation": "工作", "hobby": "爱好", "goal": "目标", "studies": "专业", "from": "家乡"}
+_LABEL = {
+    "occupation": "工作",
+    "hobby": "爱好",
+    "goal": "目标",
+    "studies": "专业",
+    "from": "家乡",
+    "wechat": "微信号",
+}
 
 
 def chinese_statements(clause: Clause, people: People) -> list[Statement]:
@@ -207,6 +248,11 @@ def chinese_statements(clause: Clause, people: People) -> list[Statement]:
     text = clause.text
     if clause.question or _QUESTION.search(text) or _HEDGE.search(text) or _REPORTED.search(text):
         return []
+    if clause.follows and _CONDITION.search(clause.follows):
+        return []
+    if called := _CALL_ME.match(_FILLER.sub("", text.strip())):
+        name = clean(called.group("v"))
+        return [Statement("name", name, f"用户叫{name}", updates_previous=True)] if name else []
     found = _subject(clause, people)
     if found is None:
         return []

@@ -28,7 +28,8 @@ RELATIONS = sorted(
     妈妈 妈 母亲 爸爸 爸 父亲 父母 爸妈 姐姐 姐 妹妹 妹 哥哥 哥 弟弟 弟 儿子 女儿 孩子 老婆 妻子
     太太 老公 丈夫 男朋友 女朋友 男友 女友 对象 未婚夫 未婚妻 爷爷 奶奶 外公 外婆 姥姥 姥爷 叔叔
     阿姨 舅舅 姑姑 表哥 表姐 表妹 表弟 堂哥 堂姐 好朋友 朋友 闺蜜 室友 同事 老板 领导 邻居 同学
-    宝宝 家人
+    宝宝 家人 婆婆 公公 岳父 岳母 丈母娘 老丈人 嫂子 弟媳 姐夫 妹夫 女婿 儿媳 孙子 孙女 外孙 侄子
+    侄女 外甥 闺女 兄弟 姐妹 导师 上司 发小 哥们 老妈 老爸
     """.split(),
     key=len,
     reverse=True,
@@ -42,7 +43,12 @@ _OCCUPATION = re.compile(
     r"博主|主播|程序媛|医师|药剂师|兽医|牙医|教练|导游|空姐|飞行员|建筑师|营养师|心理咨询师)$"
 )
 
-_PETS = re.compile(r"猫|狗|兔子|仓鼠|鹦鹉|鸟|鱼|乌龟|龟|蛇|蜥蜴|马|猫咪|狗狗|小狗|小猫")
+_PETS = re.compile(
+    r"猫|狗|兔子|仓鼠|鹦鹉|鸟|鱼|乌龟|龟|蛇|蜥蜴|马|柯基|金毛|泰迪|哈士奇|拉布拉多|柴犬|布偶|英短|"
+    r"美短|边牧|比熊|萨摩耶"
+)
+#: What cannot start a thing's name: particles and verbs ("吃了嘴巴会肿" names no food).
+_NOT_A_THING = re.compile(r"^[了过着得就会都也还要能一]|会|就")
 
 _LANGUAGE = re.compile(r"[语文话]$|英文|中文|粤语|普通话")
 
@@ -131,6 +137,10 @@ def _employer(m: re.Match[str], s: State) -> list[Statement]:
 
 def _copula(m: re.Match[str], s: State) -> list[Statement]:
     value = clean(m["v"])
+    if zodiac := re.match(r"属(.)", value):
+        return _one(s, "zodiac", zodiac.group(1), f"{s.speaker.chinese()}属{zodiac.group(1)}")
+    if value.startswith("开") and len(value) > 2:  # 是开健身房的: runs one
+        return _one(s, "occupation", value, f"{s.speaker.chinese()}{value}", updates=s.change)
     if value.endswith("人") and 2 <= len(value) <= 5 and not _OCCUPATION.search(value):
         return _one(s, "from", value[:-1], _say(s, "来自", value[:-1]))
     if value in _DIETS:
@@ -216,11 +226,13 @@ def _speaks(m: re.Match[str], s: State) -> list[Statement]:
 
 
 def _learns(m: re.Match[str], s: State) -> list[Statement]:
-    return _many(s, "learning", "在学", m["v"])
+    return _many(s, "learning", "学" if s.negated else "在学", m["v"])
 
 
 def _consumes(m: re.Match[str], s: State) -> list[Statement]:
     verb = m["verb"]
+    if _NOT_A_THING.search(clean(m["v"])):
+        return []
     if m["v"].startswith("素"):
         return _one(s, "diet", "素食", _say(s, "吃素", ""))
     predicate = "drinks" if verb == "喝" else "eats"
@@ -228,11 +240,13 @@ def _consumes(m: re.Match[str], s: State) -> list[Statement]:
 
 
 def _switch(m: re.Match[str], s: State) -> list[Statement]:
-    """改喝茶 / 换成茶: the new habit replaces an old one."""
-    inner = _VERB_PATTERNS_BY_NAME["consume"].match(m["v"])
-    if inner is None:
-        return []
-    found = _consumes(inner, s)
+    """改喝茶 / 改玩尤克里里: the new habit replaces an old one."""
+    found: list[Statement] = []
+    for name, pattern, handler in VERBS:
+        inner = pattern.match(m["v"])
+        if inner is not None and name not in ("switch", "general"):
+            found = handler(inner, s)
+            break
     return [
         Statement(
             predicate=f.predicate,
@@ -272,6 +286,20 @@ def _status(m: re.Match[str], s: State) -> list[Statement]:
     )
 
 
+def _where(m: re.Match[str], s: State) -> list[Statement]:
+    """在X: no longer at a company (已经不在字节了), or where the user is now (现在在深圳)."""
+    where = clean(m["v"])
+    if s.negated and s.change:
+        return _one(s, "employer", where, f"{s.speaker.chinese()}不再在{where}工作")
+    if s.change and not s.negated:
+        return _one(s, "lives_in", where, f"{s.speaker.chinese()}住在{where}", updates=True)
+    return []
+
+
+def _afraid(m: re.Match[str], s: State) -> list[Statement]:
+    return _many(s, "afraid_of", m["verb"], m["v"])
+
+
 def _hobby(m: re.Match[str], s: State) -> list[Statement]:
     if not clean(m["v"]):
         return _one(s, "hobby", m["verb"], _say(s, m["verb"], ""))
@@ -281,7 +309,7 @@ def _hobby(m: re.Match[str], s: State) -> list[Statement]:
 def _general(m: re.Match[str], s: State) -> list[Statement]:
     """Any other verb with an object, for habits (每天/经常 …) and lasting states."""
     verb, value = m["verb"], clean(m["v"])
-    if not s.lead and not s.negated:
+    if (not s.lead and not s.negated) or "了" in value or _NOT_A_THING.search(value):
         return []
     return _one(s, "habit", verb + value, _say(s, verb, value))
 
@@ -308,7 +336,22 @@ _VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
         r"在(?P<v>.+?)(?:读书|上学|读大学|上大学|读研|读博|念书|读高中|读)(?P<role>.*)$",
         _school,
     ),
-    ("opened", r"(?:开了|开)(?P<v>.*(?:店|公司|工作室|餐厅|餐馆|诊所|酒吧))$", _opened),
+    (
+        "school-was",
+        r"(?:本科|研究生|硕士|博士|大学)(?:是)?在(?P<v>.+?)(?:读|念|上)的?(?P<role>)$",
+        _school,
+    ),
+    (
+        "school-year",
+        r"(?:读|上)(?P<v>(?:高|初|大)[一二三四]|研[一二三]|幼儿园|小学|初中|高中)",
+        lambda m, s: _one(s, "school", m["v"], f"{s.speaker.chinese()}在读{m['v']}"),
+    ),
+    (
+        "opened",
+        r"(?:开了|开)(?P<v>.*(?:店|公司|工作室|餐厅|餐馆|诊所|酒吧|馆|铺|坊|厂|摊))$",
+        _opened,
+    ),
+    ("afraid", r"(?P<verb>害怕|很怕|怕)" + r"(?P<v>.+)", _afraid),
     (
         "likes",
         r"(?P<verb>最喜欢|更喜欢|比较喜欢|喜欢|喜爱|热爱|超爱|最爱|爱(?![好人情])|讨厌|受不了|反感|偏好|宁愿|迷上了?)"
@@ -323,10 +366,12 @@ _VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
     ("quit", r"(?:戒了|戒掉了|戒)" + _P, _quit),
     ("goal", r"(?P<verb>想要|想|打算|计划|希望|准备|要)" + _P, _goal),
     ("copula", r"(?:是|做|当)" + _P, _copula),
+    ("zodiac", r"(?P<v>属.)", _copula),
+    ("where", r"在(?P<v>[^做当工上读学住]{2,8})$", _where),
     (
         "hobby",
-        r"(?P<verb>跑步|游泳|爬山|徒步|骑车|骑行|画画|唱歌|跳舞|健身|瑜伽|钓鱼|做饭|烘焙|冥想|滑雪|"
-        r"冲浪|攀岩|露营|弹|打|踢|练|玩|骑|画|唱)(?P<v>.*)",
+        r"去?(?P<verb>跑步|游泳|爬山|徒步|骑车|骑行|画画|唱歌|跳舞|健身|瑜伽|钓鱼|做饭|烘焙|冥想|"
+        r"滑雪|冲浪|攀岩|露营|弹|打|踢|练|玩|骑|画|唱)(?P<v>.*)",
         _hobby,
     ),
     ("general", r"(?P<verb>[\u4e00-\u9fff]{1,2}?)(?P<v>[\u4e00-\u9fffA-Za-z0-9]{2,})", _general),

@@ -49,8 +49,11 @@ _CLAUSE_BREAK = re.compile(
     r"\s*[,:\uff0c\uff1a\u3001]\s*(?=(?:and\s+|but\s+|so\s+|also\s+)?(?:I|we|my|our|he|she|they)\b)"
     r"|,?\s+(?:and|plus)\s+(?=(?:also\s+|now\s+|then\s+)?(?:I|we|my|our|he|she|they)\b)"
     r"|,?\s*\b(?:but|so|because|although|though|whereas|except)\b\s*"
+    # "Handed in my notice and started at Ocado": a second verb in the past, same subject.
+    r"|,?\s+and\s+(?=(?:then |also |just |finally )?(?:[a-z]{3,}ed|got|went|took|left|quit"
+    r"|began|became|joined|moved)\b)"
     r"|[\uff0c,\u3001]?(?:" + _ZH_CONJUNCTION + r")"
-    r"|[\uff0c\uff1a]|:\s|(?<=[\u3400-\u9fff]),(?!叫|名叫)|,(?=[\u3400-\u9fff])(?!叫|名叫)",
+    r"|[\uff0c\uff1a]|:\s|(?<=[\u3400-\u9fff]),(?!叫|名叫|一只|一个|一条)|,(?=[\u3400-\u9fff])(?!叫|名叫|一只|一个|一条)",
 )
 #: Words after which an "I" goes on the same clause ("the music I like", "she said I").
 _JOINS_NEXT_I = frozenset(
@@ -63,7 +66,60 @@ _JOINS_NEXT_I = frozenset(
     """.split()
 )
 _BARE_I = re.compile(r"\s(?=I\s)")
+_AS_WELL_AS = re.compile(r",?\s+as well as\s+", re.IGNORECASE)
 _BE = frozenset("am is are was were".split())
+
+
+#: Word orders people use for emphasis, put back in the plain order first:
+#: "Bristol is where I live now" -> "I live in Bristol now", "What I love most is sailing"
+#: -> "I love sailing", "Foods I love: ramen, pierogi" -> "I love ramen, pierogi",
+#: "Cricket's more my thing now" -> "I like Cricket now", "New number: 0770" -> "my number
+#: is 0770".
+_REORDERS = tuple(
+    (re.compile(pattern, re.IGNORECASE), replacement)
+    for pattern, replacement in (
+        (
+            r"^(?P<np>[^,;]{1,60}?) is where (?P<s>I|we) (?P<v>live|grew up|work)\b(?P<rest>.*)$",
+            r"\g<s> \g<v> in \g<np>\g<rest>",
+        ),
+        (
+            r"^what (?P<s>I|we) (?P<v>[^,;]{1,40}?)(?: the)?(?: most)? (?:is|are) (?P<np>.+)$",
+            lambda m: _cleft(m["s"], m["v"], m["np"]),
+        ),
+        (
+            r"^(?P<head>(?:\w+ ){0,2}\w+) (?P<s>I|we) (?P<v>\w+) *: *(?P<list>.+)$",
+            r"\g<s> \g<v> \g<list>",
+        ),
+        (
+            r"^(?P<np>[^,;]{1,40}?)(?:'s| is| are) (?:(?:more|really|very much|still|just|"
+            r"definitely|totally|so|now|also) )*my (?:thing|jam|passion|obsession)\b(?P<rest>.*)$",
+            r"I like \g<np>\g<rest>",
+        ),
+        (
+            r"^(?:my )?(?:new |current )?(?P<attr>phone number|number|mobile|email|e-mail|address)"
+            r" *: *(?P<v>.+)$",
+            r"my \g<attr> is \g<v>",
+        ),
+    )
+)
+#: Emoji and tags that say a sentence means the opposite.
+_IRONY = re.compile("\U0001f644|\U0001f643|\U0001f612|\U0001f60f|(?:^|\\s)/s\\b")
+
+
+_WHEN = re.compile(r"\s+(?=(?:every|each|on|most|at|in)\b)", re.IGNORECASE)
+
+
+def _cleft(subject: str, verb_phrase: str, rest: str) -> str:
+    """ "What I do every Sunday is a parkrun" -> "I do a parkrun every Sunday"."""
+    verb, *when = _WHEN.split(verb_phrase, maxsplit=1)
+    head, comma, tail = rest.partition(",")
+    return f"{subject} {verb} {head} {' '.join(when)}".rstrip() + comma + tail
+
+
+def _reorder(sentence: str) -> str:
+    for pattern, replacement in _REORDERS:
+        sentence = pattern.sub(replacement, sentence, count=1)
+    return sentence
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +144,7 @@ def normalize(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).translate(_APOSTROPHES)
     for pattern, replacement in _CONTRACTION_RES:
         text = pattern.sub(replacement, text)
+    text = _AS_WELL_AS.sub(" and ", text)
     return re.sub(r"[ \t]+", " ", text)
 
 
@@ -127,7 +184,9 @@ def clauses(text: str) -> list[Clause]:
         question = sentence.endswith(("?", "\uff1f")) or (
             any(is_cjk(c) for c in sentence) and sentence.rstrip("\u3002!.").endswith("吗")
         )
-        body = sentence.rstrip(".!?;\u3002\uff01\uff1f\uff1b ")
+        if _IRONY.search(sentence):
+            continue  # "I'm definitely a morning person 🙄"
+        body = _reorder(sentence.rstrip(".!?;\u3002\uff01\uff1f\uff1b "))
         previous = ""
         for part in _CLAUSE_BREAK.split(body):
             for piece in _run_ons(part) if part else ():

@@ -51,6 +51,8 @@ __all__ = [
     "similarity",
 ]
 
+#: Predicates whose facts say how much or how often: a taste of the same thing is news.
+_AMOUNTS = frozenset(("eats", "drinks"))
 KEPT_PINNED = "pinned"
 KEPT_STATED = "stated more surely"
 
@@ -118,9 +120,14 @@ class _Slot:
         return "other"
 
     def repeats(self, fact: Fact) -> bool:
-        """The same statement in other words (same slot, polarity and value)."""
-        if self.relation_to(fact) != "same" or fact.negated != self.cand.negated:
+        """The same statement in other words: same slot, polarity and value; or, within a
+        family, a taste and an activity of one value ("loves hiking" / "hobby: hiking")."""
+        relation = self.relation_to(fact)
+        if fact.negated != self.cand.negated or relation not in ("same", "family"):
             return False
+        if relation == "family":
+            sides = {self.predicate, self.vocabulary.canonical(fact.predicate)}
+            return not sides & _AMOUNTS and covers(fact.value, self.cand.value)
         if same_value(fact.value, self.cand.value):
             return True
         return self.one and covers(fact.value, self.cand.value)
@@ -163,6 +170,10 @@ class _Slot:
             return same_value(fact.value, cand.value)
         if relation == "family" and cand.negated and not fact.negated:
             return covers(fact.value, cand.value) or same_value(fact.value, cand.value)
+        if relation == "other" and not cand.negated and self.predicate in ("eats", "drinks"):
+            # "started eating fish again" ends "vegan"
+            diet = self.vocabulary.canonical(fact.predicate) == "diet" and not fact.negated
+            return diet and excluded_by_diet(fact.value, cand.value)
         return False
 
 

@@ -45,7 +45,7 @@ _ADVERBS = frozenset(
     mostly absolutely totally definitely recently finally only even already truly honestly
     literally basically seriously genuinely kinda sorta pretty much very so quite newly
     originally officially happily proudly mainly primarily typically normally regularly
-    occasionally rarely
+    occasionally rarely properly
     """.split()
 )
 _CHANGE = frozenset("now just recently finally newly officially".split())
@@ -54,6 +54,8 @@ _HEDGE_ADVERBS = frozenset("probably maybe perhaps possibly".split())
 _MODALS = frozenset("will would could should might may must shall can".split())
 _BE = frozenset("am is are was were be been being".split())
 _HAVE = frozenset("have has had".split())
+#: "Another friend, Chloe, runs a bakery": a person without "my".
+_FRIENDS = frozenset("friend mate buddy pal colleague coworker neighbour neighbor".split())
 _OCCASION_SKIP = frozenset("also well so and but oh btw anyway actually honestly plus".split())
 _OCCASION_START = frozenset("for on in at every each after before during".split())
 _ATTRIBUTE_NOUNS = frozenset(
@@ -89,9 +91,13 @@ def _possessed(phrase: Phrase, people: People) -> Speaker | str | tuple[Speaker,
     if head in _ATTRIBUTE_NOUNS:
         phrase.pos += 1
         return head
-    if head.endswith("'s") and _relation(head[:-2]) and phrase.peek(1) in _ATTRIBUTE_NOUNS:
-        phrase.pos += 2
-        return Speaker(relation=head[:-2]), phrase.low[phrase.pos - 1]
+    if head.endswith("'s") and _relation(head[:-2]):
+        if phrase.peek(1) in _ATTRIBUTE_NOUNS:
+            phrase.pos += 2
+            return Speaker(relation=head[:-2]), phrase.low[phrase.pos - 1]
+        # "my partner's vegetarian": 's is "is"; the clause goes on from there.
+        phrase.toks[phrase.pos] = phrase.low[phrase.pos] = "is"
+        return people.meet(Speaker(relation=head[:-2]))
     relation = _relation(head)
     if relation is None:
         return None
@@ -109,9 +115,11 @@ def _possessed(phrase: Phrase, people: People) -> Speaker | str | tuple[Speaker,
             name = candidate.capitalize() if lowered_name else candidate
             phrase.pos += 1
             phrase.take(",")
+    person = people.meet(Speaker(name=name, relation=relation))
     if phrase.take("and", "i"):
+        people.last = USER
         return USER  # "my wife and I moved to Denver"
-    return people.meet(Speaker(name=name, relation=relation))
+    return person
 
 
 def _verb_like(word: str) -> bool:
@@ -153,14 +161,20 @@ def _subject(phrase: Phrase, people: People) -> _Found | None:
         found: _Found | None = None
         if low in ("i", "we") or (word == "User" and i == 0):
             found, phrase.pos = USER, i + 1
-        elif low in ("my", "our"):
+        elif low in ("my", "our") or (
+            low in ("another", "a") and phrase.peek_at(i + 1) in _FRIENDS
+        ):
             phrase.pos = i + 1
             found = _possessed(phrase, people)
             if found is None:
                 return None
         elif low in ("he", "she", "they") and people.other is not None:
             found, phrase.pos = people.other, i + 1
-        elif word[:1].isupper() and (known := people.named(word)) is not None:
+        elif (
+            word[:1].isupper()
+            or phrase.peek_at(i + 1) in _BE | _HAVE
+            or lemma(phrase.peek_at(i + 1)) in VERBS
+        ) and (known := people.named(word)) is not None:
             found, phrase.pos = people.meet(known), i + 1
         if found is not None:
             preamble = phrase.low[:i]
@@ -196,6 +210,22 @@ def _implied_i(phrase: Phrase) -> Speaker | None:
     return None
 
 
+def _next_verb(phrase: Phrase) -> str:
+    """The first word after the current one that is not an adverb."""
+    offset = 1
+    while phrase.peek(offset) in _ADVERBS or phrase.peek(offset) in ("properly", "both"):
+        offset += 1
+    return phrase.peek(offset)
+
+
+def _participle(word: str) -> bool:
+    """ "lived", "given", "quit": a past participle after "have"."""
+    if word in _PARTICIPLES:
+        return True
+    base = lemma(word)
+    return base in VERBS and word != base and not word.endswith(("s", "ing"))
+
+
 def _group(phrase: Phrase) -> Group | None:
     """Read the verb group up to the main verb; None for hedges, futures and obligations."""
     group = Group()
@@ -227,19 +257,22 @@ def _group(phrase: Phrase) -> Group | None:
             phrase.pos += 1
         elif word in _HAVE and phrase.peek(1) == "to":
             return None
-        elif word in _HAVE and (
-            phrase.peek(1) in _PARTICIPLES | {"always", "never", "just", "recently", "finally"}
-            or (phrase.peek(1).endswith("ed") and lemma(phrase.peek(1)) in VERBS)
-        ):
+        elif word in _HAVE and _next_verb(phrase) == "got":
+            # "I've (also) got two kids" is "I have two kids": read "got" as "have".
+            while phrase.peek(1) != "got":
+                phrase.pos += 1
+                group.change |= phrase.peek() in _CHANGE
+            phrase.pos += 1
+            phrase.toks[phrase.pos] = phrase.low[phrase.pos] = "have"
+            return group
+        elif word in _HAVE and _participle(_next_verb(phrase)):
             group.perfect = True
             phrase.pos += 1
-            phrase.take("got")  # "I've got two kids" is "I have two kids"
-            if phrase.low[phrase.pos - 1] == "got":
-                phrase.pos -= 1
-                phrase.toks[phrase.pos] = phrase.low[phrase.pos] = "have"
-                group.perfect = False
-                return group
-        elif word in _BE and phrase.peek(1).endswith("ing") and phrase.peek(1) != "being":
+        elif (
+            word in _BE
+            and (following := _next_verb(phrase)).endswith("ing")
+            and (following != "being")
+        ):
             group.progressive = True
             group.past |= word in ("was", "were")
             phrase.pos += 1
@@ -312,7 +345,13 @@ def english_statements(clause: Clause, people: People) -> list[Statement]:
         return []
     occasion = _occasion(phrase, start)
     reading = Reading(
-        found, group, phrase, occasion=occasion, work=people.about_work, dispatch=dispatch
+        found,
+        group,
+        phrase,
+        occasion=occasion,
+        work=people.about_work,
+        message=people.text,
+        dispatch=dispatch,
     )
     read_verb(reading)
     return reading.found

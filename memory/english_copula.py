@@ -44,7 +44,7 @@ __all__ = ["MONTHS", "copula", "have", "read_attribute"]
 _ADVERBS = frozenset(
     "also really still just now currently originally actually very so quite pretty super"
     " totally absolutely definitely officially newly happily more mostly mainly kinda sorta"
-    " honestly huge".split()
+    " honestly huge both big really massively literally".split()
 )
 
 
@@ -54,9 +54,14 @@ _EPISODE = frozenset(
 )
 
 
-_LIKERS = frozenset("fan lover enthusiast buff nerd geek junkie addict person fanatic".split())
+_LIKERS = frozenset("fan lover enthusiast buff nerd geek junkie addict fanatic".split())
 
 
+#: Nouns a number counts ("I'm 3 kids in"): a number before one is no age.
+_COUNTED = frozenset(
+    "kids children times days weeks months hours minutes miles km percent cups points".split()
+)
+_TRAITS = frozenset("morning night evening people early late".split())
 _JOBLESS = frozenset("retired unemployed self-employed freelance freelancing jobless".split())
 
 
@@ -163,7 +168,7 @@ def copula(reading: Reading, verb: str) -> None:
         )
     elif word in DIETS or (word in ARTICLES and phrase.peek(1) in DIETS):
         diet(reading)
-    elif word.isdigit() and 0 < int(word) < 130 and phrase.peek(1) in ("", "years", "year", "yo"):
+    elif word.isdigit() and 0 < int(word) < 130 and phrase.peek(1) not in _COUNTED:
         reading.emit("age", word, say(reading, "be", f"{word} years old"))
     elif word in ("into", "obsessed", "crazy", "passionate", "fond", "keen", "mad", "nuts"):
         phrase.pos += 1
@@ -192,7 +197,12 @@ def copula(reading: Reading, verb: str) -> None:
     elif word == "in" and phrase.word(1)[:1].isupper() and _EPISODE.isdisjoint(phrase.low):
         phrase.pos += 1
         place(reading, "lives_in", "live", "in", updates=group.change)
-    elif word in ARTICLES:
+    elif word == "diagnosed" and phrase.peek(1) == "with":
+        phrase.pos += 2
+        group.past = False
+        values(reading, "health", "have")
+    elif word in ARTICLES or (word == "of" and phrase.peek(1) in ARTICLES):
+        phrase.take("of")  # "more of a Terraforming Mars person"
         _a_noun(reading)
     elif word in NATIONALITIES and phrase.word()[:1].isupper() and phrase.peek(1) == "":
         phrase.pos += 1
@@ -245,9 +255,12 @@ def _a_noun(reading: Reading) -> None:
     if head in OCCUPATIONS or head.rstrip("s") in OCCUPATIONS or "stay-at-home" in words:
         phrase.pos = start
         occupation(reading, "be", "", updates=reading.group.change)
-    elif head in _LIKERS and len(words) > 1:
+    elif (head in _LIKERS or head == "person") and len(words) > 1:
         liked = " ".join(found.split()[:-1])
-        reading.emit("likes", liked, say(reading, "be", f"a {found}"))
+        if head == "person" and words[0] in _TRAITS:  # "a morning person" is no taste
+            reading.emit("habit", found, say(reading, "be", f"a {found}"))
+        else:  # "a jazz fan", "more of a Terraforming Mars person"
+            reading.emit("likes", liked, say(reading, "be", f"a {found}"))
     elif head in DIETS:
         reading.emit("diet", head, say(reading, "be", head))
 

@@ -117,12 +117,13 @@ def employer(reading: Reading, prep: str, *, updates: bool = False) -> None:
     role = ""
     if phrase.take("as"):
         role = read_value(phrase)
+    where = "" if role else detail(phrase)  # "a small design agency | in Cork"
     change = updates or reading.group.change
     state = not updates
     reading.emit(
         "employer",
         employer,
-        say(reading, "work", f"{prep} {employer}", state=state),
+        say(reading, "work", f"{prep} {employer}{where}", state=state),
         updates=change,
     )
     if role and not pointer(role):
@@ -178,7 +179,10 @@ def status(reading: Reading, status: str, *, updates: bool = False) -> None:
         partner = read_value(phrase)
         if partner and not pointer(partner):
             shown = f"{status} to {partner}"
-    content = say(reading, "be", shown, state=not updates)
+    if updates:  # "we got married in June 2019 at Lake Como"
+        content = f"{reading.speaker.english()} got {shown}{detail(reading.phrase)}"
+    else:
+        content = say(reading, "be", shown)
     reading.emit("relationship_status", status, content, updates=updates or reading.group.change)
 
 
@@ -190,7 +194,7 @@ def diet(reading: Reading) -> None:
     reading.emit("diet", diet, say(reading, "be", diet + detail(phrase)), updates=True)
 
 
-def read_name(reading: Reading, *, capitalised: bool = False) -> None:
+def read_name(reading: Reading, *, capitalised: bool = False, updates: bool = False) -> None:
     """Up to three name words at the phrase's position: the user's name; the first may be
     lower case unless ``capitalised``."""
     phrase = reading.phrase
@@ -206,4 +210,4 @@ def read_name(reading: Reading, *, capitalised: bool = False) -> None:
         phrase.pos += 1
     if words and reading.speaker.is_user:
         name = " ".join(words)
-        reading.emit("name", name, f"User's name is {name}", negated=False)
+        reading.emit("name", name, f"User's name is {name}", negated=False, updates=updates)

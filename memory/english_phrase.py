@@ -44,7 +44,7 @@ _BOUNDARY = frozenset(
     over rather so very really either anyway twice once that if unless whereas except but
     without pretty much quite almost nearly basically literally currently still back
     right around about whatsoever lol haha sadly luckily though tho anymore tbh imo btw
-    honestly lmao rn
+    honestly lmao rn myself yourself himself herself ourselves most up down
     """.split()
 )
 #: Leading words of a detail that say only when or how surely something changed.
@@ -56,12 +56,12 @@ _TIME_DROPS = frozenset(
     """
     now anymore again too also lately recently nowadays currently still either anyway
     really sadly luckily unfortunately fortunately honestly lol haha tho though back tbh imo
-    btw lmao rn completely totally entirely
+    btw lmao rn completely totally entirely myself yourself himself herself ourselves
     """.split()
 )
 _UNITS = frozenset(
     "year years month months week weeks day days decade decades summer winter spring fall"
-    " autumn weekend night time while".split()
+    " autumn weekend night time while hour hours minute minutes".split()
 )
 _DETAIL_AFTER_COMMA = frozenset(
     "especially particularly mostly mainly like including usually every on in at with"
@@ -121,6 +121,10 @@ class Phrase:
         at = self.pos + offset
         return self.low[at] if 0 <= at < len(self.low) else ""
 
+    def peek_at(self, index: int) -> str:
+        """The casefolded token at ``index`` (not relative to the position)."""
+        return self.low[index] if 0 <= index < len(self.low) else ""
+
     def word(self, offset: int = 0) -> str:
         at = self.pos + offset
         return self.toks[at] if 0 <= at < len(self.toks) else ""
@@ -152,6 +156,8 @@ class Reading:
     occasion: str = ""
     #: The message talks about work: "I'm at Spotify now" names an employer.
     work: bool = False
+    #: The whole message, for what a clause leaves unsaid ("I've quit" what?).
+    message: str = ""
     #: Reads a verb and its complement (``memory.english_verbs.dispatch``): a second verb
     #: phrase of the same subject ("and sing in a choir") is read with it.
     dispatch: Callable[[Reading, str], None] | None = None
@@ -165,6 +171,7 @@ class Reading:
             self.found,
             occasion=self.occasion,
             work=self.work,
+            message=self.message,
             dispatch=self.dispatch,
         )
 
@@ -284,12 +291,12 @@ def detail(phrase: Phrase) -> str:
 
 
 def _duration(words: list[str]) -> bool:
-    return bool(words) and (
-        words[0].isdigit()
-        or words[0] in ("a", "an", "many", "several", "few", "ages", "years", "decades", "months")
-        or words[0][:2] in ("19", "20")
-        or words[0] in _UNITS
-    )
+    """ "for about six years", "since 2019": how long, which a fact's content leaves out."""
+    if not words:
+        return False
+    if words[0][:2] in ("19", "20") and words[0].isdigit():
+        return True  # since 2019
+    return any(w in _UNITS or w == "ages" for w in words)
 
 
 def pointer(text: str) -> bool:
@@ -318,8 +325,8 @@ _COUNTS = frozenset("a an one two three four five six seven eight nine ten some 
 def capitalize_place(text: str) -> str:
     """``paris`` -> ``Paris``, ``the bbc`` -> ``the BBC`` for a name typed in lower case;
     anything with capitals stays."""
-    if text != text.casefold():
-        return text
+    if text != text.casefold() or text.split(" ", 1)[0] in ("a", "an", "my", "our", "some"):
+        return text  # capitals already, or a description ("a small agency"), not a name
     words = []
     for word in text.split():
         if word in ("of", "de", "la", "the", "and"):

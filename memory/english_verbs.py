@@ -68,8 +68,8 @@ def _likes(reading: Reading, verb: str) -> None:
                     content = f"{reading.speaker.english()} can't stand {item}{rest}"
                     reading.emit("dislikes", item, content)
         return
-    predicate = {"prefer": "prefers", "hate": "dislikes", "dislike": "dislikes"}.get(verb, "likes")
-    if verb in ("detest", "loathe", "despise"):
+    predicate = "prefers" if verb == "prefer" else "likes"
+    if verb in ("hate", "dislike", "avoid", "detest", "loathe", "despise"):
         predicate = "dislikes"
     if group.negated and not group.change and predicate == "likes":
         values(reading, "dislikes", verb, negated=False)
@@ -86,9 +86,12 @@ def _speak(reading: Reading, verb: str) -> None:
 
 
 def _live(reading: Reading, verb: str) -> None:
-    prep = reading.phrase.peek()
+    phrase = reading.phrase
+    prep = phrase.peek()
+    if prep == "on" and not phrase.word(1)[:1].isupper():
+        return  # "I live on coffee" is no address
     if prep in ("in", "at", "near", "on", "outside", "by"):
-        reading.phrase.pos += 1
+        phrase.pos += 1
         place(reading, "lives_in", verb, prep, updates=False)
 
 
@@ -174,6 +177,35 @@ def _get(reading: Reading, verb: str) -> None:
     elif any(w in PETS for w in phrase.low[phrase.pos : phrase.pos + 4]):
         group.past = False
         have(reading, "have")
+    elif any(w in _TRANSPORT for w in phrase.low[phrase.pos : phrase.pos + 4]):
+        # "I get the 6:40 train from Reading": how the user commutes.
+        if not group.past:
+            found = read_value(phrase)
+            reading.emit("habit", "commute", say(reading, "get", found + detail(phrase)))
+    else:
+        _generic(reading, verb)
+
+
+_TRANSPORT = frozenset("train bus tube subway metro ferry tram shuttle".split())
+
+
+def _teach(reading: Reading, verb: str) -> None:
+    """ "I teach 8th grade science": a teacher, whatever is taught."""
+    phrase = reading.phrase
+    if reading.group.past and not reading.group.used_to:
+        return
+    subject = read_value(phrase) if not phrase.done() else ""
+    if pointer(subject) and subject:
+        return
+    role = f"{subject} teacher".strip()
+    content = say(reading, "teach", (subject + detail(phrase)).strip())
+    reading.emit("occupation", role, content, updates=reading.group.change)
+
+
+def _keep(reading: Reading, verb: str) -> None:
+    """ "I keep kosher": a diet; other uses of "keep" say nothing lasting."""
+    if reading.phrase.peek() in DIETS:
+        diet(reading)
 
 
 def _dating(reading: Reading) -> None:
@@ -235,6 +267,9 @@ def _quit(reading: Reading, verb: str) -> None:
         if verb == "retire":
             group.past = False
             reading.emit("occupation", "retired", say(reading, "be", "retired"), updates=True)
+        elif (habit := _habit_named(reading.message)) is not None:
+            group.past, group.negated, group.change = False, True, True
+            reading.emit("habit", habit, say(reading, lemma(habit), ""))
         return
     group.past = False
     group.negated = group.change = True
@@ -249,6 +284,21 @@ def _quit(reading: Reading, verb: str) -> None:
         if not pointer(found):
             content = f"{reading.speaker.english()} quit {found}"
             reading.emit("habit", found, content)
+
+
+#: What "I quit" without an object means, by what the message talks about.
+_HABITS = (
+    (("cigarette", "cigarettes", "smoking", "smoke", "smoked", "vape", "vaping"), "smoking"),
+    (("alcohol", "drinking", "booze", "drink"), "drinking"),
+)
+
+
+def _habit_named(message: str) -> str | None:
+    words = set(message.casefold().replace("!", " ").replace(".", " ").split())
+    for cues, habit in _HABITS:
+        if words.intersection(cues):
+            return habit
+    return None
 
 
 def _want(reading: Reading, verb: str) -> None:
@@ -296,7 +346,13 @@ def _generic(reading: Reading, verb: str) -> None:
             activity = gerund(verb)
             reading.emit("habit", activity, say(reading, verb, detail(phrase).strip()))
         return
-    if pointer(found) or (prep and prep not in ("to", "in", "with", "for")):
+    if pointer(found):
+        return
+    if verb in _HABIT_VERBS:
+        # "I smoke about ten a day": the habit, with how much as its detail.
+        activity = gerund(verb)
+        shown = f"{prep} {found}".strip() + detail(phrase)
+        reading.emit("habit", activity, say(reading, verb, shown))
         return
     rest = detail(phrase)
     for item in items(found):
@@ -305,10 +361,15 @@ def _generic(reading: Reading, verb: str) -> None:
 
 _LIKING = (
     "like love enjoy adore dig fancy appreciate prefer hate dislike detest loathe despise stand"
+    " avoid"
 )
 
 
+#: Verbs whose object is a measure, not a thing: the activity itself is the value.
+_HABIT_VERBS = frozenset("smoke vape gamble".split())
 _HANDLERS: dict[str, _Handler] = {
+    "teach": _teach,
+    "keep": _keep,
     **dict.fromkeys(_LIKING.split(), _likes),
     **dict.fromkeys(("speak", "know"), _speak),
     "live": _live,
@@ -363,6 +424,15 @@ def read_verb(reading: Reading) -> None:
     elif word in ("was", "were"):
         group.past = True
     if group.progressive and not group.perfect:
+        if verb == "go" and phrase.peek(1) == "by":  # "I'm going by Rebecca now"
+            phrase.pos += 2
+            group.progressive = False
+            read_name(reading, updates=True)
+            return
+        if verb == "do" and reading.work and not group.past:  # "I'm doing data science now"
+            phrase.pos += 1
+            occupation(reading, "do", "", updates=True)
+            return
         if verb in _PROGRESSIVE_SKIP:
             return
         if verb in ("build", "write", "develop", "make", "create", "design"):

@@ -42,7 +42,7 @@ RELATIONS = _words(
     granny grandfather grandpa grandparents grandson granddaughter grandkids grandchildren
     aunt uncle cousin niece nephew stepmom stepdad stepmother stepfather stepson
     stepdaughter stepsister stepbrother in-law mother-in-law father-in-law sister-in-law
-    brother-in-law friend friends bestie bff buddy pal roommate flatmate housemate
+    brother-in-law friend friends bestie bff buddy pal mate roommate flatmate housemate
     neighbor neighbour boss manager coworker co-worker colleague colleagues teammate
     mentor teacher therapist doctor landlord ex classmate
     """
@@ -151,7 +151,7 @@ STATIVE_SKIP = _words(
     think guess believe suppose know mean see hear feel wonder wish need agree disagree
     understand remember forget thank apologize promise bet doubt admit realize realise
     notice imagine assume expect mind seem look sound find say tell ask told said asked
-    let try tried get got give take put keep bring send show hope want
+    let try tried get got give put keep bring send show hope want
     would could should must might may can will shall ought
     """
 )
@@ -249,7 +249,8 @@ VERBS = frozenset(_IRREGULAR) | _words(
     mentor sponsor host organize organise attend commute binge stream roast grill
     ferment teach write read watch listen build make run manage own share volunteer
     photograph film edit blog vlog podcast tutor babysit foster donate recycle compost
-    sail row box wrestle fence golf bowl skydive dive snorkel camp backpack
+    sail row box wrestle fence golf bowl skydive dive snorkel camp backpack hand diagnose
+    follow avoid keep take plant grow bake commute
     """
 )
 

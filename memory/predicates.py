@@ -158,6 +158,20 @@ _DIET_EXCLUDES = {
 }
 
 
+#: Other names of the same value ("广东话" is "粤语").
+_SYNONYMS = {
+    "广东话": "粤语",
+    "白话": "粤语",
+    "国语": "普通话",
+    "汉语": "中文",
+    "英文": "英语",
+    "farsi": "persian",
+    "coriander": "cilantro",
+    "aubergine": "eggplant",
+    "courgette": "zucchini",
+}
+
+
 def _singular(word: str) -> str:
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
@@ -180,6 +194,7 @@ def value_words(value: str | None) -> tuple[str, ...]:
             continue
         if raw[:1].isdigit():
             raw = raw.rstrip("stndrh") or raw  # 9th -> 9, 3rd -> 3
+        raw = _SYNONYMS.get(raw, raw)
         words.append(raw if any(is_cjk(c) for c in raw) else _singular(raw))
     return tuple(words)
 

@@ -59,16 +59,23 @@ def _fact(statement: Statement, confidence: float) -> ExtractedFact:
     )
 
 
-def extract_facts(user_text: str, *, confidence: float = 0.6) -> list[ExtractedFact]:
+def extract_facts(
+    user_text: str, *, confidence: float = 0.6, people: People | None = None
+) -> list[ExtractedFact]:
     """Facts the user states about themselves and the people in their life, in text order,
-    without duplicates.
+    without duplicates. ``people``: the cast of the conversation so far (the same object
+    for every message of a session), so that "she" or "Ana" in a later message finds the
+    person named before; it learns the people this message names.
 
     Never raises for any ``user_text``; raises ``ValueError`` if ``confidence``
     is outside 0..1.
     """
     if not 0.0 <= confidence <= 1.0 or math.isnan(confidence):
         raise ValueError(f"confidence must be within 0..1, not {confidence!r}")
-    people = People(about_work=_WORK.search(user_text[:4000]) is not None)
+    text = user_text[:4000]
+    if people is None:
+        people = People()
+    people.text, people.about_work, people.last = text, _WORK.search(text) is not None, None
     seen: set[str] = set()
     facts: list[ExtractedFact] = []
     for clause in clauses(user_text):

@@ -68,6 +68,8 @@ class People:
     last: Speaker | None = None
     other: Speaker | None = None
     about_work: bool = False
+    #: The message being read.
+    text: str = ""
 
     def meet(self, speaker: Speaker) -> Speaker:
         name = speaker.name

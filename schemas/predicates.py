@@ -93,6 +93,8 @@ DEFAULT_PREDICATES: tuple[PredicateSpec, ...] = (
     _p("email", "one", "identity", "email address", "email_address e-mail mail"),
     _p("phone", "one", "identity", "phone number", "phone_number mobile telephone cell"),
     _p("timezone", "one", "identity", "time zone", "time_zone tz"),
+    _p("wechat", "one", "identity", "WeChat ID", "wechat_id weixin"),
+    _p("zodiac", "one", "identity", "zodiac or Chinese zodiac sign", "zodiac_sign star_sign"),
     _p("pronouns", "one", "identity", "pronouns the subject uses", "preferred_pronouns gender"),
     PredicateSpec(name="favorite", cardinality="one", category="preference", keyed=True,
                   aliases=["favourite", "favorite_thing", "favourite_thing"],

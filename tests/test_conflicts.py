@@ -93,10 +93,8 @@ def test_seven_ordinary_statements_are_seven_active_facts() -> None:
 
 
 def test_a_predicate_outside_the_vocabulary_is_one_valued_when_the_model_says_so() -> None:
-    old = said("fact_0000000a", "User's zodiac sign is Leo", "zodiac_sign", "Leo")
-    changes = apply(
-        [old], says("User's zodiac sign is Virgo", "zodiac_sign", "Virgo", cardinality="one")
-    )
+    old = said("fact_0000000a", "User's lucky number is 7", "lucky_number", "7")
+    changes = apply([old], says("User's lucky number is 9", "lucky_number", "9", cardinality="one"))
     assert [f.id for f in changes.superseded] == ["fact_0000000a"]
 
 

@@ -57,8 +57,8 @@ def test_normalizing_keeps_a_name_that_is_only_a_prefix() -> None:
         ("lives_in", None, "one"),
         ("lives_in", "many", "one"),
         ("likes", "one", "many"),
-        ("zodiac_sign", None, "many"),
-        ("zodiac_sign", "one", "one"),
+        ("lucky_number", None, "many"),
+        ("lucky_number", "one", "one"),
     ],
 )
 def test_the_vocabulary_decides_cardinality_and_unknown_predicates_accumulate(
