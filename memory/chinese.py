@@ -55,7 +55,9 @@ _ADVERB = (
 
 _LEAD = re.compile(r"^(?:" + _TIME + "|" + _ADVERB + r")")
 
-_NEGATION = re.compile(r"^(?:不再|再也不|已经不|已经没有?|不能|不可以|没法|不|没有|没)")
+_NEGATION = re.compile(
+    r"^(?:不再|再也不|已经不|已经没有?|不太能|不怎么能|不太|不怎么|不能|不可以|没法|不|没有|没)"
+)
 
 _CHANGE = (
     "已经",

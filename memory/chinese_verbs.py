@@ -359,7 +359,12 @@ _VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
         _likes,
     ),
     ("keeps", r"(?P<verb>养了|养|有)" + _P, _keeps),
-    ("speaks", r"(?P<verb>会说|会讲|能说|说)" + _P, _speaks),
+    ("speaks", r"(?P<verb>会说|会讲|能说|说|讲)" + _P, _speaks),
+    (
+        "school-now",
+        r"(?P<v>(?:大|高|初|研)[一二三四])$",
+        lambda m, s: _one(s, "school", m["v"], f"{s.speaker.chinese()}{m['v']}"),
+    ),
     ("learns", r"(?:在学|学习|学)" + _P, _learns),
     ("consume", r"(?P<verb>喝|吃)" + _P, _consumes),
     ("switch", r"(?:改|换成|改成)" + _P, _switch),

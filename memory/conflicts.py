@@ -37,6 +37,7 @@ from memory.predicates import (
     covers,
     excluded_by_diet,
     overlap,
+    refines,
     same_value,
 )
 from schemas.records import Fact
@@ -128,7 +129,7 @@ class _Slot:
         if relation == "family":
             sides = {self.predicate, self.vocabulary.canonical(fact.predicate)}
             return not sides & _AMOUNTS and covers(fact.value, self.cand.value)
-        if same_value(fact.value, self.cand.value):
+        if same_value(fact.value, self.cand.value) or refines(fact.value, self.cand.value):
             return True
         return self.one and covers(fact.value, self.cand.value)
 

@@ -13,12 +13,14 @@ Then the verb or the copula picks the predicate and reads its complement
 
 from __future__ import annotations
 
+import re
+
 from memory.clauses import Clause
 from memory.english_copula import read_attribute
 from memory.english_facts import read_name
 from memory.english_phrase import Group, Phrase, Reading
 from memory.english_verbs import dispatch, read_verb
-from memory.lexicon import HEDGES, RELATIONS, VERBS, lemma
+from memory.lexicon import HEDGES, PETS, RELATIONS, VERBS, lemma
 from memory.statements import USER, People, Speaker, Statement
 
 __all__ = ["english_statements"]
@@ -55,14 +57,19 @@ _MODALS = frozenset("will would could should might may must shall can".split())
 _BE = frozenset("am is are was were be been being".split())
 _HAVE = frozenset("have has had".split())
 #: "Another friend, Chloe, runs a bakery": a person without "my".
+_MY_PET = re.compile(
+    r"\b(?i:my) (?:(?i:little|old|new|sweet) )?(?P<pet>[A-Za-z]+)"
+    r"(?:,? (?:named|called) (?P<named>[A-Za-z]+)|,? (?P<name>[A-Z][a-z]+))?"
+)
+_NO_MORE = re.compile(r"^no (?:more|longer) (?P<x>[a-z][\w ]{1,30}?)(?: for me)?$", re.IGNORECASE)
 _FRIENDS = frozenset("friend mate buddy pal colleague coworker neighbour neighbor".split())
 _OCCASION_SKIP = frozenset("also well so and but oh btw anyway actually honestly plus".split())
 _OCCASION_START = frozenset("for on in at every each after before during".split())
 _ATTRIBUTE_NOUNS = frozenset(
     """
-    name birthday email e-mail phone number job occupation profession title role employer
-    company hometown goal dream hobby hobbies diet address age pronouns major favorite
-    favourite native first
+    name birthday email e-mail phone number mobile cell job occupation profession title role
+    employer company hometown goal dream hobby hobbies diet address age pronouns major
+    favorite favourite native first
     """.split()
 )
 _ADJECTIVES = frozenset(
@@ -94,7 +101,7 @@ def _possessed(phrase: Phrase, people: People) -> Speaker | str | tuple[Speaker,
     if head.endswith("'s") and _relation(head[:-2]):
         if phrase.peek(1) in _ATTRIBUTE_NOUNS:
             phrase.pos += 2
-            return Speaker(relation=head[:-2]), phrase.low[phrase.pos - 1]
+            return people.meet(Speaker(relation=head[:-2])), phrase.low[phrase.pos - 1]
         # "my partner's vegetarian": 's is "is"; the clause goes on from there.
         phrase.toks[phrase.pos] = phrase.low[phrase.pos] = "is"
         return people.meet(Speaker(relation=head[:-2]))
@@ -170,6 +177,13 @@ def _subject(phrase: Phrase, people: People) -> _Found | None:
                 return None
         elif low in ("he", "she", "they") and people.other is not None:
             found, phrase.pos = people.other, i + 1
+        elif (
+            low in ("his", "her")
+            and people.other is not None
+            and phrase.peek_at(i + 1) in (_ATTRIBUTE_NOUNS)
+        ):  # "Her name's Priya": an attribute of the person just mentioned
+            phrase.pos = i + 2
+            found = (people.other, phrase.low[i + 1])
         elif (
             word[:1].isupper()
             or phrase.peek_at(i + 1) in _BE | _HAVE
@@ -318,9 +332,29 @@ def _clean_caller(words: list[str]) -> bool:
 
 
 def english_statements(clause: Clause, people: People) -> list[Statement]:
-    """What ``clause`` states, in order (see the module docstring)."""
+    """What ``clause`` states, in order (see the module docstring); a pet the user calls
+    theirs in passing ("my dog digs everything up") is one of theirs too."""
     if clause.question:
         return []
+    return _read(clause, people) + _pets_mentioned(clause.text)
+
+
+def _pets_mentioned(text: str) -> list[Statement]:
+    found = []
+    for match in _MY_PET.finditer(text):
+        pet, name = match.group("pet").casefold(), match.group("named") or match.group("name")
+        if pet not in PETS:
+            continue
+        article = "an" if pet[0] in "aeiou" else "a"
+        value = f"{article} {pet}" + (f" named {name}" if name else "")
+        found.append(Statement("has_pet", value, f"User has {value}"))
+    return found
+
+
+def _read(clause: Clause, people: People) -> list[Statement]:
+    if not_any := _NO_MORE.match(clause.text):  # "no more coffee for me"
+        thing = not_any.group("x")
+        return [Statement("habit", thing, f"User no longer has {thing}", negated=True)]
     phrase = Phrase.of(clause.text)
     named = _called(phrase)
     if named is not None:
@@ -351,6 +385,7 @@ def english_statements(clause: Clause, people: People) -> list[Statement]:
         occasion=occasion,
         work=people.about_work,
         message=people.text,
+        people=people,
         dispatch=dispatch,
     )
     read_verb(reading)

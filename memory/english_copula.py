@@ -272,6 +272,8 @@ _ATTRIBUTES = {
     "e-mail": "email",
     "phone": "phone",
     "number": "phone",
+    "mobile": "phone",
+    "cell": "phone",
     "job": "occupation",
     "occupation": "occupation",
     "profession": "occupation",
@@ -316,6 +318,9 @@ def read_attribute(reading: Reading, noun: str) -> None:
         predicate = _ATTRIBUTES[noun]
         if phrase.take("number") or phrase.take("address"):
             label = f"{noun} {phrase.low[phrase.pos - 1]}"
+    if phrase.peek() in ("for", "at") and "is" in phrase.low[phrase.pos : phrase.pos + 4]:
+        while phrase.peek() != "is":  # "my email for receipts is ..."
+            phrase.pos += 1
     if not (phrase.take("is") or phrase.take("are")):
         return
     phrase.skip(_ADVERBS)

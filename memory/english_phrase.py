@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from memory.lexicon import gerund, past, third_person
-from memory.statements import Speaker, Statement
+from memory.statements import People, Speaker, Statement
 
 __all__ = [
     "Group",
@@ -67,7 +67,9 @@ _DETAIL_AFTER_COMMA = frozenset(
     "especially particularly mostly mainly like including usually every on in at with"
     " preferably ideally".split()
 )
-_DETAIL_END = frozenset("because which who whom though although whereas but so and".split())
+_DETAIL_END = frozenset(
+    "because which who whom though although whereas but so and if unless when whenever".split()
+)
 #: First words of an object that points at the conversation, not the world.
 _POINTERS = frozenset(
     """
@@ -158,6 +160,8 @@ class Reading:
     work: bool = False
     #: The whole message, for what a clause leaves unsaid ("I've quit" what?).
     message: str = ""
+    #: The conversation's cast: people a clause introduces are met here.
+    people: People = field(default_factory=People)
     #: Reads a verb and its complement (``memory.english_verbs.dispatch``): a second verb
     #: phrase of the same subject ("and sing in a choir") is read with it.
     dispatch: Callable[[Reading, str], None] | None = None
@@ -172,6 +176,7 @@ class Reading:
             occasion=self.occasion,
             work=self.work,
             message=self.message,
+            people=self.people,
             dispatch=self.dispatch,
         )
 

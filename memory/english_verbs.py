@@ -39,6 +39,7 @@ from memory.lexicon import (
     gerund,
     lemma,
 )
+from memory.statements import Speaker
 
 __all__ = ["dispatch", "read_verb"]
 
@@ -89,7 +90,11 @@ def _live(reading: Reading, verb: str) -> None:
     phrase = reading.phrase
     prep = phrase.peek()
     if prep == "on" and not phrase.word(1)[:1].isupper():
-        return  # "I live on coffee" is no address
+        phrase.pos += 1  # "I live on coffee": no address, a habit
+        found = read_value(phrase)
+        if found and not pointer(found):
+            reading.emit("habit", found, say(reading, "live", f"on {found}"))
+        return
     if prep in ("in", "at", "near", "on", "outside", "by"):
         phrase.pos += 1
         place(reading, "lives_in", verb, prep, updates=False)
@@ -209,7 +214,13 @@ def _keep(reading: Reading, verb: str) -> None:
 
 
 def _dating(reading: Reading) -> None:
-    partner = read_value(reading.phrase)
+    """ "I'm dating Mia", "I've been seeing someone": in a relationship."""
+    phrase = reading.phrase
+    if phrase.take("someone") or phrase.take("somebody"):
+        reading.people.meet(Speaker(relation="partner"))  # "her name's Priya" comes next
+        reading.emit("relationship_status", "dating", say(reading, "see", "someone"))
+        return
+    partner = read_value(phrase)
     if partner and not pointer(partner):
         content = say(reading, "date", partner)
         reading.emit("relationship_status", f"dating {partner}", content)
@@ -401,6 +412,8 @@ _HANDLERS: dict[str, _Handler] = {
         lambda r, v: values(r, "visited", v, "to" if r.phrase.take("to") else ""),
     ),
     "date": lambda r, v: _dating(r),
+    # "I've been seeing someone"; "I see my therapist weekly" is no romance.
+    "see": lambda r, v: _dating(r) if r.group.progressive else None,
 }
 
 
@@ -452,7 +465,7 @@ def read_verb(reading: Reading) -> None:
             phrase.pos += 1
             _want(reading, verb)
             return
-        if verb not in ("learn", "study", "work", "live", "date", "play", "practice"):
+        if verb not in ("learn", "study", "work", "live", "date", "see", "play", "practice"):
             return
     phrase.pos += 1
     dispatch(reading, verb)

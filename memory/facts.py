@@ -19,7 +19,7 @@ import msgspec
 from memory.candidates import Candidate, Stored, Vector, candidate_from_extracted
 from memory.conflicts import find_contradicted, find_duplicate, kept_because
 from memory.decay import decay_rate_for, eviction_score, sweep_fact
-from memory.predicates import Vocabulary, canonical_subject
+from memory.predicates import Vocabulary, canonical_subject, refines
 from schemas.records import Fact, Validity
 from schemas.settings import Settings
 from schemas.taxonomy import CATEGORY_ALIASES, DEFAULT_CATEGORIES, CategorySpec
@@ -248,6 +248,8 @@ class _Batch:
                 session_id=candidate.session_id or fact.session_id,
                 status=None if fact.status == "fading" else fact.status,
             )
+        if refines(fact.value, candidate.value):  # "a dog" learns its name
+            merged = _replace(merged, content=candidate.content.strip(), value=candidate.value)
         if (
             candidate.pinned
             and not merged.pinned

@@ -24,6 +24,7 @@ __all__ = [
     "excluded_by_diet",
     "normalize_predicate",
     "overlap",
+    "refines",
     "same_value",
     "value_words",
 ]
@@ -243,6 +244,17 @@ def covers(a: str | None, b: str | None) -> bool:
         or _kind_of(left, right)
         or _kind_of(right, left)
     )
+
+
+_NAMED = re.compile(r"[,\s]*(?:named|called|叫)\s*\S+.*$", re.IGNORECASE)
+
+
+def refines(old: str | None, new: str | None) -> bool:
+    """Whether ``new`` is ``old`` with a name added ("a dog" -> "a dog named Rex")."""
+    if not old or not new or _NAMED.search(old):
+        return False
+    bare = _NAMED.sub("", new)
+    return bare != new and same_value(old, bare)
 
 
 def overlap(a: str | None, b: str | None) -> bool:

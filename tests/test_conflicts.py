@@ -294,3 +294,21 @@ def test_only_active_facts_of_the_same_scope_are_compared() -> None:
     history = said("fact_0000000b", "User lives in Rome", "lives_in", "Rome", validity="superseded")
     changes = apply([other_scope, history], says("User lives in Bergen", "lives_in", "Bergen"))
     assert changes.superseded == []
+
+
+def test_a_pet_that_gets_its_name_later_is_one_fact_that_learns_the_name() -> None:
+    dog = said("fact_0000000a", "User has a dog", "has_pet", "a dog")
+    changes = apply([dog], says("User has a dog named Rex", "has_pet", "a dog named Rex"))
+    assert changes.added == []
+    [named] = changes.updated
+    assert (named.id, named.content, named.value) == (
+        "fact_0000000a",
+        "User has a dog named Rex",
+        "a dog named Rex",
+    )
+
+
+def test_two_pets_with_different_names_are_two_facts() -> None:
+    rex = said("fact_0000000a", "User has a dog named Rex", "has_pet", "a dog named Rex")
+    changes = apply([rex], says("User has a dog named Max", "has_pet", "a dog named Max"))
+    assert only_added(changes).value == "a dog named Max"
