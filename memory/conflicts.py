@@ -26,6 +26,7 @@ unnamed). Within a subject, ``(predicate, key)`` is the slot a fact fills:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -78,6 +79,7 @@ def _fold(text: str | None) -> str:
     return " ".join(text.split()).casefold() if text else ""
 
 
+@functools.lru_cache(maxsize=4096)
 def _who(subject: str | None, relation: str | None) -> _Who:
     return canonical_subject(subject), _fold(relation) or None
 
@@ -106,19 +108,22 @@ class _Slot:
         self.family = vocabulary.family(self.predicate)
 
     def relation_to(self, fact: Fact) -> str | None:
-        """``same``, ``opposite`` or ``other`` slot of the same subject; None if unrelated."""
+        """``same``, ``opposite``, ``family`` or ``other`` slot of the same subject; None if
+        unrelated. The predicate is compared first: it rules most facts out cheaply."""
         if self.predicate is None or fact.predicate is None:
-            return None
-        if not _same_subject(self.who, _who(fact.subject, fact.relation)):
             return None
         predicate = self.vocabulary.canonical(fact.predicate)
         if predicate == self.predicate and _fold(fact.key) == self.key:
-            return "same"
-        if predicate is not None and predicate == self.opposite:
-            return "opposite"
-        if self.family is not None and self.vocabulary.family(predicate) == self.family:
-            return "family"
-        return "other"
+            relation = "same"
+        elif predicate is not None and predicate == self.opposite:
+            relation = "opposite"
+        elif self.family is not None and self.vocabulary.family(predicate) == self.family:
+            relation = "family"
+        else:
+            relation = "other"
+        if not _same_subject(self.who, _who(fact.subject, fact.relation)):
+            return None
+        return relation
 
     def repeats(self, fact: Fact) -> bool:
         """The same statement in other words: same slot, polarity and value; or, within a
@@ -190,8 +195,9 @@ def find_duplicate(
     for stored in peers:
         if slot.repeats(stored.fact) or slot.implied(stored.fact):
             return stored.fact
-    alike = (s for s in peers if not slot.distinct(s.fact))
-    return most_similar(alike, cand.vector, floor)
+    # Similar enough first (a dot product), then structure, for the few that are.
+    near = [s for s in peers if similarity(s.vector, cand.vector) >= floor]
+    return most_similar((s for s in near if not slot.distinct(s.fact)), cand.vector, floor)
 
 
 def find_contradicted(

@@ -10,6 +10,7 @@ value covers another when its words include the other's ("meat" is covered by
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -40,6 +41,7 @@ _FILLER = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=4096)
 def normalize_predicate(name: str) -> str:
     """``livesIn`` / ``Lives in`` / ``lives-in`` -> ``lives_in``; ``user_`` and ``is_`` prefixes
     and a leading ``the`` are dropped only when something is left."""
@@ -183,6 +185,7 @@ def _singular(word: str) -> str:
     return word
 
 
+@functools.lru_cache(maxsize=8192)
 def value_words(value: str | None) -> tuple[str, ...]:
     """The words that say what a value names: casefolded, singular, fillers left out.
     Chinese text is kept as runs of characters (compared by containment)."""
