@@ -347,6 +347,11 @@ _VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
         lambda m, s: _one(s, "school", m["v"], f"{s.speaker.chinese()}在读{m['v']}"),
     ),
     (
+        "graduated",
+        r"(?:大学|研究生|硕士|博士)?毕业",
+        lambda m, s: _one(s, "school", "已毕业", f"{s.speaker.chinese()}已经毕业", updates=True),
+    ),
+    (
         "opened",
         r"(?:开了|开)(?P<v>.*(?:店|公司|工作室|餐厅|餐馆|诊所|酒吧|馆|铺|坊|厂|摊))$",
         _opened,

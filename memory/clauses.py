@@ -96,6 +96,10 @@ _REORDERS = tuple(
             r"I like \g<np>\g<rest>",
         ),
         (
+            r"^(?:officially |finally |just )?(?P<age>\d{1,2})(?: years old)? (?:now|today)\b",
+            r"I am \g<age> now",
+        ),
+        (
             r"^(?:my )?(?:new |current )?(?P<attr>phone number|number|mobile|email|e-mail|address)"
             r" *: *(?P<v>.+)$",
             r"my \g<attr> is \g<v>",

@@ -194,6 +194,34 @@ def _get(reading: Reading, verb: str) -> None:
 _TRANSPORT = frozenset("train bus tube subway metro ferry tram shuttle".split())
 
 
+_DEGREES = frozenset(
+    "undergrad undergraduate degree bachelor's bachelors master's masters phd doctorate mba"
+    " diploma".split()
+)
+
+
+def _degree(reading: Reading, verb: str) -> None:
+    """ "I did my undergrad in linguistics at Edinburgh": a degree, done (no "previously")."""
+    phrase = reading.phrase
+    if not _DEGREES & set(phrase.low[phrase.pos : phrase.pos + 4]):
+        return
+    reading.group.past = False
+    found = read_value(phrase)
+    shown = found + detail(phrase)
+    reading.emit(
+        "degree", found, f"{reading.speaker.english()} did {shown}".replace(" my ", " their ")
+    )
+
+
+def _graduated(reading: Reading) -> None:
+    """ "I graduated (from Leeds)": no longer a student there."""
+    phrase = reading.phrase
+    reading.group.past = False
+    school = read_value(phrase) if phrase.take("from") else ""
+    shown = f"graduated from {school}" if school else "graduated"
+    reading.emit("school", shown, f"{reading.speaker.english()} {shown}", updates=True)
+
+
 def _teach(reading: Reading, verb: str) -> None:
     """ "I teach 8th grade science": a teacher, whatever is taught."""
     phrase = reading.phrase
@@ -401,7 +429,10 @@ _HANDLERS: dict[str, _Handler] = {
     "be": copula,
     "eat": lambda r, v: values(r, "eats", v, category="behavior"),
     "drink": lambda r, v: values(r, "drinks", v, category="behavior"),
-    **dict.fromkeys(("play", "practice", "practise", "do"), lambda r, v: values(r, "hobby", v)),
+    **dict.fromkeys(("play", "practice", "practise"), lambda r, v: values(r, "hobby", v)),
+    "do": lambda r, v: _degree(r, v) if _DEGREES & set(r.phrase.low) else values(r, "hobby", v),
+    **dict.fromkeys(("complete", "finish"), lambda r, v: _degree(r, v)),
+    "graduate": lambda r, v: _graduated(r),
     **dict.fromkeys(
         ("learn", "study"), lambda r, v: values(r, "learning" if v == "learn" else "studies", v)
     ),
