@@ -361,8 +361,10 @@ def _fact_view(fact: Json) -> Json:
 
 
 def default_data() -> list[Path]:
-    """``dev.json``, then ``extra.json`` when it exists."""
-    return [p for p in (DATA / "dev.json", DATA / "extra.json") if p.exists()]
+    """Every dialogue file of ``bench/data/memstate``: ``dev.json`` first, then the others
+    by name (``gold.json`` holds the model's answers, not dialogues)."""
+    files = sorted(p for p in DATA.glob("*.json") if p.name != "gold.json")
+    return sorted(files, key=lambda p: p.name != "dev.json")
 
 
 async def _run(
