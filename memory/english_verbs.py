@@ -27,6 +27,17 @@ from memory.english_facts import (
     tail,
     values,
 )
+from memory.english_life import (
+    DEGREES,
+    TRANSPORT,
+    adopt,
+    break_up,
+    dating,
+    degree,
+    graduated,
+    keep,
+    teach,
+)
 from memory.english_phrase import Reading, detail, items, pointer, say
 from memory.english_phrase import value as read_value
 from memory.lexicon import (
@@ -39,7 +50,6 @@ from memory.lexicon import (
     gerund,
     lemma,
 )
-from memory.statements import Speaker
 
 __all__ = ["dispatch", "read_verb"]
 
@@ -49,7 +59,6 @@ _HOBBY_VERBS = frozenset(
     "run swim hike climb surf ski skate knit paint draw sing dance cook bake garden meditate"
     " journal fish hunt cycle bike jog train sew crochet walk read write travel".split()
 )
-
 
 _FUTURE_PROGRESSIVE = frozenset("move go leave start get visit think consider look wonder".split())
 
@@ -182,98 +191,13 @@ def _get(reading: Reading, verb: str) -> None:
     elif any(w in PETS for w in phrase.low[phrase.pos : phrase.pos + 4]):
         group.past = False
         have(reading, "have")
-    elif any(w in _TRANSPORT for w in phrase.low[phrase.pos : phrase.pos + 4]):
+    elif any(w in TRANSPORT for w in phrase.low[phrase.pos : phrase.pos + 4]):
         # "I get the 6:40 train from Reading": how the user commutes.
         if not group.past:
             found = read_value(phrase)
             reading.emit("habit", "commute", say(reading, "get", found + detail(phrase)))
     else:
         _generic(reading, verb)
-
-
-_TRANSPORT = frozenset("train bus tube subway metro ferry tram shuttle".split())
-
-
-_DEGREES = frozenset(
-    "undergrad undergraduate degree bachelor's bachelors master's masters phd doctorate mba"
-    " diploma".split()
-)
-
-
-def _degree(reading: Reading, verb: str) -> None:
-    """ "I did my undergrad in linguistics at Edinburgh": a degree, done (no "previously")."""
-    phrase = reading.phrase
-    if not _DEGREES & set(phrase.low[phrase.pos : phrase.pos + 4]):
-        return
-    reading.group.past = False
-    found = read_value(phrase)
-    shown = found + detail(phrase)
-    reading.emit(
-        "degree", found, f"{reading.speaker.english()} did {shown}".replace(" my ", " their ")
-    )
-
-
-def _graduated(reading: Reading) -> None:
-    """ "I graduated (from Leeds)": no longer a student there."""
-    phrase = reading.phrase
-    reading.group.past = False
-    school = read_value(phrase) if phrase.take("from") else ""
-    shown = f"graduated from {school}" if school else "graduated"
-    reading.emit("school", shown, f"{reading.speaker.english()} {shown}", updates=True)
-
-
-def _teach(reading: Reading, verb: str) -> None:
-    """ "I teach 8th grade science": a teacher, whatever is taught."""
-    phrase = reading.phrase
-    if reading.group.past and not reading.group.used_to:
-        return
-    subject = read_value(phrase) if not phrase.done() else ""
-    if pointer(subject) and subject:
-        return
-    role = f"{subject} teacher".strip()
-    content = say(reading, "teach", (subject + detail(phrase)).strip())
-    reading.emit("occupation", role, content, updates=reading.group.change)
-
-
-def _keep(reading: Reading, verb: str) -> None:
-    """ "I keep kosher": a diet; other uses of "keep" say nothing lasting."""
-    if reading.phrase.peek() in DIETS:
-        diet(reading)
-
-
-def _dating(reading: Reading) -> None:
-    """ "I'm dating Mia", "I've been seeing someone": in a relationship."""
-    phrase = reading.phrase
-    if phrase.take("someone") or phrase.take("somebody"):
-        reading.people.meet(Speaker(relation="partner"))  # "her name's Priya" comes next
-        reading.emit("relationship_status", "dating", say(reading, "see", "someone"))
-        return
-    partner = read_value(phrase)
-    if partner and not pointer(partner):
-        content = say(reading, "date", partner)
-        reading.emit("relationship_status", f"dating {partner}", content)
-
-
-def _break(reading: Reading, verb: str) -> None:
-    """ "(Mia and) I broke up (with Mia)": single again."""
-    phrase = reading.phrase
-    if not phrase.take("up"):
-        return
-    reading.group.past = False
-    shown = "single"
-    if phrase.take("with"):
-        partner = read_value(phrase)
-        if partner and not pointer(partner):
-            shown = f"single (broke up with {partner})"
-    reading.emit("relationship_status", "single", say(reading, "be", shown), updates=True)
-
-
-def _adopt(reading: Reading, verb: str) -> None:
-    """adopt / rescue / foster a pet: the user has it now."""
-    phrase = reading.phrase
-    if any(w in PETS for w in phrase.low[phrase.pos : phrase.pos + 6]):
-        reading.group.past = False
-        have(reading, "have")
 
 
 def _become(reading: Reading, verb: str) -> None:
@@ -403,12 +327,12 @@ _LIKING = (
     " avoid"
 )
 
-
 #: Verbs whose object is a measure, not a thing: the activity itself is the value.
 _HABIT_VERBS = frozenset("smoke vape gamble".split())
+
 _HANDLERS: dict[str, _Handler] = {
-    "teach": _teach,
-    "keep": _keep,
+    "teach": teach,
+    "keep": keep,
     **dict.fromkeys(_LIKING.split(), _likes),
     **dict.fromkeys(("speak", "know"), _speak),
     "live": _live,
@@ -418,8 +342,8 @@ _HANDLERS: dict[str, _Handler] = {
     **dict.fromkeys(("start", "begin", "join"), _start),
     "get": _get,
     "become": _become,
-    "break": _break,
-    **dict.fromkeys(("adopt", "rescue", "foster"), _adopt),
+    "break": break_up,
+    **dict.fromkeys(("adopt", "rescue", "foster"), adopt),
     "go": _go,
     **dict.fromkeys(("quit", "stop", "leave", "give", "retire"), _quit),
     **dict.fromkeys(("want", "plan", "hope", "intend", "aim"), _want),
@@ -430,9 +354,9 @@ _HANDLERS: dict[str, _Handler] = {
     "eat": lambda r, v: values(r, "eats", v, category="behavior"),
     "drink": lambda r, v: values(r, "drinks", v, category="behavior"),
     **dict.fromkeys(("play", "practice", "practise"), lambda r, v: values(r, "hobby", v)),
-    "do": lambda r, v: _degree(r, v) if _DEGREES & set(r.phrase.low) else values(r, "hobby", v),
-    **dict.fromkeys(("complete", "finish"), lambda r, v: _degree(r, v)),
-    "graduate": lambda r, v: _graduated(r),
+    "do": lambda r, v: degree(r, v) if DEGREES & set(r.phrase.low) else values(r, "hobby", v),
+    **dict.fromkeys(("complete", "finish"), lambda r, v: degree(r, v)),
+    "graduate": lambda r, v: graduated(r),
     **dict.fromkeys(
         ("learn", "study"), lambda r, v: values(r, "learning" if v == "learn" else "studies", v)
     ),
@@ -442,11 +366,10 @@ _HANDLERS: dict[str, _Handler] = {
         ("visit", "travel"),
         lambda r, v: values(r, "visited", v, "to" if r.phrase.take("to") else ""),
     ),
-    "date": lambda r, v: _dating(r),
+    "date": lambda r, v: dating(r),
     # "I've been seeing someone"; "I see my therapist weekly" is no romance.
-    "see": lambda r, v: _dating(r) if r.group.progressive else None,
+    "see": lambda r, v: dating(r) if r.group.progressive else None,
 }
-
 
 _PROGRESSIVE_SKIP = _FUTURE_PROGRESSIVE
 

@@ -217,3 +217,23 @@ async def test_a_small_budget_keeps_the_fact_that_answers_the_question(server: s
             await tell(client, text)
         block = await context(client, "what am I allergic to?", budget=30)
     assert "peanuts" in block
+
+
+async def test_people_named_earlier_are_found_again_in_later_turns_and_sessions(
+    server: str,
+) -> None:
+    async with Client.connect(server, "s1") as client:
+        await client.receive()
+        await tell(client, "My brother Mike lives in Tucson.")
+        await tell(client, "My girlfriend Mia is a nurse.")
+        frame = await tell(client, "She also runs marathons.")
+    assert frame is not None
+    [marathons] = frame["added"]
+    assert (marathons["subject"], marathons["relation"]) == ("Mia", "girlfriend")
+    async with Client.connect(server, "s2") as client:
+        await client.receive()
+        frame = await tell(client, "mike moved to denver last week")
+    assert frame is not None
+    [denver], [tucson] = frame["added"], frame["superseded"]
+    assert (denver["content"], denver["subject"]) == ("User's brother Mike lives in Denver", "Mike")
+    assert tucson["content"] == "User's brother Mike lives in Tucson"

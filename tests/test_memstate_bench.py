@@ -88,7 +88,7 @@ def test_a_turn_that_is_only_a_question_has_no_gold_facts() -> None:
     questions = [
         text
         for text in GOLD
-        if text.rstrip().endswith(("?", "\uff1f")) and not re.search(r"[.!。！]\s*\S", text)
+        if text.rstrip().endswith(("?", "\uff1f")) and not re.search(r"[.!\u3002\uff01]\s*\S", text)
     ]
     assert questions
     for text in questions:
