@@ -28,7 +28,7 @@ _QUESTION = re.compile(
 )
 
 _HEDGE = re.compile(
-    r"如果|假如|要是|万一|可能|也许|或许|大概|说不定|考虑|想过|有机会|有一天|以后再|的话|似乎|好像"
+    r"如果|假如|要是|万一|可能|也许|或许|大概|说不定|考虑|想过|有机会|有一天|以后再|似乎|好像"
 )
 
 _REPORTED = re.compile(r"[他她]们?说|听说|据说|告诉我|跟我说|觉得|认为|以为|说过|劝我|建议我|让我")
@@ -43,12 +43,13 @@ _TIME = (
     r"上个?月|上周|上个星期|去年|今年|前年|前几天|前段时间|这几年|这些年|这段时间|刚刚|刚|已经|一直|"
     r"经常|总是|偶尔|有时候|有时|天天|常常|通常|一般|以前|之前|过去|原来|曾经|小时候|终于|马上|"
     r"下班后?|上班前|工作日|以后|后来|开始|又|"
-    r"\d+年|[一二三四五六七八九十两]+年前?"
+    r"\d+年|[一二三四五六七八九十两]+年前?|每周[一二三四五六日天]|周[一二三四五六日末]|"
+    r"星期[一二三四五六日天]"
 )
 
 _ADVERB = (
     r"也|还|都|很|非常|特别|真的|真|超级|超|挺|蛮|确实|本来|基本上|比较|更|就|又|正在|会|居然|自己|"
-    r"(?:辞职|离职)了?(?:出来)?|"
+    r"(?:辞职|离职)了?(?:出来)?|倒是|倒|要(?=[喝吃去做看听玩打跑])|"
     r"[\u4e00-\u9fff]{1,3}[上里](?=还|也|又|都|养|有|种)|"
     r"在(?=学|读|做|写|练)"
 )
@@ -75,7 +76,7 @@ _CHANGE = (
     "开始",
 )
 #: A clause after one of these is its consequence ("如果我中了彩票" ...) and states nothing.
-_CONDITION = re.compile(r"如果|假如|要是|万一|的话|假设")
+_CONDITION = re.compile(r"如果|假如|要是|万一|假设")
 _CALL_ME = re.compile(
     r"^(?:你|您)?(?:以后)?(?:可以|就)?(?:叫|喊|称呼)我(?P<v>[\u4e00-\u9fffA-Za-z]{1,4})"
 )
@@ -115,6 +116,7 @@ _SELF_REPORTS = frozenset(
     " hobby likes where".split()
 )
 _ADJECTIVES = re.compile(r"^(?:最好的|最要好的|好)")
+_RELATION_START = "|".join(RELATIONS)
 
 
 def _relation(text: str, people: People) -> tuple[Speaker, str] | None:
@@ -142,7 +144,7 @@ def _subject(clause: Clause, people: People) -> tuple[Speaker, str] | str | None
     if at >= 0 and 0 < len(lead) <= 4 and not timed and re.fullmatch(r"[\u4e00-\u9fff]+", lead):
         # "钢琴我已经不学了": the object said first; put it back after the verb.
         rest = re.sub(r"[了啊呢吧]+$", "", text[at + 1 :])
-        if re.search(r"(?:学|玩|弹|打|吃|喝|练|做)$", rest):
+        if re.search(r"(?:学|玩|弹|打|吃|喝|练|做|戒|去|看|听)$", rest):
             return people.meet(USER), rest + lead
     if at >= 0 and (len(lead) <= 6 and timed):
         rest = text[at + 1 :]
@@ -157,7 +159,7 @@ def _subject(clause: Clause, people: People) -> tuple[Speaker, str] | str | None
         for word, predicate in _ATTRIBUTES.items():
             if rest.startswith(word) and rest[len(word) :].lstrip("是叫:").strip():
                 return predicate + ":" + rest[len(word) :]
-        person = _relation(rest, people)
+        person = _relation(re.sub(r"^家(?=" + _RELATION_START + ")", "", rest), people)
         if person is not None:
             return person
         if text[at + 1 :].startswith("的"):
@@ -267,7 +269,7 @@ def chinese_statements(clause: Clause, people: People) -> list[Statement]:
     people.last = speaker
     if not speaker.is_user:
         people.other = speaker
-    state = State(speaker)
+    state = State(speaker, work=people.about_work)
     rest = PARTICLES.sub("", _lead(rest, state))
     if not rest or "你" in rest:
         return []
@@ -281,4 +283,12 @@ def chinese_statements(clause: Clause, people: People) -> list[Statement]:
                 people.meet(state.people_other)
                 people.last = state.people_other if not speaker.is_user else speaker
             return [_full_width(f) for f in found_now]
-    return []
+    return _capture(speaker, rest, implied)
+
+
+def _capture(speaker: Speaker, rest: str, implied: bool) -> list[Statement]:
+    """A plain statement by the user that no pattern read, kept in their words."""
+    rest = clean(rest.replace("我的", "用户的").replace("我", "用户"))
+    if implied or not speaker.is_user or len(re.findall(r"[\u4e00-\u9fff]", rest)) < 3:
+        return []
+    return [_full_width(Statement("note", rest[:30], f"用户{rest}"[:200]))]

@@ -29,7 +29,8 @@ RELATIONS = sorted(
     太太 老公 丈夫 男朋友 女朋友 男友 女友 对象 未婚夫 未婚妻 爷爷 奶奶 外公 外婆 姥姥 姥爷 叔叔
     阿姨 舅舅 姑姑 表哥 表姐 表妹 表弟 堂哥 堂姐 好朋友 朋友 闺蜜 室友 同事 老板 领导 邻居 同学
     宝宝 家人 婆婆 公公 岳父 岳母 丈母娘 老丈人 嫂子 弟媳 姐夫 妹夫 女婿 儿媳 孙子 孙女 外孙 侄子
-    侄女 外甥 闺女 兄弟 姐妹 导师 上司 发小 哥们 老妈 老爸
+    侄女 外甥 闺女 兄弟 姐妹 导师 上司 发小 哥们 老妈 老爸 媳妇 老伴 爱人 老大 老二 老三 大儿子
+    小儿子 大女儿 小女儿
     """.split(),
     key=len,
     reverse=True,
@@ -64,6 +65,8 @@ class State:
     change: bool = False
     past: bool = False
     lead: str = ""
+    #: The message talks about work ("去了X" is then a new employer).
+    work: bool = False
     #: A person the clause introduced in its object ("有女朋友"), for a later 她.
     people_other: Speaker | None = None
 
@@ -137,6 +140,9 @@ def _employer(m: re.Match[str], s: State) -> list[Statement]:
 
 def _copula(m: re.Match[str], s: State) -> list[Statement]:
     value = clean(m["v"])
+    if studied := re.fullmatch(r"(?:学|读)(.+?)(?:专业)?的?", value):  # 是学法律的
+        subject = studied.group(1)
+        return _one(s, "studies", subject, f"{s.speaker.chinese()}学{subject}")
     if zodiac := re.match(r"属(.)", value):
         return _one(s, "zodiac", zodiac.group(1), f"{s.speaker.chinese()}属{zodiac.group(1)}")
     if value.startswith("开") and len(value) > 2:  # 是开健身房的: runs one
@@ -146,7 +152,7 @@ def _copula(m: re.Match[str], s: State) -> list[Statement]:
     if value in _DIETS:
         return _one(s, "diet", _DIETS[value], _say(s, "是", value))
     bare = re.sub(r"^(?:一名|一个|一位|一|个|名|位)", "", value)
-    if _OCCUPATION.search(bare):
+    if _OCCUPATION.search(bare) or re.search(r"(?:长|员|师|医生|官|工|手)$", bare):
         return _one(s, "occupation", bare, _say(s, "是", value), updates=s.change)
     return []
 
@@ -287,13 +293,34 @@ def _status(m: re.Match[str], s: State) -> list[Statement]:
 
 
 def _where(m: re.Match[str], s: State) -> list[Statement]:
-    """在X: no longer at a company (已经不在字节了), or where the user is now (现在在深圳)."""
+    """在X: no longer at a company (已经不在字节了), still in the army (还在部队), or where
+    the user is now (现在在深圳)."""
     where = clean(m["v"])
     if s.negated and s.change:
         return _one(s, "employer", where, f"{s.speaker.chinese()}不再在{where}工作")
+    if re.search(r"(?:队|公司|医院|学校|单位|部门|店|厂|所|局|院)$", where) and not s.negated:
+        return _one(s, "employer", where, f"{s.speaker.chinese()}在{where}", updates=s.change)
     if s.change and not s.negated:
         return _one(s, "lives_in", where, f"{s.speaker.chinese()}住在{where}", updates=True)
     return []
+
+
+def _health(m: re.Match[str], s: State) -> list[Statement]:
+    return _one(s, "health", m["v"], f"{s.speaker.chinese()}有{m['v']}")
+
+
+def _joined(m: re.Match[str], s: State) -> list[Statement]:
+    """去了宁德时代 in a message about work: a new employer."""
+    if not s.work:
+        return []
+    place = clean(m["v"])
+    return _one(s, "employer", place, f"{s.speaker.chinese()}在{place}工作", updates=True)
+
+
+def _pet_named(m: re.Match[str], s: State) -> list[Statement]:
+    """猫叫团子和年糕: the user's pets, by name."""
+    content = f"{s.speaker.chinese()}的{m['pet']}叫{clean(m['v'])}"
+    return _one(s, "has_pet", f"{m['pet']}{clean(m['v'])}", content)
 
 
 def _afraid(m: re.Match[str], s: State) -> list[Statement]:
@@ -324,7 +351,7 @@ _VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
     ("age", r"(?:今年)?(?P<v>\d{1,3}|[一二三四五六七八九十两]{1,3})岁", _age),
     (
         "employer",
-        r"(?P<chg>换到|跳槽到|去了?)?在?(?P<v>[^做当]+?)(?P<verb>工作|上班|实习)"
+        r"(?P<chg>换到|跳槽到|去了?)?在?(?P<v>[^做当]+?)(?P<verb>工作|上班|实习|干了?|打工)"
         r"(?:,?(?:做|当)(?P<role>.+))?$",
         _employer,
     ),
@@ -347,13 +374,27 @@ _VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
         lambda m, s: _one(s, "school", m["v"], f"{s.speaker.chinese()}在读{m['v']}"),
     ),
     (
+        "grade",
+        r"(?:上|读)?(?P<v>[一二三四五六]年级)",
+        lambda m, s: _one(s, "school", m["v"], f"{s.speaker.chinese()}上{m['v']}", updates=True),
+    ),
+    (
+        "health",
+        r"(?:得了|有|患有|患了|查出)?(?P<v>中风|糖尿病|高血压|心脏病|哮喘|抑郁症|焦虑症|贫血|癌症|"
+        r"胃病|鼻炎|颈椎病|痛风|甲亢|甲减|失眠)",
+        _health,
+    ),
+    ("class", r"报了?(?:个|一个)?(?P<v>.+?班)", _learns),
+    ("pet-named", r"(?P<pet>猫|狗|猫咪|狗狗)叫(?P<v>.+)", _pet_named),
+    ("joined", r"(?:去了|进了|加入了?)(?P<v>[\u4e00-\u9fffA-Za-z]{2,10})$", _joined),
+    (
         "graduated",
         r"(?:大学|研究生|硕士|博士)?毕业",
         lambda m, s: _one(s, "school", "已毕业", f"{s.speaker.chinese()}已经毕业", updates=True),
     ),
     (
         "opened",
-        r"(?:开了|开)(?P<v>.*(?:店|公司|工作室|餐厅|餐馆|诊所|酒吧|馆|铺|坊|厂|摊))$",
+        r"(?:在[^开]{1,8})?(?:开了|开)(?P<v>.*(?:店|公司|工作室|餐厅|餐馆|诊所|酒吧|馆|铺|坊|厂|摊))$",
         _opened,
     ),
     ("afraid", r"(?P<verb>害怕|很怕|怕)" + r"(?P<v>.+)", _afraid),

@@ -99,6 +99,20 @@ _REORDERS = tuple(
             r"^(?:officially |finally |just )?(?P<age>\d{1,2})(?: years old)? (?:now|today)\b",
             r"I am \g<age> now",
         ),
+        (r"^(?P<np>[^,;]{1,40}?)(?:'s| is) home\b(?P<rest>.*)$", r"I live in \g<np>\g<rest>"),
+        (r"^home is (?P<np>.+)$", r"I live in \g<np>"),
+        (r"^the name(?:'s| is) ", r"my name is "),
+        (
+            r"^(?:my )?(?:new )?(?:fav|favou?rite) (?P<k>\w+)(?: of all time)? *: *(?P<v>.+)$",
+            r"my favourite \g<k> is \g<v>",
+        ),
+        (r"^(?:my )?(?:fav|favou?rite) things?(?: \w+)? *: *(?P<l>.+)$", r"I like \g<l>"),
+        (r"^(?:hate|hates|dislike|dislikes|can't stand) *: *(?P<l>.+)$", r"I hate \g<l>"),
+        (
+            r"^(?P<l>[\w ]{1,30}?)(?:'s| is| was) (?:basically |probably |actually )?my "
+            r"(?:first|native|second|mother) (?:language|tongue)\b(?P<rest>.*)$",
+            r"I speak \g<l>\g<rest>",
+        ),
         (
             r"^(?:my )?(?:new |current )?(?P<attr>phone number|number|mobile|email|e-mail|address)"
             r" *: *(?P<v>.+)$",
@@ -106,8 +120,15 @@ _REORDERS = tuple(
         ),
     )
 )
-#: Emoji and tags that say a sentence means the opposite.
-_IRONY = re.compile("\U0001f644|\U0001f643|\U0001f612|\U0001f60f|(?:^|\\s)/s\\b")
+#: Emoji, tags and openers that say a sentence means the opposite, and role play: what
+#: the user says as someone else ("you're an innkeeper and I'm a bard").
+_IRONY = re.compile(
+    "\U0001f644|\U0001f643|\U0001f612|\U0001f60f|(?:^|\\s)/s\\b"
+    r"|^(?:oh )?(?:sure|yeah right|great|wonderful|fantastic|obviously|oh yes),"
+    r"|^and obviously\b|\blet'?s do a (?:quick )?scene\b|\bpretend (?:you|to be|I)\b"
+    r"|\brole.?play\b|\bin character\b|\byou(?:'re| are) an? \w+ and I(?:'m| am)\b",
+    re.IGNORECASE,
+)
 
 
 _WHEN = re.compile(r"\s+(?=(?:every|each|on|most|at|in)\b)", re.IGNORECASE)
@@ -120,7 +141,13 @@ def _cleft(subject: str, verb_phrase: str, rest: str) -> str:
     return f"{subject} {verb} {head} {' '.join(when)}".rstrip() + comma + tail
 
 
+_OPENING = re.compile(
+    r"^(?:(?:ok(?:ay)?|oh|so|well|anyway|right|alright|btw|fyi|also)[,!.]?\s+)+", re.IGNORECASE
+)
+
+
 def _reorder(sentence: str) -> str:
+    sentence = _OPENING.sub("", sentence)
     for pattern, replacement in _REORDERS:
         sentence = pattern.sub(replacement, sentence, count=1)
     return sentence

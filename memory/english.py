@@ -16,11 +16,12 @@ from __future__ import annotations
 import re
 
 from memory.clauses import Clause
+from memory.english_capture import capture, introduce, pets_mentioned
 from memory.english_copula import read_attribute
 from memory.english_facts import read_name
 from memory.english_phrase import Group, Phrase, Reading
 from memory.english_verbs import dispatch, read_verb
-from memory.lexicon import HEDGES, PETS, RELATIONS, VERBS, lemma
+from memory.lexicon import DIETS, HEDGES, NATIONALITIES, RELATIONS, VERBS, lemma
 from memory.statements import USER, People, Speaker, Statement
 
 __all__ = ["english_statements"]
@@ -57,11 +58,12 @@ _MODALS = frozenset("will would could should might may must shall can".split())
 _BE = frozenset("am is are was were be been being".split())
 _HAVE = frozenset("have has had".split())
 #: "Another friend, Chloe, runs a bakery": a person without "my".
-_MY_PET = re.compile(
-    r"\b(?i:my) (?:(?i:little|old|new|sweet) )?(?P<pet>[A-Za-z]+)"
-    r"(?:,? (?:named|called) (?P<named>[A-Za-z]+)|,? (?P<name>[A-Z][a-z]+))?"
-)
 _NO_MORE = re.compile(r"^no (?:more|longer) (?P<x>[a-z][\w ]{1,30}?)(?: for me)?$", re.IGNORECASE)
+_OPENERS = frozenset("in on at since after before during for from every each last this".split())
+_IS_NEXT = frozenset("a an the so very really also not now still just".split())
+_BARE_RELATIVES = frozenset(
+    "mum mom dad mama papa grandma grandpa granny grandad nan nana gran".split()
+)
 _FRIENDS = frozenset("friend mate buddy pal colleague coworker neighbour neighbor".split())
 _OCCASION_SKIP = frozenset("also well so and but oh btw anyway actually honestly plus".split())
 _OCCASION_START = frozenset("for on in at every each after before during".split())
@@ -102,6 +104,15 @@ def _possessed(phrase: Phrase, people: People) -> Speaker | str | tuple[Speaker,
         if phrase.peek(1) in _ATTRIBUTE_NOUNS:
             phrase.pos += 2
             return people.meet(Speaker(relation=head[:-2])), phrase.low[phrase.pos - 1]
+        following = phrase.peek(1)
+        if not (
+            following in _IS_NEXT
+            or following in DIETS
+            or following in NATIONALITIES
+            or following.endswith(("ing", "ed"))
+            or following.isdigit()
+        ):
+            return None  # "my son's dog": something of theirs, not what they are
         # "my partner's vegetarian": 's is "is"; the clause goes on from there.
         phrase.toks[phrase.pos] = phrase.low[phrase.pos] = "is"
         return people.meet(Speaker(relation=head[:-2]))
@@ -141,7 +152,11 @@ def _clean_preamble(words: list[str]) -> bool:
         return False
     if not HEDGES.isdisjoint(words) or not _HEDGE_ADVERBS.isdisjoint(words):
         return False
-    return all(w in _FILLERS or w == "," or w.isdigit() for w in words) or words[0] in (
+    if all(w in _FILLERS or w == "," or w.isdigit() for w in words) or words[0] in _OPENERS:
+        return True
+    while words and (words[0] in _FILLERS or words[0] == "," or words[0].endswith("-wise")):
+        words = words[1:]  # "Anyway, in the middle of all that I ..."
+    return not words or words[0] in (
         "in",
         "on",
         "at",
@@ -190,6 +205,9 @@ def _subject(phrase: Phrase, people: People) -> _Found | None:
             or lemma(phrase.peek_at(i + 1)) in VERBS
         ) and (known := people.named(word)) is not None:
             found, phrase.pos = people.meet(known), i + 1
+        if found is None and i == 0 and low in _BARE_RELATIVES:  # "Mum moved in with us"
+            phrase.pos = 1
+            found = people.meet(Speaker(relation=low))
         if found is not None:
             preamble = phrase.low[:i]
             if found is USER and low == "i" and _partner_and(phrase.toks[:i]):
@@ -219,6 +237,14 @@ def _implied_i(phrase: Phrase) -> Speaker | None:
     word = phrase.low[i]
     verb = lemma(word)
     if verb in VERBS and word != verb and not word.endswith(("s", "ing")) and verb != "be":
+        phrase.pos = i
+        return USER
+    following = phrase.low[i + 1] if i + 1 < len(phrase.low) else ""
+    ongoing = word.endswith("ing") and verb in VERBS and following not in _BE
+    diet = word in DIETS or (word in ("strict", "fully", "mostly", "proper") and following in DIETS)
+    if ongoing or diet:  # "Training for the Berlin marathon", "Strict vegan for five years"
+        phrase.toks.insert(i, "am")
+        phrase.low.insert(i, "am")
         phrase.pos = i
         return USER
     return None
@@ -336,19 +362,10 @@ def english_statements(clause: Clause, people: People) -> list[Statement]:
     theirs in passing ("my dog digs everything up") is one of theirs too."""
     if clause.question:
         return []
-    return _read(clause, people) + _pets_mentioned(clause.text)
-
-
-def _pets_mentioned(text: str) -> list[Statement]:
-    found = []
-    for match in _MY_PET.finditer(text):
-        pet, name = match.group("pet").casefold(), match.group("named") or match.group("name")
-        if pet not in PETS:
-            continue
-        article = "an" if pet[0] in "aeiou" else "a"
-        value = f"{article} {pet}" + (f" named {name}" if name else "")
-        found.append(Statement("has_pet", value, f"User has {value}"))
-    return found
+    said = _read(clause, people)
+    if not said:
+        said = capture(clause.text, people)
+    return said + introduce(clause.text, people, said) + pets_mentioned(clause.text)
 
 
 def _read(clause: Clause, people: People) -> list[Statement]:

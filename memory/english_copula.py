@@ -37,6 +37,7 @@ from memory.lexicon import (
     OCCUPATIONS,
     PETS,
     RELATIONS,
+    RELIGIONS,
 )
 
 __all__ = ["MONTHS", "copula", "have", "read_attribute"]
@@ -204,6 +205,17 @@ def copula(reading: Reading, verb: str) -> None:
     elif word in ARTICLES or (word == "of" and phrase.peek(1) in ARTICLES):
         phrase.take("of")  # "more of a Terraforming Mars person"
         _a_noun(reading)
+    elif word in RELIGIONS:
+        phrase.pos += 1
+        reading.emit("religion", phrase.word(-1), say(reading, "be", phrase.word(-1)))
+    elif word in ("raised", "brought") and "in" in phrase.low[phrase.pos : phrase.pos + 3]:
+        while phrase.peek() != "in":
+            phrase.pos += 1
+        phrase.pos += 1
+        group.past = False
+        place(reading, "from", "be raised", "in", updates=False)
+    elif phrase.take("all", "about"):
+        values(reading, "likes", "be", "all about")
     elif word in NATIONALITIES and phrase.word()[:1].isupper() and phrase.peek(1) == "":
         phrase.pos += 1
         reading.emit("nationality", phrase.word(-1), say(reading, "be", phrase.word(-1)))
@@ -252,9 +264,11 @@ def _a_noun(reading: Reading) -> None:
     if not words:
         return
     head = words[-1]
-    if head in OCCUPATIONS or head.rstrip("s") in OCCUPATIONS or "stay-at-home" in words:
+    job = next((w for w in words if w in OCCUPATIONS or w.rstrip("s") in OCCUPATIONS), None)
+    if job is not None or "stay-at-home" in words:
+        # "an apprentice electrician 2nd year": the job ends at its occupation word.
         phrase.pos = start
-        occupation(reading, "be", "", updates=reading.group.change)
+        occupation(reading, "be", "", updates=reading.group.change, until=job)
     elif (head in _LIKERS or head == "person") and len(words) > 1:
         liked = " ".join(found.split()[:-1])
         if head == "person" and words[0] in _TRAITS:  # "a morning person" is no taste

@@ -39,7 +39,7 @@ __all__ = [
 ARTICLES = frozenset("a an the".split())
 
 
-STATUSES = frozenset("married engaged single divorced widowed separated".split())
+STATUSES = frozenset("married engaged single divorced widowed separated remarried".split())
 
 
 #: Verbs that are nouns too: a list item "dance" is a thing liked, not a second verb.
@@ -148,9 +148,16 @@ def emit_role(
     reading.emit("occupation", bare, content, updates=updates or reading.group.change)
 
 
-def occupation(reading: Reading, verb: str, prep: str, *, updates: bool = False) -> None:
+def occupation(
+    reading: Reading, verb: str, prep: str, *, updates: bool = False, until: str | None = None
+) -> None:
     phrase = reading.phrase
     role = read_value(phrase)
+    if until is not None and until in role.casefold().split():
+        words = role.split()
+        cut = [w.casefold() for w in words].index(until) + 1
+        role, rest_words = " ".join(words[:cut]), words[cut:]
+        phrase.pos -= len(rest_words)
     if pointer(role):
         return
     if phrase.peek() in ("at", "for") and phrase.word(1)[:1].isupper():
@@ -174,6 +181,7 @@ def occupation(reading: Reading, verb: str, prep: str, *, updates: bool = False)
 def status(reading: Reading, status: str, *, updates: bool = False) -> None:
     """single / married (to X) / engaged (to X) ..."""
     phrase = reading.phrase
+    status = "married" if status == "remarried" else status
     shown = status
     if phrase.take("to"):
         partner = read_value(phrase)

@@ -50,6 +50,7 @@ from memory.lexicon import (
     gerund,
     lemma,
 )
+from memory.statements import Statement
 
 __all__ = ["dispatch", "read_verb"]
 
@@ -177,6 +178,11 @@ def _start(reading: Reading, verb: str) -> None:
 def _get(reading: Reading, verb: str) -> None:
     phrase = reading.phrase
     group = reading.group
+    if phrase.take("me", "into"):  # "my grandad got me into birdwatching"
+        liked = read_value(phrase)
+        if liked and not pointer(liked):
+            reading.found.append(Statement("likes", liked, f"User is into {liked}"))
+        return
     if phrase.peek() in ("hired", "a", "an", "my") and (
         "job" in phrase.low[phrase.pos : phrase.pos + 4] or phrase.peek() == "hired"
     ):
@@ -242,6 +248,9 @@ def _quit(reading: Reading, verb: str) -> None:
         dispatch(reading, lemma(word))
     elif phrase.word()[:1].isupper() or phrase.take("my", "job", "at"):
         employer(reading, "at")
+    elif word in ("the", "my") and phrase.peek(2) in _WORKPLACES | {"job"}:
+        phrase.pos += 1  # "I quit the dental practice": left that workplace
+        employer(reading, "at")
     elif word not in ("my", "the", "it", "that", "this"):
         found = read_value(phrase)
         if not pointer(found):
@@ -262,6 +271,37 @@ def _habit_named(message: str) -> str | None:
         if words.intersection(cues):
             return habit
     return None
+
+
+_WORKPLACES = frozenset(
+    "practice company firm office agency shop store bank hospital school clinic restaurant"
+    " bakery factory startup studio lab".split()
+)
+
+
+def _take(reading: Reading) -> None:
+    """ "I take levothyroxine", "I've taken up bowls"."""
+    phrase = reading.phrase
+    if phrase.take("up"):
+        values(reading, "hobby", "take up")
+    elif not reading.group.past and phrase.peek() not in ("a", "the", "my", "care", "part"):
+        values(reading, "takes", "take")
+
+
+def _switch(reading: Reading) -> None:
+    """ "(My GP) switched me from sertraline to citalopram": one thing for another."""
+    phrase = reading.phrase
+    phrase.take("me")
+    if not phrase.take("from"):
+        return
+    old = read_value(phrase)
+    if not phrase.take("to") or pointer(old):
+        return
+    new = read_value(phrase)
+    if new and not pointer(new):
+        reading.found.append(Statement("habit", old, f"User no longer uses {old}", negated=True))
+        content = f"User switched from {old} to {new}"
+        reading.found.append(Statement("uses", new, content, updates_previous=True))
 
 
 def _want(reading: Reading, verb: str) -> None:
@@ -361,6 +401,8 @@ _HANDLERS: dict[str, _Handler] = {
         ("learn", "study"), lambda r, v: values(r, "learning" if v == "learn" else "studies", v)
     ),
     "use": lambda r, v: values(r, "uses", v),
+    "take": lambda r, v: _take(r),
+    **dict.fromkeys(("switch", "swap", "change"), lambda r, v: _switch(r)),
     **dict.fromkeys(("own", "drive"), lambda r, v: values(r, "owns", v)),
     **dict.fromkeys(
         ("visit", "travel"),
@@ -396,7 +438,14 @@ def read_verb(reading: Reading) -> None:
             group.progressive = False
             read_name(reading, updates=True)
             return
-        if verb == "do" and reading.work and not group.past:  # "I'm doing data science now"
+        if verb == "get" and phrase.peek(1) == "married":  # "we're getting married"
+            phrase.pos += 2
+            group.progressive = False
+            reading.emit("relationship_status", "engaged", say(reading, "be", "engaged"))
+            return
+        doing_for = "for" in phrase.low[phrase.pos : phrase.pos + 5]
+        if verb == "do" and (reading.work or doing_for) and not group.past:
+            # "I'm doing data science now", "I'm doing bookkeeping for a builders' merchant"
             phrase.pos += 1
             occupation(reading, "do", "", updates=True)
             return

@@ -20,6 +20,7 @@ __all__ = [
     "OCCUPATIONS",
     "PETS",
     "RELATIONS",
+    "RELIGIONS",
     "STATIVE_SKIP",
     "VERBS",
     "gerund",
@@ -69,7 +70,8 @@ HEALTH = _words(
     diabetes diabetic asthma asthmatic adhd autism autistic migraines migraine epilepsy
     epileptic arthritis celiac coeliac eczema anxiety depression insomnia hypertension
     colorblind colourblind deaf blind pregnant dyslexia dyslexic ibs crohn's lupus
-    lactose-intolerant
+    lactose-intolerant parkinson's alzheimer's dementia cancer stroke anaemia anemia anaemic
+    anemic hayfever hay-fever
     """
 )
 
@@ -135,13 +137,24 @@ EPISODIC = _words(
 )
 
 #: Capitalised words after "I'm" that are not a name.
-NOT_NAMES = NATIONALITIES | _words(
+RELIGIONS = _words(
     """
+    muslim christian catholic protestant jewish hindu buddhist sikh atheist agnostic
+    orthodox mormon pagan quaker
+    """
+)
+
+NOT_NAMES = (
+    NATIONALITIES
+    | RELIGIONS
+    | _words(
+        """
     not sorry fine good okay ok here back done ready happy sure just so very really still
     also glad tired busy going trying working looking feeling new home in on at the a an
     from into allergic married single divorced engaged vegetarian vegan learning living
     moving starting retired pregnant currently now originally totally always never
     """
+    )
 )
 
 #: Verbs of talk, thought and perception: "I think ...", "I see", "I mean" say nothing

@@ -56,6 +56,7 @@ def _fact(statement: Statement, confidence: float) -> ExtractedFact:
         key=statement.key,
         negated=statement.negated,
         updates_previous=statement.updates_previous,
+        cardinality=statement.cardinality,
     )
 
 

@@ -8,6 +8,7 @@ that a later "she" or "Ana" in the same message finds them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 __all__ = ["USER", "People", "Speaker", "Statement"]
 
@@ -56,6 +57,8 @@ class Statement:
     negated: bool = False
     updates_previous: bool = False
     category: str | None = None
+    #: Only for a predicate outside the vocabulary that holds one value ("my grade is 7a").
+    cardinality: Literal["one", "many"] | None = None
 
 
 @dataclass(slots=True)
