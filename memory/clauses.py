@@ -109,6 +109,11 @@ _REORDERS = tuple(
         (r"^(?:my )?(?:fav|favou?rite) things?(?: \w+)? *: *(?P<l>.+)$", r"I like \g<l>"),
         (r"^(?:hate|hates|dislike|dislikes|can't stand) *: *(?P<l>.+)$", r"I hate \g<l>"),
         (
+            r"^(?P<x>[^,;]{1,30}?)(?:'s| is) my (?P<n>\w+(?: (?!now\b|these\b)\w+)?)"
+            r"(?P<rest> now| these days)?$",
+            r"my \g<n> is \g<x>\g<rest>",
+        ),
+        (
             r"^(?P<l>[\w ]{1,30}?)(?:'s| is| was) (?:basically |probably |actually )?my "
             r"(?:first|native|second|mother) (?:language|tongue)\b(?P<rest>.*)$",
             r"I speak \g<l>\g<rest>",

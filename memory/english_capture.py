@@ -29,6 +29,7 @@ from memory.lexicon import (
     lemma,
     third_person,
 )
+from memory.predicates import Vocabulary
 from memory.statements import People, Speaker, Statement
 
 __all__ = ["capture", "introduce", "pets_mentioned"]
@@ -62,6 +63,7 @@ _MY_PET = re.compile(
     r"(?:,? (?:named|called) (?P<named>[A-Za-z]+)|,? (?P<name>[A-Z][a-z]+))?"
 )
 _MAX = 200
+_VOCABULARY = Vocabulary()
 
 
 def pets_mentioned(text: str) -> list[Statement]:
@@ -155,8 +157,11 @@ def _possession(rest: list[str]) -> list[Statement]:
         if low in ("is", "was", "are") or (at and lemma(low) in VERBS and low != lemma(low)):
             thing = " ".join(rest[:at])
             tail = third_person_words(" ".join(rest[at + 1 :]))
-            if not thing or not tail or _content_words(rest) < 2:
+            informative = _content_words(tail.split()) or any(c.isdigit() for c in tail)
+            if not thing or not tail or not informative:
                 return []
+            if _VOCABULARY.spec("_".join(thing.casefold().split())) is not None:
+                return []  # "my birthday is coming up": the attribute reading said no
             content = f"User's {thing} {word} {tail}"[:_MAX]
             attribute = low in ("is", "was") and not thing.endswith("s")
             predicate = "_".join(thing.casefold().split()) if attribute else lemma(low)

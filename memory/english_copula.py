@@ -39,6 +39,7 @@ from memory.lexicon import (
     RELATIONS,
     RELIGIONS,
 )
+from memory.statements import Speaker
 
 __all__ = ["MONTHS", "copula", "have", "read_attribute"]
 
@@ -223,6 +224,11 @@ def copula(reading: Reading, verb: str) -> None:
         occupation(reading, "be", "")
     elif phrase.word()[:1].isupper() and not group.negated and reading.speaker.is_user:
         read_name(reading, capitalised=True)
+    elif phrase.word().isalpha() and phrase.word()[:1].isupper() and reading.speaker.name is None:
+        # "my sister is Jess": the relative's name
+        name, relation = phrase.word(), reading.speaker.relation
+        reading.people.meet(Speaker(name=name, relation=relation))
+        reading.emit("name", name, f"User's {relation} is {name}", negated=False)
 
 
 def _born(reading: Reading) -> None:
@@ -308,6 +314,14 @@ _ATTRIBUTES = {
 }
 
 
+def _a_role(text: str) -> bool:
+    words = text.casefold().split()
+    return bool(words) and (
+        words[0] in ARTICLES
+        or any(w in OCCUPATIONS or w.endswith(("er", "ist", "or", "ian", "ing")) for w in words)
+    )
+
+
 def read_attribute(reading: Reading, noun: str) -> None:
     """ "my <noun> is <value>": an attribute of the speaker ("my birthday is May 3rd")."""
     phrase = reading.phrase
@@ -351,6 +365,8 @@ def read_attribute(reading: Reading, noun: str) -> None:
     found = read_value(phrase)
     if pointer(found) and predicate not in ("email", "phone"):
         return
+    if predicate == "occupation" and not _a_role(found):
+        return  # "my job is stressful" says how the job is, not what
     first = found.split()[0].casefold() if found.split() else ""
     if first.endswith("ing") or first in ("coming", "soon", "next", "tomorrow", "today"):
         return  # "my birthday is coming up" says when, not what
