@@ -131,7 +131,8 @@ _IRONY = re.compile(
     "\U0001f644|\U0001f643|\U0001f612|\U0001f60f|(?:^|\\s)/s\\b"
     r"|^(?:oh )?(?:sure|yeah right|great|wonderful|fantastic|obviously|oh yes),"
     r"|^and obviously\b|\blet'?s do a (?:quick )?scene\b|\bpretend (?:you|to be|I)\b"
-    r"|\brole.?play\b|\bin character\b|\byou(?:'re| are) an? \w+ and I(?:'m| am)\b",
+    r"|\brole.?play\b|\bin character\b|\byou(?:'re| are) an? \w+ and I(?:'m| am)\b"
+    r"|\b(?:says|said|asks|asked|goes|went like|tells me)\s*:",
     re.IGNORECASE,
 )
 
@@ -169,7 +170,8 @@ class Clause:
 
 
 _QUOTED = re.compile(
-    r"\"[^\"\n]{2,}\"|(?<![\w'])'[^'\n]{2,}?'(?![\w'])|\u201c[^\u201d]*\u201d|\u300c[^\u300d]*\u300d"
+    r"\"[^\"\n]{2,}\"|(?<![\w'])'(?:[^'\n]|(?<=\w)'(?=\w)){2,}?'(?![\w'])"
+    r"|\u201c[^\u201d]*\u201d|\u300c[^\u300d]*\u300d"
 )
 
 

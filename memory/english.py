@@ -253,7 +253,7 @@ def _implied_i(phrase: Phrase) -> Speaker | None:
 def _next_verb(phrase: Phrase) -> str:
     """The first word after the current one that is not an adverb."""
     offset = 1
-    while phrase.peek(offset) in _ADVERBS or phrase.peek(offset) in ("properly", "both"):
+    while phrase.peek(offset) in _ADVERBS or phrase.peek(offset) in ("properly", "both", "never"):
         offset += 1
     return phrase.peek(offset)
 

@@ -131,6 +131,8 @@ def _restated(rest: list[str], people: People, *, implied: bool) -> list[Stateme
     if not rest or _content_words(rest) < 2:
         return []
     head = rest[0].casefold()
+    if {"not", "never", "no"} & {w.casefold() for w in rest[:3]}:
+        return []  # what the user does not do is left to the readings that understand it
     if len(rest) > 1 and pointer(rest[1]) and rest[1].casefold() not in ("all", "both"):
         return []  # "I loved that movie": about the conversation's thing, not the user
     if not EPISODIC.isdisjoint(w.casefold() for w in rest):
@@ -140,7 +142,7 @@ def _restated(rest: list[str], people: People, *, implied: bool) -> list[Stateme
     verb = {"am": "is", "are": "is", "have": "has", "do": "does"}.get(head)
     if verb is None:
         base = lemma(head)
-        verb = third_person(head) if base == head and not implied else rest[0]
+        verb = third_person(head) if base == head and not implied else head
     tail = third_person_words(" ".join(rest[1:]))
     content = f"User {verb} {tail}".replace(" ,", ",").strip()[:_MAX]
     predicate = lemma(head) if head not in ("am", "are", "is") else "be"

@@ -245,7 +245,10 @@ def _quit(reading: Reading, verb: str) -> None:
     word = phrase.peek()
     if word.endswith("ing") and lemma(word) in VERBS:
         phrase.pos += 1
+        before = len(reading.found)
         dispatch(reading, lemma(word))
+        if len(reading.found) == before:  # "I stopped drinking (last year)"
+            reading.emit("habit", word, say(reading, lemma(word), detail(phrase).strip()))
     elif phrase.word()[:1].isupper() or phrase.take("my", "job", "at"):
         employer(reading, "at")
     elif word in ("the", "my") and phrase.peek(2) in _WORKPLACES | {"job"}:

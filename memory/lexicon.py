@@ -263,7 +263,7 @@ VERBS = frozenset(_IRREGULAR) | _words(
     ferment teach write read watch listen build make run manage own share volunteer
     photograph film edit blog vlog podcast tutor babysit foster donate recycle compost
     sail row box wrestle fence golf bowl skydive dive snorkel camp backpack hand diagnose
-    follow avoid keep take plant grow bake commute
+    follow avoid keep take plant grow bake commute switch swap change
     """
 )
 
@@ -286,9 +286,9 @@ def lemma(word: str) -> str:
         candidates.append(w[:-3] + "y")
     if w.endswith("ed"):
         stem = w[:-2]
+        if len(stem) > 2 and stem[-1] == stem[-2] and stem[-1] not in "lsz":
+            candidates.append(stem[:-1])  # swapped -> swap, stopped -> stop
         candidates += [stem, stem + "e", w[:-1]]
-        if len(stem) > 2 and stem[-1] == stem[-2]:
-            candidates.append(stem[:-1])
     if w.endswith("ing") and len(w) > 4:
         stem = w[:-3]
         candidates += [stem, stem + "e"]
