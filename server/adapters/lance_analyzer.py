@@ -35,7 +35,7 @@ __all__ = ["FTS_TOKENIZER", "Analyzer", "AnalyzerUnavailable", "QueryTerms"]
 
 _log = logging.getLogger("mnemo.store")
 _SEPARATOR = "mnemosepqz"
-_PREFIX = re.compile(r"(\w+)\*")
+_PREFIX = re.compile(r"\b(\w++)\*")
 _CHUNK_CHARS = 200_000
 #: The full-text indexes' tokenizer (``lancedb.index.FTS``; the other settings default).
 FTS_TOKENIZER = "icu"
