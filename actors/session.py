@@ -21,7 +21,14 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from actors.channels import receive, send
 from actors.context import FORMAT_NAMES, chat_context
-from actors.errors import ArchiveUnavailable, LlmFailure, MnemoError, Overloaded, SessionClosed
+from actors.errors import (
+    ArchiveUnavailable,
+    LlmFailure,
+    MnemoError,
+    Overloaded,
+    Rejected,
+    SessionClosed,
+)
 from actors.events import LOG_CONTEXT, EventKind
 from actors.keeper import changes_frame, emit_changes
 from actors.learning import Extracted, SessionLearning
@@ -29,7 +36,7 @@ from actors.mailbox import Mail, SessionDeps, answer_closed, send_reply
 from memory.prompts import Exchange, exchanges_of
 from memory.recall import said
 from memory.tokens import estimate_tokens
-from memory.working import apply_set, record_message
+from memory.working import apply_set, record_message, set_problem
 from schemas.llm import PromptMessage
 from schemas.records import ArchivedMessage, Role, WorkingMemory
 from schemas.wire import (
@@ -247,7 +254,13 @@ class SessionActor:
                 await self._context(request, mail.reply_to)
             case Remember() as request:
                 await self._remember_fact(request, mail.reply_to)
-            case Set(topic=topic, variables=variables):
+            case Set(topic=topic, variables=variables, id=ident):
+                problem = set_problem(self._memory, variables)
+                if problem is not None:
+                    await send_reply(
+                        mail.reply_to, ErrorFrame(id=ident, code="bad_request", message=problem)
+                    )
+                    return
                 self._memory = apply_set(
                     self._memory, self.session_id, self._now(), topic=topic, variables=variables
                 )
@@ -312,6 +325,8 @@ class SessionActor:
             answer = ErrorFrame(
                 id=turn.id, code="archive_unavailable", message=f"turn not yet durable: {exc}"
             )
+        except Rejected as exc:  # the store cannot take it: nothing of it was written
+            answer = ErrorFrame(id=turn.id, code=exc.code, message=f"turn not stored: {exc}")
         await send_reply(reply, answer)
         if isinstance(answer, Ack):
             ms = round((anyio.current_time() - received) * 1000, 3)

@@ -18,7 +18,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from actors.channels import receive, send
-from actors.errors import ArchiveUnavailable, MnemoError
+from actors.errors import ArchiveUnavailable, MnemoError, Rejected
 from actors.events import EventBus
 from actors.ports import Embedder, Store
 from memory.recall import search_text
@@ -114,6 +114,8 @@ class ArchiveWriter:
         self._optimizing = False
         self._snapshotting = False
         self._snapshot_lock = anyio.Lock()
+        #: The requests of the write under way (answered if it crashes).
+        self._in_flight: list[_Append | _Call] = []
         self.stats = WriterStats()
 
     # -- API for other tasks -------------------------------------------------
@@ -121,7 +123,8 @@ class ArchiveWriter:
     async def append(self, rows: Sequence[ArchivedMessage]) -> None:
         """Return once ``rows`` are durable. Cancelling the wait leaves the write queued.
 
-        Raises ``ArchiveUnavailable`` if the writer stopped before the rows landed.
+        Raises ``ArchiveUnavailable`` if the writer stopped before the rows landed, and
+        ``Rejected`` if the store cannot take them (nothing of them is written).
         """
         op = _Append(rows)
         await self._enqueue(op)
@@ -187,15 +190,27 @@ class ArchiveWriter:
     # -- the writer's own task -----------------------------------------------
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Write until cancelled, then flush what is queued (shielded, bounded in time)."""
+        """Write until cancelled, then flush what is queued (shielded, bounded in time).
+
+        If a write raises something unexpected, the requests of that write are answered
+        with ``ArchiveUnavailable`` and the error propagates, but the queue stays open:
+        the supervisor calls ``run()`` again and everyone else's writes carry on.
+        """
         task_status.started()
+        stopping = False
         try:
             async with anyio.create_task_group() as background:
                 await self._write_until_cancelled(background)
+        except anyio.get_cancelled_exc_class():
+            stopping = True
+            raise
         finally:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(_FLUSH_TIMEOUT):
-                await self._drain()
-            self._fail_queued()
+            if stopping:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_FLUSH_TIMEOUT):
+                    await self._drain()
+                self._fail_queued()
+            else:
+                self._fail_in_flight()
 
     async def _write_until_cancelled(self, background: TaskGroup) -> None:
         next_optimize = anyio.current_time() + self._optimize_interval
@@ -235,6 +250,7 @@ class ArchiveWriter:
                 await anyio.sleep(self._linger)
             await self._write_batch(self._gather(op))
         elif isinstance(op, _Call):
+            self._in_flight = [op]
             async with self._snapshot_lock:  # snapshots queued before the call land first
                 await self._flush_working()
             try:
@@ -244,10 +260,19 @@ class ArchiveWriter:
             except (OSError, ValueError, RuntimeError) as exc:
                 _log.error("store call failed: %s", exc)
                 op.error = ArchiveUnavailable(str(exc))
+            self._in_flight = []
             op.done.set()
             self._mark_dirty()
         else:
             self._wake_pending = False
+
+    def _fail_in_flight(self) -> None:
+        """After a crash: answer the requests whose write raised, so nobody waits on them."""
+        for op in self._in_flight:
+            if not op.done.is_set():
+                op.error = ArchiveUnavailable("the write failed; the writer carries on")
+                op.done.set()
+        self._in_flight = []
 
     def _gather(self, first: _Append) -> list[_Append]:
         batch, rows = [first], len(first.rows)
@@ -267,6 +292,7 @@ class ArchiveWriter:
         return batch
 
     async def _write_batch(self, batch: list[_Append]) -> None:
+        self._in_flight = list(batch)
         rows = [r for op in batch for r in op.rows]
         delay = 0.05
         started = anyio.current_time()
@@ -275,6 +301,11 @@ class ArchiveWriter:
                 vectors = await self._embedder.embed([search_text(r) for r in rows])
                 await self._store.append_messages(rows, vectors)
                 break
+            except Rejected as exc:
+                # Rows the store cannot take (nothing of them was written): refuse the
+                # request they came with, and write everyone else's.
+                await self._reject(batch, exc)
+                return
             except MnemoError as exc:
                 self.stats.retries += 1
                 _log.warning("archive write of %d rows failed, retrying: %s", len(rows), exc)
@@ -294,6 +325,19 @@ class ArchiveWriter:
             self._unflushed += len(rows)
         for op in batch:
             op.done.set()
+        self._in_flight = []
+
+    async def _reject(self, batch: list[_Append], exc: Rejected) -> None:
+        if len(batch) > 1:
+            for op in batch:  # one at a time: only the culprit is refused
+                await self._write_batch([op])
+            return
+        [op] = batch
+        _log.warning("refused to archive %d rows: %s", len(op.rows), exc)
+        self._events.emit("store.failed", writer=self.name, rows=len(op.rows), error=str(exc))
+        op.error = exc
+        op.done.set()
+        self._in_flight = []
 
     def _move_due(self) -> bool:
         if not self._unflushed or self._moving:

@@ -86,8 +86,12 @@ _decoder: msgspec.json.Decoder[ImportLine] = msgspec.json.Decoder(ImportLine)
 
 
 def decode_line(raw: bytes) -> ImportLine:
-    """Decode one line. Raises ``msgspec.DecodeError`` (bad JSON, kind, field or value)."""
-    return _decoder.decode(raw)
+    """Decode one line. Raises ``msgspec.DecodeError`` (bad JSON, kind, field or value, or
+    nested too deeply for the decoder)."""
+    try:
+        return _decoder.decode(raw)
+    except RecursionError:
+        raise msgspec.ValidationError("JSON nested too deeply") from None
 
 
 class LineError(msgspec.Struct, frozen=True):

@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from actors.errors import ArchiveUnavailable, MnemoError, Rejected
+from memory.json_bounds import check_bounds
 from schemas.settings import Settings
 from server.auth import bearer, user_for_token
 
@@ -69,11 +70,18 @@ def int_param(request: Request, name: str, default: int, low: int, high: int) ->
 
 
 async def decode_body(request: Request, kind: type[_T]) -> _T:
-    """The JSON body as ``kind``; ``BadRequest`` for bad JSON, wrong fields, or over 1 MiB."""
-    body = await request.body()
-    if len(body) > _MAX_BODY:
-        raise BadRequest("body larger than 1 MiB")
+    """The JSON body as ``kind``; ``BadRequest`` for bad JSON, wrong fields, over 1 MiB, or
+    beyond the bounds of ``memory.json_bounds`` (nesting, integers)."""
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > _MAX_BODY:
+            raise BadRequest("body larger than 1 MiB")
     try:
-        return msgspec.json.decode(body, type=kind)
-    except msgspec.DecodeError as exc:
+        decoded = msgspec.json.decode(body, type=kind)
+        check_bounds(bytes(body))
+    except RecursionError:
+        raise BadRequest("JSON nested too deeply") from None
+    except (msgspec.DecodeError, ValueError) as exc:
         raise BadRequest(str(exc)) from None
+    return decoded

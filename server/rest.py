@@ -27,8 +27,8 @@ from server.ws import SESSION_ID
 
 __all__ = ["routes"]
 
-_MESSAGE_ID = re.compile(r"^msg_[0-9a-f]{16}$")
-_FACT_ID = re.compile(r"^fact_[0-9a-f]{8}$")
+_MESSAGE_ID = re.compile(r"^msg_[0-9a-f]{16}\Z")
+_FACT_ID = re.compile(r"^fact_[0-9a-f]{8}\Z")
 _MAX_LIMIT = 200
 _KINDS = ("all", "facts", "messages")
 

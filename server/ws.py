@@ -15,6 +15,7 @@ from actors.channels import receive, send
 from actors.errors import Overloaded, SessionClosed
 from actors.mailbox import Mail
 from actors.registry import SessionRegistry
+from memory.json_bounds import check_bounds
 from memory.ratelimit import TokenBucket
 from schemas.settings import Settings
 from schemas.wire import (
@@ -30,6 +31,7 @@ from schemas.wire import (
     ServerMessage,
     decode_client,
     encode_server,
+    frame_id,
 )
 from server.auth import user_for_token
 from server.metrics import Metrics
@@ -162,25 +164,25 @@ async def _receive_loop(
             return False
         text = event.get("text")
         if text is None:
-            await send(outbox, ErrorFrame(code="bad_request", message="frames must be JSON text"))
+            ident = frame_id(event.get("bytes") or b"")
+            problem = "frames must be JSON text"
+            await send(outbox, ErrorFrame(id=ident, code="bad_request", message=problem))
             continue
-        if len(text.encode()) > settings.max_frame_bytes:
-            await send(
-                outbox,
-                ErrorFrame(
-                    code="bad_request",
-                    message=f"frame larger than {settings.max_frame_bytes} bytes",
-                ),
-            )
+        data = text.encode()
+        if len(data) > settings.max_frame_bytes:
+            problem = f"frame larger than {settings.max_frame_bytes} bytes"
+            await send(outbox, ErrorFrame(id=frame_id(data), code="bad_request", message=problem))
             continue
         if not bucket.take(read_at):
-            await send(outbox, ErrorFrame(code="rate_limited", message="too many frames"))
+            problem = "too many frames"
+            await send(outbox, ErrorFrame(id=frame_id(data), code="rate_limited", message=problem))
             continue
         try:
-            message = decode_client(text)
-        except msgspec.DecodeError as exc:
+            message = decode_client(data)
+            check_bounds(data)
+        except (msgspec.DecodeError, ValueError) as exc:
             metrics.frame_in("invalid")
-            await send(outbox, ErrorFrame(code="bad_request", message=str(exc)))
+            await send(outbox, ErrorFrame(id=frame_id(data), code="bad_request", message=str(exc)))
             continue
         metrics.frame_in(str(type(message).__struct_config__.tag))
         match message:
