@@ -421,8 +421,8 @@ class SessionActor:
         finally:
             self._state = "idle"
         assistant_row = self._row(number, "assistant", "".join(parts), chat.id, chat.meta, asked)
-        self._archive([user_row, assistant_row])
         self._remember([user_row, assistant_row])
+        await self._archive_before_done([user_row, assistant_row])
         await send_reply(reply, Done(id=chat.id, turn=number, usage=usage))
         self._emit(
             "chat.streamed",
@@ -486,6 +486,17 @@ class SessionActor:
         frame = changes_frame(changes, request.id)
         if frame is not None:
             await send_reply(reply, frame)
+
+    async def _archive_before_done(self, rows: list[ArchivedMessage]) -> None:
+        """Archive a chat's exchange and wait until it is durable (``ack_timeout`` at
+        most), so that a ``done`` names a turn number the archive holds: after a crash the
+        session resumes past it. A write that fails or takes longer stays queued; the
+        ``done`` goes out anyway, the reply was streamed."""
+        try:
+            with anyio.fail_after(self._settings.ack_timeout):
+                await self._deps.writer.append(rows)
+        except (TimeoutError, ArchiveUnavailable, Rejected) as exc:
+            _log.warning("chat of session %s not yet durable: %s", self.session_id, exc)
 
     def _archive(self, rows: list[ArchivedMessage]) -> None:
         try:

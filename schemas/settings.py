@@ -152,3 +152,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     notes_per_app: int = 10
     #: Context format used when a request names none.
     context_format: str = "about-user"
+
+    # -- limits that keep one user from hurting another (issue 16) -----------------
+    #: Live sessions one user may have at once (each holds memory until idle expiry);
+    #: a new session beyond it is refused with ``too_many_sessions``.
+    max_sessions_per_user: int = 100

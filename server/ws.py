@@ -12,7 +12,7 @@ from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from actors.channels import receive, send
-from actors.errors import Overloaded, SessionClosed
+from actors.errors import Overloaded, SessionClosed, TooManySessions
 from actors.mailbox import Mail
 from actors.registry import SessionRegistry
 from memory.json_bounds import check_bounds
@@ -120,7 +120,13 @@ async def chat_socket(websocket: WebSocket) -> None:
         await refuse(websocket, 400, "bad_request", "app id: 1-128 of A-Z a-z 0-9 _ . : -")
         return
     await websocket.accept()
-    actor, resumed = await registry.open(user_id, session_id, scope)
+    try:
+        actor, resumed = await registry.open(user_id, session_id, scope)
+    except TooManySessions as exc:
+        _log.info("refused a session of user %s: %s", user_id, exc)
+        await websocket.send_text(encode_server(ErrorFrame(code=exc.code, message=str(exc))))
+        await websocket.close(1008)
+        return
     outbox, replies = anyio.create_memory_object_stream[ServerMessage](_OUTBOX_SIZE)
     unsubscribe = registry.subscribe(user_id, session_id, outbox.clone())
     first_deltas = _FirstDeltas(websocket.state.metrics)
@@ -132,7 +138,12 @@ async def chat_socket(websocket: WebSocket) -> None:
             )
             try:
                 ended = await _receive_loop(
-                    websocket, settings, registry, user_id, session_id, outbox, first_deltas
+                    websocket,
+                    settings,
+                    registry,
+                    (user_id, session_id, scope),
+                    outbox,
+                    first_deltas,
                 )
             finally:
                 unsubscribe()
@@ -149,12 +160,13 @@ async def _receive_loop(
     websocket: WebSocket,
     settings: Settings,
     registry: SessionRegistry,
-    user_id: str,
-    session_id: str,
+    session: tuple[str, str, str],
     outbox: MemoryObjectSendStream[ServerMessage],
     first_deltas: _FirstDeltas,
 ) -> bool:
-    """Read frames until the client leaves (False) or the session ends (True)."""
+    """Read frames of ``session`` (user id, session id, scope) until the client leaves
+    (False) or the session ends (True)."""
+    user_id, session_id, scope = session
     bucket = TokenBucket(settings.rate_limit, settings.rate_burst, anyio.current_time())
     metrics: Metrics = websocket.state.metrics
     while True:
@@ -195,8 +207,8 @@ async def _receive_loop(
                 if isinstance(message, Chat):
                     first_deltas.read(message.id, read_at)
                 try:
-                    await registry.submit(user_id, session_id, message, outbox)
-                except (Overloaded, SessionClosed) as exc:
+                    await registry.submit(user_id, session_id, message, outbox, scope)
+                except (Overloaded, SessionClosed, TooManySessions) as exc:
                     ident = getattr(message, "id", None)
                     await send(outbox, ErrorFrame(id=ident, code=exc.code, message=str(exc)))
 
