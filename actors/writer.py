@@ -108,6 +108,13 @@ class ArchiveWriter:
         self._working: dict[tuple[str, str], WorkingMemory] = {}
         self._flushers: list[Callable[[], Awaitable[None]]] = []
         self._flush_wanted = False
+        #: Sessions whose snapshots are to be deleted (with old versions), a purge of old
+        #: snapshot versions wanted, and the events their waiters wait on.
+        self._forgotten: dict[tuple[str, str], None] = {}
+        self._purge_wanted = False
+        self._working_waiters: list[anyio.Event] = []
+        self._working_retry = False
+        self._stopped = False
         self._wake_pending = False
         self._carry: _Op | None = None
         self._dirty = False
@@ -177,9 +184,29 @@ class ArchiveWriter:
                 pass  # the next queued write flushes snapshots too
 
     async def forget_working(self, user_id: str, session_id: str) -> None:
-        """Delete a session's snapshot (after any queued one for it is dropped)."""
+        """Delete a session's snapshot (after any queued one for it is dropped) and every
+        old version of it: on return it is nowhere on disk. Done beside the appends, with
+        the snapshot writes (deletes waiting meanwhile share one purge); raises
+        ``ArchiveUnavailable`` if the writer stopped first."""
         self._working.pop((user_id, session_id), None)
-        await self.call(lambda: self._store.delete_working(user_id, session_id))
+        self._forgotten[(user_id, session_id)] = None
+        await self._wait_working()
+
+    async def purge_working(self) -> None:
+        """Drop every old version of the working-memory snapshots (a user's delete-all:
+        what ended sessions held must not stay in old versions)."""
+        self._purge_wanted = True
+        await self._wait_working()
+
+    async def _wait_working(self) -> None:
+        if self._stopped:
+            raise ArchiveUnavailable("the archive writer has stopped")
+        done = anyio.Event()
+        self._working_waiters.append(done)
+        self._wake()
+        await done.wait()
+        if self._stopped:
+            raise ArchiveUnavailable("the archive writer has stopped")
 
     async def _enqueue(self, op: _Op) -> None:
         try:
@@ -219,8 +246,8 @@ class ArchiveWriter:
             self._carry = None
             if op is None:
                 deadline = next_optimize
-                if (self._working or self._flush_wanted) and not self._snapshotting:
-                    deadline = min(deadline, self._next_snapshot)
+                if self._snapshot_waiting() and not self._snapshotting:
+                    deadline = min(deadline, self._snapshot_at())
                 if self._unflushed and not self._moving:
                     deadline = min(deadline, self._flush_at)
                 with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
@@ -366,9 +393,15 @@ class ArchiveWriter:
             self._moving = False
             self._wake()
 
+    def _snapshot_waiting(self) -> bool:
+        return bool(self._working) or self._flush_wanted or bool(self._working_waiters)
+
+    def _snapshot_at(self) -> float:
+        """When the next snapshot write is due: deletes at once, unless they just failed."""
+        return 0.0 if self._working_waiters and not self._working_retry else self._next_snapshot
+
     def _snapshot_due(self) -> bool:
-        waiting = bool(self._working) or self._flush_wanted
-        return waiting and anyio.current_time() >= self._next_snapshot
+        return self._snapshot_waiting() and anyio.current_time() >= self._snapshot_at()
 
     async def _snapshot(self) -> None:
         """Background: write the due snapshots (shielded: taken snapshots always land)."""
@@ -381,21 +414,36 @@ class ArchiveWriter:
             self._wake()  # snapshots queued meanwhile: the loop schedules the next write
 
     async def _flush_working(self) -> None:
-        if not self._working and not self._flush_wanted:
+        if not self._snapshot_waiting():
             return
         self._next_snapshot = anyio.current_time() + self._snapshot_interval
         items = [(user, memory) for (user, _), memory in self._working.items()]
         self._working.clear()
+        forgotten, self._forgotten = list(self._forgotten), {}
+        purge, self._purge_wanted = self._purge_wanted or bool(forgotten), False
+        waiters, self._working_waiters = self._working_waiters, []
         started = anyio.current_time()
         try:
+            for user, session in forgotten:  # before: a session opened again keeps its new one
+                await self._store.delete_working(user, session)
             if items:
                 await self._store.put_working(items)
                 ms = round((anyio.current_time() - started) * 1000, 3)
                 self._events.emit("store.flushed", writer="working", rows=len(items), ms=ms)
+            if purge:
+                await self._store.purge_working()
         except MnemoError as exc:
             _log.warning("working-memory snapshot write failed: %s", exc)
             for user, memory in items:
                 self._working.setdefault((user, memory.session_id), memory)
+            self._forgotten.update(dict.fromkeys(forgotten))
+            self._purge_wanted = self._purge_wanted or purge
+            self._working_waiters = waiters + self._working_waiters  # the next try is theirs
+            self._working_retry = True
+        else:
+            self._working_retry = False
+            for done in waiters:
+                done.set()
         if self._flush_wanted:
             self._flush_wanted = False
             for flusher in self._flushers:
@@ -452,6 +500,10 @@ class ArchiveWriter:
                 _log.warning("journaled rows stay in the journal: %s", exc)
 
     def _fail_queued(self) -> None:
+        self._stopped = True
+        for done in self._working_waiters:
+            done.set()
+        self._working_waiters = []
         self._send.close()
         while True:
             try:

@@ -185,6 +185,7 @@ async def clear_long_term(request: Request, user_id: str) -> Response:
 
     count = await writer.call(lambda: store.clear_messages(user_id))
     count += await deps.fact_writer.call(clear_learned)
+    await writer.purge_working()  # what ended sessions held stays in no old version
     return json({"deleted": count})
 
 

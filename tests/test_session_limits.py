@@ -98,3 +98,19 @@ async def test_the_session_beyond_the_cap_is_told_and_closed(capped: str) -> Non
     assert second.connection.close_code == 1008
     assert ready["type"] == "ready"
     assert ack["turn"] == 1
+
+
+async def test_ending_a_session_deletes_its_snapshot_and_purges_old_versions() -> None:
+    async with world() as w:
+        await w.ask(Turn(id="t1", user="u", assistant="a"))
+        await w.ask(Turn(id="t1", user="u", assistant="a"), session="other")
+        await w.ask(End())
+        purges = w.store.working_purges
+        await w.writer.call(_nothing)  # the other session's snapshot is written by now
+    assert purges == 1
+    assert ("u1", "s1") not in w.store.working
+    assert ("u1", "other") in w.store.working
+
+
+async def _nothing() -> None:
+    return None

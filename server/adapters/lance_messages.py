@@ -232,6 +232,22 @@ class JournaledMessages:
             moved += len(segment.rows)
         return moved
 
+    async def rewrite(
+        self,
+        delete: str,
+        rows: Sequence[ArchivedMessage],
+        matrix: npt.NDArray[np.float32],
+    ) -> None:
+        """Delete the rows matching ``delete`` and add ``rows`` to the table (not the
+        journal). Inside ``all_in_table()``. Raises ``ArchiveUnavailable``, ``Rejected``."""
+        table = self._table_of(rows, matrix) if rows else None
+        try:
+            await self.table.delete(delete)
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise ArchiveUnavailable(f"delete failed: {exc}") from exc
+        if table is not None:
+            await self._add(table, len(rows))
+
     async def _add(self, table: pa.Table, rows: int) -> None:
         try:
             await self.table.add(table)
