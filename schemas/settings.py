@@ -157,3 +157,6 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: Live sessions one user may have at once (each holds memory until idle expiry);
     #: a new session beyond it is refused with ``too_many_sessions``.
     max_sessions_per_user: int = 100
+    #: Seconds a connection may take to send a whole request head (the WebSocket upgrade
+    #: included), from being opened or from its previous response; then it is closed.
+    handshake_timeout: float = 10.0
