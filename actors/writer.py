@@ -2,8 +2,11 @@
 
 LanceDB writes a fragment and a version per write, so one-row appends degrade
 queries badly; every archived message goes through here and lands in batches.
-Deletes and purges run in the same task, so no write is ever in flight while a
-purge drops old versions.
+Writes go through ``call`` in the same task, so no write is ever in flight while
+a purge drops old versions. Two exceptions keep a purge off the acks' path: the
+working-memory snapshots are written, deleted and purged in one background task
+beside the appends, and the archive's message deletes run outside this writer
+entirely (the store serializes them with its journal's moves into the table).
 """
 
 from __future__ import annotations

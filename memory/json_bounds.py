@@ -1,51 +1,102 @@
 """Bounds on client JSON beyond its size: nesting depth and integer range.
 
-A frame or import line is first decoded (msgspec: linear, in C); these checks then run
-on its bytes, which are valid JSON by then. Nesting is bounded because every later
-step that walks a value (encoding it for the journal, into LanceDB, into a response)
-recurses, and integers because the journal stores values as msgpack, which has no
-integer wider than 64 bits. Both are checked in C for almost every input: only a text
-with more than ``MAX_DEPTH`` brackets or a run of 19 digits is looked at closer, and
-that look is linear too.
+Nesting is checked on a frame's or line's bytes before they are decoded, so that no
+decoder and no later step recurses deeper than ``MAX_DEPTH`` (the decoders would
+raise ``RecursionError`` near Python's recursion limit, and a garbage collection that
+starts down there runs its callbacks out of stack). Integers are checked after a
+successful decode, because the journal stores values as msgpack, which has no integer
+wider than 64 bits. Both are done in C and NumPy: only a text with more than
+``MAX_DEPTH`` brackets or a run of 19 digits is looked at closer, and that look is
+linear (no regular expression that could backtrack over the text).
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-__all__ = ["INT_MAX", "INT_MIN", "MAX_DEPTH", "check_bounds"]
+__all__ = [
+    "INT_MAX",
+    "INT_MIN",
+    "MAX_DEPTH",
+    "check_bounds",
+    "check_depth",
+    "check_integers",
+    "depth_bound",
+]
 
 #: The deepest nesting of arrays and objects, the outermost object counting as 1.
 MAX_DEPTH = 32
 #: The integer range: a signed 64-bit integer.
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 
-# Candidates for the closer look: 19 digits in a row (INT_MAX has 19).
-_LONG_DIGITS = re.compile(rb"[0-9]{19}")
-# A JSON string (valid JSON: every string ends): its brackets and digits are text.
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-# An integer of 19 digits or more outside strings: not a fraction's or exponent's digits.
+# 19 digits in a row (INT_MAX has 19) that are not a fraction's or an exponent's.
 _LONG_INTEGER = re.compile(rb"(?<![0-9.eE+\-])-?[0-9]{19,}(?![0-9.eE])")
-_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
-_STEP = np.zeros(256, dtype=np.int32)
+_STEP = np.zeros(256, dtype=np.int64)
 _STEP[list(b"[{")] = 1
 _STEP[list(b"]}")] = -1
+_QUOTE, _BACKSLASH = ord('"'), ord("\\")
+
+
+def _quotes(data: npt.NDArray[np.uint8]) -> npt.NDArray[np.intp]:
+    """Positions of the quotes that open or close a string: those not escaped (preceded
+    by an even run of backslashes)."""
+    quotes = np.flatnonzero(data == _QUOTE)
+    if not quotes.size:
+        return quotes
+    index = np.arange(data.size)
+    last_other = np.maximum.accumulate(np.where(data == _BACKSLASH, -1, index))
+    before = quotes - 1
+    run = np.where(before >= 0, before - last_other[np.maximum(before, 0)], 0)
+    kept: npt.NDArray[np.intp] = quotes[run % 2 == 0]
+    return kept
+
+
+def _outside_strings(positions: npt.NDArray[np.intp], quotes: npt.NDArray[np.intp]) -> Any:
+    """Which of ``positions`` are outside strings (an even number of quotes before them)."""
+    return np.searchsorted(quotes, positions) % 2 == 0
+
+
+def depth_bound(raw: bytes) -> int:
+    """How deep ``raw`` nests arrays and objects (outside strings): exactly when that is
+    more than ``MAX_DEPTH``, otherwise some number up to ``MAX_DEPTH``. Any bytes, JSON or
+    not; linear."""
+    openers = raw.count(b"[") + raw.count(b"{")
+    if openers <= MAX_DEPTH:
+        return openers
+    data = np.frombuffer(raw, dtype=np.uint8)
+    steps = _STEP[data]
+    brackets = np.flatnonzero(steps)
+    brackets = brackets[_outside_strings(brackets, _quotes(data))]
+    if not brackets.size:
+        return 0
+    return max(int(np.cumsum(steps[brackets]).max()), 0)
+
+
+def check_depth(raw: bytes) -> None:
+    """Raise ``ValueError`` when ``raw`` nests deeper than ``MAX_DEPTH`` (before decoding)."""
+    if depth_bound(raw) > MAX_DEPTH:
+        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
+
+
+def check_integers(raw: bytes) -> None:
+    """Raise ``ValueError`` when ``raw`` (valid JSON) holds an integer outside
+    ``INT_MIN..INT_MAX``."""
+    candidates = list(_LONG_INTEGER.finditer(raw))
+    if not candidates:
+        return
+    quotes = _quotes(np.frombuffer(raw, dtype=np.uint8))
+    starts = np.array([m.start() for m in candidates], dtype=np.intp)
+    for match, outside in zip(candidates, _outside_strings(starts, quotes), strict=True):
+        digits = match.group()
+        if outside and (len(digits.lstrip(b"-")) > 19 or not INT_MIN <= int(digits) <= INT_MAX):
+            raise ValueError(f"integer out of range ({INT_MIN} to {INT_MAX})")
 
 
 def check_bounds(raw: bytes) -> None:
-    """Raise ``ValueError`` (with a message for the client) when ``raw``, valid JSON, nests
-    deeper than ``MAX_DEPTH`` or holds an integer outside ``INT_MIN..INT_MAX``."""
-    openers = raw.count(b"[") + raw.count(b"{")
-    if openers <= MAX_DEPTH and _LONG_DIGITS.search(raw) is None:
-        return
-    skeleton = _STRING.sub(b'""', raw)
-    if openers > MAX_DEPTH:
-        brackets = np.frombuffer(skeleton.translate(None, _NOT_BRACKETS), dtype=np.uint8)
-        if brackets.size and int(np.cumsum(_STEP[brackets]).max()) > MAX_DEPTH:
-            raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
-    for match in _LONG_INTEGER.finditer(skeleton):
-        digits = match.group()
-        if len(digits.lstrip(b"-")) > 19 or not INT_MIN <= int(digits) <= INT_MAX:
-            raise ValueError(f"integer out of range ({INT_MIN} to {INT_MAX})")
+    """``check_depth`` and ``check_integers``: for valid JSON that was decoded already."""
+    check_depth(raw)
+    check_integers(raw)

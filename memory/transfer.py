@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import msgspec
 
 from memory.facts import Candidate, normalize_category
-from memory.json_bounds import check_bounds
+from memory.json_bounds import check_depth, check_integers
 from schemas.records import ArchivedMessage
 from schemas.taxonomy import CategorySpec
 from schemas.transfer import FactLine, ImportLine, NoteLine, ProfileLine, TurnLine, decode_line
@@ -91,11 +91,12 @@ def parse_line(raw: bytes, categories: Sequence[CategorySpec]) -> ImportLine:
     """Decode and check one line: nesting and integers within ``memory.json_bounds``, times
     in UTC (naive ones taken as UTC), the category in the taxonomy's spelling. Raises
     ``ValueError`` with a message for the client."""
+    check_depth(raw)  # first: the decoder never recurses past the bound
     try:
         line = decode_line(raw)
     except msgspec.DecodeError as exc:
         raise ValueError(str(exc)) from None
-    check_bounds(raw)
+    check_integers(raw)
     if isinstance(line, NoteLine | ProfileLine):
         return line
     if isinstance(line, TurnLine):

@@ -161,11 +161,14 @@ def create_app(
         WebSocketRoute("/ws/{session_id}", ws.chat_socket),
         *rest.routes,
     ]
-    return Starlette(
+    app = Starlette(
         routes=routes,
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_error, Exception: _server_error},
     )
+    # ``/memory/long-term/`` is no memory: a 404, not a redirect to the list.
+    app.router.redirect_slashes = False
+    return app
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

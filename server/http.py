@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from actors.errors import ArchiveUnavailable, MnemoError, Rejected
-from memory.json_bounds import check_bounds
+from memory.json_bounds import check_depth, check_integers
 from schemas.settings import Settings
 from server.auth import bearer, user_for_token
 
@@ -78,8 +78,9 @@ async def decode_body(request: Request, kind: type[_T]) -> _T:
         if len(body) > _MAX_BODY:
             raise BadRequest("body larger than 1 MiB")
     try:
+        check_depth(bytes(body))  # first: the decoder never recurses past the bound
         decoded = msgspec.json.decode(body, type=kind)
-        check_bounds(bytes(body))
+        check_integers(bytes(body))
     except RecursionError:
         raise BadRequest("JSON nested too deeply") from None
     except (msgspec.DecodeError, ValueError) as exc:

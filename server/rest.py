@@ -163,8 +163,9 @@ async def delete_long_term(request: Request, user_id: str) -> Response:
     if _FACT_ID.match(memory_id):
         deleted = await deps.learning.keeper.delete(user_id, memory_id)
     elif _MESSAGE_ID.match(memory_id):
-        store = deps.store
-        deleted = await deps.writer.call(lambda: store.delete_message(user_id, memory_id))
+        # Not in the archive writer's task: its purge must not hold up anyone's acks. The
+        # store serializes it with the journal's moves into the table.
+        deleted = await deps.store.delete_message(user_id, memory_id)
     if not deleted:
         return error(404, "not_found", "no such memory")
     return json({"deleted": memory_id})
@@ -183,7 +184,7 @@ async def clear_long_term(request: Request, user_id: str) -> Response:
         await store.facts.delete_profile(user_id)
         return count
 
-    count = await writer.call(lambda: store.clear_messages(user_id))
+    count = await store.clear_messages(user_id)  # beside the writer, as a delete
     count += await deps.fact_writer.call(clear_learned)
     await writer.purge_working()  # what ended sessions held stays in no old version
     return json({"deleted": count})

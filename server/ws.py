@@ -15,7 +15,7 @@ from actors.channels import receive, send
 from actors.errors import Overloaded, SessionClosed, TooManySessions
 from actors.mailbox import Mail
 from actors.registry import SessionRegistry
-from memory.json_bounds import check_bounds
+from memory.json_bounds import MAX_DEPTH, check_depth, check_integers, depth_bound
 from memory.ratelimit import TokenBucket
 from schemas.settings import Settings
 from schemas.wire import (
@@ -47,6 +47,12 @@ _END_TIMEOUT = 15.0
 
 def _error_body(code: str, message: str) -> dict[str, dict[str, str]]:
     return {"error": {"code": code, "message": message}}
+
+
+def _id_of(frame: bytes) -> str | None:
+    """The id of a refused frame (``schemas.wire.frame_id``), unless reading it would mean
+    decoding JSON nested far past the bound: then None."""
+    return frame_id(frame) if depth_bound(frame) <= 2 * MAX_DEPTH else None
 
 
 async def refuse(websocket: WebSocket, status: int, code: str, message: str) -> None:
@@ -176,25 +182,26 @@ async def _receive_loop(
             return False
         text = event.get("text")
         if text is None:
-            ident = frame_id(event.get("bytes") or b"")
+            ident = _id_of(event.get("bytes") or b"")
             problem = "frames must be JSON text"
             await send(outbox, ErrorFrame(id=ident, code="bad_request", message=problem))
             continue
         data = text.encode()
         if len(data) > settings.max_frame_bytes:
             problem = f"frame larger than {settings.max_frame_bytes} bytes"
-            await send(outbox, ErrorFrame(id=frame_id(data), code="bad_request", message=problem))
+            await send(outbox, ErrorFrame(id=_id_of(data), code="bad_request", message=problem))
             continue
         if not bucket.take(read_at):
             problem = "too many frames"
-            await send(outbox, ErrorFrame(id=frame_id(data), code="rate_limited", message=problem))
+            await send(outbox, ErrorFrame(id=_id_of(data), code="rate_limited", message=problem))
             continue
         try:
+            check_depth(data)  # first: no decoder recurses past the bound
             message = decode_client(data)
-            check_bounds(data)
+            check_integers(data)
         except (msgspec.DecodeError, ValueError) as exc:
             metrics.frame_in("invalid")
-            await send(outbox, ErrorFrame(id=frame_id(data), code="bad_request", message=str(exc)))
+            await send(outbox, ErrorFrame(id=_id_of(data), code="bad_request", message=str(exc)))
             continue
         metrics.frame_in(str(type(message).__struct_config__.tag))
         match message:

@@ -14,12 +14,14 @@ import anyio
 import httpx
 import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from websockets.exceptions import InvalidStatus
 
 from actors.errors import ArchiveUnavailable, Rejected
 from actors.writer import ArchiveWriter
 from memory.hashing import HashEmbedder
-from memory.json_bounds import INT_MAX, INT_MIN, MAX_DEPTH, check_bounds
+from memory.json_bounds import INT_MAX, INT_MIN, MAX_DEPTH, check_bounds, depth_bound
 from schemas.records import ArchivedMessage
 from server.adapters.lance_store import LanceStore
 from tests.fake_ollama import FakeOllama
@@ -419,3 +421,43 @@ async def test_a_writer_that_crashes_answers_that_request_and_takes_the_next_aft
     finally:
         await store.aclose()
     assert total == 1
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    return 0
+
+
+_tricky = st.text(alphabet='[]{}"\\ab\n', max_size=8)
+_nestable = st.recursive(
+    st.one_of(_tricky, st.integers(), st.none()),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(_tricky, inner, max_size=3)
+    ),
+    max_leaves=20,
+)
+
+
+@given(value=_nestable, extra=st.integers(0, 60))
+def test_depth_bound_counts_brackets_outside_strings_only(value: Any, extra: int) -> None:
+    wrapped: Any = value
+    for _ in range(extra):
+        wrapped = [wrapped, ']]]\\"[[[']
+    real = _depth(wrapped)
+    bound = depth_bound(json.dumps(wrapped).encode())
+    if real > MAX_DEPTH:
+        assert bound == real
+    else:
+        assert bound <= MAX_DEPTH
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b'"' + b"\\" * 5000 + b"[" * 5000, b'"\\"' * 20000, b"[" * 60000, b"\\" * 60000 + b'"'],
+    ids=["backslashes", "escaped-quotes", "brackets", "backslash-run"],
+)
+def test_depth_bound_takes_any_bytes(raw: bytes) -> None:
+    assert depth_bound(raw) >= 0

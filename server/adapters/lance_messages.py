@@ -200,9 +200,10 @@ class JournaledMessages:
 
     @asynccontextmanager
     async def all_in_table(self) -> AsyncIterator[None]:
-        """Every journaled row in the table, and none journaled until the block ends (a
-        delete and its purge of old versions see every row, and leave no journal file
-        behind with the deleted text)."""
+        """Every row journaled so far in the table, and no move into the table until the
+        block ends (a delete and its purge of old versions see every row, leave no
+        journal file behind with the deleted text, and no write of the table runs beside
+        the purge). Appends go on meanwhile, into a new journal file."""
         async with self._lock:
             await self._flush()
             yield
