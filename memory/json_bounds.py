@@ -33,7 +33,9 @@ MAX_DEPTH = 32
 #: The integer range: a signed 64-bit integer.
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 
-# 19 digits in a row (INT_MAX has 19) that are not a fraction's or an exponent's.
+# 19 digits in a row (INT_MAX has 19); then only those that are no fraction's or exponent's.
+_DIGITS = bytes(ord("9") if chr(b).isdigit() and b < 128 else ord(".") for b in range(256))
+_NINETEEN = b"9" * 19
 _LONG_INTEGER = re.compile(rb"(?<![0-9.eE+\-])-?[0-9]{19,}(?![0-9.eE])")
 _STEP = np.zeros(256, dtype=np.int64)
 _STEP[list(b"[{")] = 1
@@ -85,6 +87,8 @@ def check_depth(raw: bytes) -> None:
 def check_integers(raw: bytes) -> None:
     """Raise ``ValueError`` when ``raw`` (valid JSON) holds an integer outside
     ``INT_MIN..INT_MAX``."""
+    if _NINETEEN not in raw.translate(_DIGITS):  # the common case: two passes in C
+        return
     candidates = list(_LONG_INTEGER.finditer(raw))
     if not candidates:
         return

@@ -3,9 +3,10 @@
 NUL bytes go (LanceDB's analyzer and PostgreSQL alike split words at them), any
 run of whitespace (tabs, newlines, several spaces) becomes one space, and the
 ends are stripped. Indexed text is also cut to 1 MiB of UTF-8, on a code-point
-boundary; a query to its first 4,096 characters: analyzing a query holds the event
-loop (LanceDB's analyzer keeps the GIL), 60,000 Chinese characters about 0.1-0.3 s,
-4,096 of them under 2 ms, and the embedding models read fewer tokens than that.
+boundary; a query is not cut (seed 002). A query's terms come from its first
+``MAX_QUERY_CHARS`` characters, though (``server.adapters.lance_analyzer``): analyzing
+holds the event loop (LanceDB's analyzer keeps the GIL), 60,000 Chinese characters about
+0.1-0.3 s, 4,096 of them under 2 ms, and the embedding models read fewer tokens anyway.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ __all__ = ["MAX_INDEXED_BYTES", "MAX_QUERY_CHARS", "embedding_text", "indexed_te
 
 #: The most UTF-8 bytes of one text the full-text index takes.
 MAX_INDEXED_BYTES = 1 << 20
-#: The most characters of a query that are searched for.
+#: The most characters of a query whose terms are searched for.
 MAX_QUERY_CHARS = 4096
 
 
@@ -25,15 +26,14 @@ def _clean(text: str | None) -> str:
 
 
 def query_text(text: str | None) -> str:
-    """A search query as the index is asked it: no NUL, single spaces, stripped, at most
-    ``MAX_QUERY_CHARS`` characters; ``""`` for ``None`` or a query of nothing but
-    whitespace and NULs."""
-    return _clean(text)[:MAX_QUERY_CHARS].rstrip()
+    """A search query as the index is asked it: no NUL, single spaces, stripped; ``""``
+    for ``None`` or a query of nothing but whitespace and NULs."""
+    return _clean(text)
 
 
 def indexed_text(text: str) -> str:
-    """Cleaned as a query is (but not cut to ``MAX_QUERY_CHARS``), then at most
-    ``MAX_INDEXED_BYTES`` of UTF-8, never cutting a character in half."""
+    """``query_text``, then at most ``MAX_INDEXED_BYTES`` of UTF-8, never cutting a
+    character in half."""
     clean = _clean(text)
     if len(clean) * 4 <= MAX_INDEXED_BYTES:  # at most 4 bytes a code point: short enough
         return clean

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from starlette.requests import Request
@@ -21,6 +21,7 @@ from actors.mailbox import SessionDeps
 from actors.registry import SessionRegistry
 from actors.writer import ArchiveWriter
 from schemas.records import ArchivedMessage
+from schemas.transfer import MAX_TEXT
 from server import rest_apps, rest_export, rest_import, rest_search
 from server.http import BadRequest, authenticated, decode_body, error, int_param, json
 from server.ws import SESSION_ID
@@ -33,15 +34,18 @@ _MAX_LIMIT = 200
 _KINDS = ("all", "facts", "messages")
 
 
+_Content = Annotated[str, msgspec.Meta(max_length=MAX_TEXT)]
+
+
 class NewFact(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    content: str
+    content: _Content
     category: str | None = None
     pinned: bool = False
     scope: str = "global"
 
 
 class FactPatch(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    content: str | None = None
+    content: _Content | None = None
     category: str | None = None
     confidence: float | None = None
     pinned: bool | None = None

@@ -34,6 +34,7 @@ from schemas.wire import (
     frame_id,
 )
 from server.auth import user_for_token
+from server.budget import UserBudgets
 from server.metrics import Metrics
 
 __all__ = ["SESSION_ID", "chat_socket", "refuse"]
@@ -174,6 +175,7 @@ async def _receive_loop(
     (False) or the session ends (True)."""
     user_id, session_id, scope = session
     bucket = TokenBucket(settings.rate_limit, settings.rate_burst, anyio.current_time())
+    budgets: UserBudgets = websocket.state.budgets
     metrics: Metrics = websocket.state.metrics
     while True:
         event = await websocket.receive()
@@ -193,6 +195,10 @@ async def _receive_loop(
             continue
         if not bucket.take(read_at):
             problem = "too many frames"
+            await send(outbox, ErrorFrame(id=_id_of(data), code="rate_limited", message=problem))
+            continue
+        if not budgets.take(user_id, len(data)):
+            problem = "too much work asked of this user's connections; slow down"
             await send(outbox, ErrorFrame(id=_id_of(data), code="rate_limited", message=problem))
             continue
         try:

@@ -92,6 +92,8 @@ async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World
             api_keys=KEYS,
             rate_limit=1e6,
             rate_burst=1e6,
+            user_rate=1e6,
+            user_burst=1e6,
             mailbox_size=1024,
             max_frame_bytes=MAX_FRAME,
         )

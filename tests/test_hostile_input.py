@@ -461,3 +461,28 @@ def test_depth_bound_counts_brackets_outside_strings_only(value: Any, extra: int
 )
 def test_depth_bound_takes_any_bytes(raw: bytes) -> None:
     assert depth_bound(raw) >= 0
+
+
+async def test_texts_over_sixty_four_thousand_characters_are_refused_at_rest(
+    server: str,
+) -> None:
+    long = "z" * 65537
+    line = {
+        "kind": "turn",
+        "id": "big",
+        "session_id": "old",
+        "speaker": "Ann",
+        "role": "user",
+        "text": long,
+        "at": "2024-03-01T09:30:00Z",
+    }
+    async with http(server) as client:
+        created = await client.post("/memory/long-term", json={"content": long})
+        imported = await client.post(
+            "/memory/import",
+            content=json.dumps(line).encode() + b"\n",
+            headers={"content-type": NDJSON},
+        )
+    assert created.status_code == 400
+    assert imported.json()["imported"] == 0
+    assert imported.json()["errors"][0]["line"] == 1

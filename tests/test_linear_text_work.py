@@ -18,7 +18,6 @@ from memory.keywords import (
     extract_keywords,
     mentions_personal,
 )
-from memory.text import MAX_QUERY_CHARS, query_text
 from memory.tokens import estimate_tokens, is_cjk
 from server.adapters.lance_analyzer import _PREFIX
 
@@ -60,14 +59,6 @@ def test_latin_words_are_the_words_of_the_pieces_without_ideographs(text: str) -
 def test_prefix_pattern_finds_what_the_backtracking_one_found(text: str) -> None:
     assert _PREFIX.findall(text) == re.findall(r"(\w+)\*", text)
     assert _PREFIX.sub(" ", text) == re.sub(r"(\w+)\*", " ", text)
-
-
-def test_a_query_is_searched_for_by_its_first_characters_only() -> None:
-    long = "tea " * MAX_QUERY_CHARS
-    cut = query_text(long)
-    assert len(cut) <= MAX_QUERY_CHARS
-    assert cut == " ".join(["tea"] * (len(cut) // 4 + 1))
-    assert query_text(" \x00 green \x00 tea ") == "green tea"
 
 
 def test_keywords_and_hints_come_from_the_start_of_a_long_text() -> None:

@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.text import (
-    MAX_INDEXED_BYTES,
-    MAX_QUERY_CHARS,
-    embedding_text,
-    indexed_text,
-    query_text,
-)
+from memory.text import MAX_INDEXED_BYTES, embedding_text, indexed_text, query_text
 
 
 def test_nul_bytes_are_removed_before_indexing() -> None:
@@ -44,9 +38,9 @@ def test_indexed_text_is_stripped_and_cut_to_one_mib_on_a_code_point_boundary() 
     assert tea == "x" + "茶" * ((MAX_INDEXED_BYTES - 1) // 3)
 
 
-def test_a_query_is_cleaned_and_cut_to_its_first_characters_and_a_blank_one_is_empty() -> None:
+def test_a_query_is_cleaned_but_never_cut_and_a_blank_one_is_empty() -> None:
     long = "tea " * MAX_INDEXED_BYTES
-    assert query_text(long) == long[:MAX_QUERY_CHARS].strip()
+    assert query_text(long) == long.strip()
     assert query_text(" gre\x00en\t tea\n") == "green tea"
     assert query_text("") == ""
     assert query_text(None) == ""
