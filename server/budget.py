@@ -48,6 +48,11 @@ class UserBudgets:
         """Spend what a frame of ``size`` bytes costs, if the user has it now."""
         return self._bucket(user_id).take(anyio.current_time(), cost_of(size))
 
+    def charge(self, user_id: str, size: int) -> None:
+        """Spend what a frame of ``size`` bytes costs even beyond the bucket (a refused
+        frame that was read all the same): the user's next frames wait for the debt."""
+        self._bucket(user_id).spend(anyio.current_time(), cost_of(size))
+
     def admit(self, user_id: str, size: int) -> float | None:
         """Spend what a request carrying ``size`` bytes costs: the seconds it must wait
         first, or None (nothing spent) when that would be longer than ``MAX_WAIT``."""

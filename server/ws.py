@@ -189,13 +189,14 @@ async def _receive_loop(
             await send(outbox, ErrorFrame(id=ident, code="bad_request", message=problem))
             continue
         data = text.encode()
-        if len(data) > settings.max_frame_bytes:
-            problem = f"frame larger than {settings.max_frame_bytes} bytes"
-            await send(outbox, ErrorFrame(id=_id_of(data), code="bad_request", message=problem))
-            continue
         if not bucket.take(read_at):
             problem = "too many frames"
             await send(outbox, ErrorFrame(id=_id_of(data), code="rate_limited", message=problem))
+            continue
+        if len(data) > settings.max_frame_bytes:
+            budgets.charge(user_id, len(data))  # refused, but read: it costs the user
+            problem = f"frame larger than {settings.max_frame_bytes} bytes"
+            await send(outbox, ErrorFrame(id=_id_of(data), code="bad_request", message=problem))
             continue
         if not budgets.take(user_id, len(data)):
             problem = "too much work asked of this user's connections; slow down"

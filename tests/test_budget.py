@@ -75,3 +75,14 @@ async def test_a_rest_request_beyond_the_budget_is_refused_with_429(
     assert huge.status_code == 429
     assert huge.json()["error"]["code"] == "rate_limited"
     assert small.status_code == 200
+
+
+async def test_an_oversized_frame_is_refused_and_still_costs_its_user(server: str) -> None:
+    async with Client.connect(server, "a", token="key-eve") as client:
+        await client.receive()
+        await client.send(type="context", id="big", query="x" * (UNIT_BYTES * 40))
+        refused = await client.receive()
+        await client.send(type="ping")
+        after = await client.receive()
+    assert (refused["code"], refused["id"]) == ("bad_request", "big")
+    assert after["code"] == "rate_limited"
