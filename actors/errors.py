@@ -13,6 +13,7 @@ __all__ = [
     "Overloaded",
     "Rejected",
     "SessionClosed",
+    "TooManySessions",
 ]
 
 
@@ -38,6 +39,12 @@ class Overloaded(MnemoError):
     """A bounded queue is full; the message was refused, not queued."""
 
     code = "overloaded"
+
+
+class TooManySessions(MnemoError):
+    """The user already has as many live sessions as a user may (``max_sessions_per_user``)."""
+
+    code = "too_many_sessions"
 
 
 class ArchiveUnavailable(MnemoError):

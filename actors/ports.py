@@ -260,6 +260,11 @@ class Store(Protocol):
 
     async def delete_working(self, user_id: str, session_id: str) -> None: ...
 
+    async def purge_working(self) -> None:
+        """Drop every old version of the working-memory snapshots (deleted ones are then
+        nowhere on disk). Called by the writer that writes them, never beside a write."""
+        ...
+
     async def optimize(self, *, cleanup_older_than: float) -> None:
         """Compact, refresh indexes, and drop versions older than the given seconds."""
         ...

@@ -12,11 +12,13 @@ import msgspec
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 
-from actors.errors import MnemoError, SessionClosed
+from actors.errors import MnemoError, SessionClosed, TooManySessions
 from actors.events import EventKind
 from actors.mailbox import ActorMessage, Mail, SessionDeps
 from actors.session import SessionActor
+from memory.working import new_working_memory
 from schemas.llm import PromptMessage
+from schemas.records import WorkingMemory
 from schemas.wire import ServerMessage
 
 __all__ = ["SessionRegistry"]
@@ -37,7 +39,10 @@ class SessionRegistry:
         self._deps = deps
         self._live: dict[_Key, SessionActor] = {}
         self._subscribers: dict[_Key, set[MemoryObjectSendStream[ServerMessage]]] = {}
-        self._lock = anyio.Lock()
+        #: Sessions being opened (their store reads under way), and live or opening
+        #: sessions per user (for ``max_sessions_per_user``).
+        self._opening: dict[_Key, anyio.Event] = {}
+        self._per_user: dict[str, int] = {}
         self.crashes = 0
         #: (when the session may have been idle for ``idle_timeout``, its key): one
         #: entry per key in ``_timed`` (keys only: a stopped actor is not kept alive).
@@ -55,28 +60,32 @@ class SessionRegistry:
         self, user_id: str, session_id: str, scope: str = "global"
     ) -> tuple[SessionActor, bool]:
         """The session's actor, started if needed, and whether the session already existed
-        (live here, or a working-memory snapshot left by an earlier process)."""
+        (live here, a working-memory snapshot left by an earlier process, or archived
+        turns: a session resumes with the turn count its archive proves).
+
+        Raises ``TooManySessions`` when the user already has ``max_sessions_per_user``
+        live sessions. Opening one session never waits for another's store reads.
+        """
         key = (user_id, session_id)
-        async with self._lock:
+        while True:
             actor = self._live.get(key)
-            if actor is not None:
+            if actor is not None and not actor.ended:
                 return actor, True
-            store = self._deps.store
-            memory = None
-            history: list[PromptMessage] = []
-            try:
-                memory = await store.get_working(user_id, session_id)
-                if memory is not None:
-                    rows = await store.session_messages(
-                        user_id, session_id, limit=self._deps.settings.history_messages
-                    )
-                    history = [PromptMessage(r.role, r.text) for r in rows if r.role != "other"]
-                    # Snapshots are written every few seconds; the archive has every turn.
-                    archived = max((r.turn for r in rows), default=0)
-                    if archived > memory.turn_count:
-                        memory = msgspec.structs.replace(memory, turn_count=archived)
-            except MnemoError as exc:
-                _log.warning("could not load session %s: %s", session_id, exc)
+            if actor is not None:  # it takes no more mail: its successor starts now
+                del self._live[key]
+                self._forget_user(user_id)
+            opening = self._opening.get(key)
+            if opening is None:
+                break
+            await opening.wait()  # the same session, opened by another connection
+        limit = self._deps.settings.max_sessions_per_user
+        if self._per_user.get(user_id, 0) >= limit:
+            raise TooManySessions(f"a user may have at most {limit} live sessions")
+        done = self._opening[key] = anyio.Event()
+        self._per_user[user_id] = self._per_user.get(user_id, 0) + 1
+        started = False
+        try:
+            memory, history = await self._load(user_id, session_id)
             actor = SessionActor(
                 user_id,
                 session_id,
@@ -89,13 +98,52 @@ class SessionRegistry:
             )
             self._live[key] = actor
             await self._tg.start(self._supervise, key, actor)
-            self._time(key, actor.last_active + self._deps.settings.idle_timeout)
-            self.spawn(functools.partial(store.warm, user_id))  # memories ready for its search
-            kind: EventKind = "actor.resumed" if memory is not None else "actor.spawned"
-            self._deps.events.emit(
-                kind, session_id=session_id, user_id=user_id, scope=scope, turns=actor.turn_count
+            started = True
+        finally:
+            del self._opening[key]
+            done.set()
+            if not started:
+                self._live.pop(key, None)
+                self._forget_user(user_id)
+        self._time(key, actor.last_active + self._deps.settings.idle_timeout)
+        self.spawn(functools.partial(self._deps.store.warm, user_id))  # ready for its search
+        kind: EventKind = "actor.resumed" if memory is not None else "actor.spawned"
+        self._deps.events.emit(
+            kind, session_id=session_id, user_id=user_id, scope=scope, turns=actor.turn_count
+        )
+        return actor, memory is not None
+
+    async def _load(
+        self, user_id: str, session_id: str
+    ) -> tuple[WorkingMemory | None, list[PromptMessage]]:
+        """The session's working memory and recent history, from its snapshot and its
+        archive. Snapshots are written every few seconds, and a process can die before a
+        session's first one: the archive has every acknowledged turn, so the turn count
+        is the larger of the two and a turn number is never used twice."""
+        store = self._deps.store
+        try:
+            memory = await store.get_working(user_id, session_id)
+            rows = await store.session_messages(
+                user_id, session_id, limit=max(self._deps.settings.history_messages, 1)
             )
-            return actor, memory is not None
+        except MnemoError as exc:
+            _log.warning("could not load session %s: %s", session_id, exc)
+            return None, []
+        history = [PromptMessage(r.role, r.text) for r in rows if r.role != "other"]
+        archived = max((r.turn for r in rows), default=0)
+        if memory is None and rows:
+            memory = new_working_memory(session_id, self._deps.clock.now())
+        if memory is not None and archived > memory.turn_count:
+            memory = msgspec.structs.replace(memory, turn_count=archived)
+        keep = self._deps.settings.history_messages
+        return memory, history[-keep:] if keep > 0 else []
+
+    def _forget_user(self, user_id: str) -> None:
+        left = self._per_user.get(user_id, 0) - 1
+        if left > 0:
+            self._per_user[user_id] = left
+        else:
+            self._per_user.pop(user_id, None)
 
     def _time(self, key: _Key, due: float) -> None:
         if key in self._timed:
@@ -175,11 +223,13 @@ class SessionRegistry:
         session_id: str,
         message: ActorMessage,
         outbox: MemoryObjectSendStream[ServerMessage],
+        scope: str = "global",
     ) -> None:
         """Deliver ``message``; answers go to a clone of ``outbox`` (the caller keeps its own).
 
-        An actor that has just stopped (ended, expired, crashed) is replaced once.
-        Raises ``Overloaded`` when the mailbox is full.
+        An actor that has just stopped (ended, expired, crashed) is replaced once, in
+        ``scope``. Raises ``Overloaded`` when the mailbox is full, ``TooManySessions``
+        when its replacement would be one session too many.
         """
         actor = self.get(user_id, session_id)
         if actor is not None:
@@ -188,7 +238,7 @@ class SessionRegistry:
                 return
             except SessionClosed:
                 pass
-        actor, _ = await self.open(user_id, session_id)
+        actor, _ = await self.open(user_id, session_id, scope)
         actor.submit_nowait(Mail(message, outbox.clone()))
 
     async def _supervise(
@@ -213,3 +263,4 @@ class SessionRegistry:
         finally:
             if self._live.get(key) is actor:
                 del self._live[key]
+                self._forget_user(user_id)

@@ -21,7 +21,14 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from actors.channels import receive, send
 from actors.context import FORMAT_NAMES, chat_context
-from actors.errors import ArchiveUnavailable, LlmFailure, MnemoError, Overloaded, SessionClosed
+from actors.errors import (
+    ArchiveUnavailable,
+    LlmFailure,
+    MnemoError,
+    Overloaded,
+    Rejected,
+    SessionClosed,
+)
 from actors.events import LOG_CONTEXT, EventKind
 from actors.keeper import changes_frame, emit_changes
 from actors.learning import Extracted, SessionLearning
@@ -29,7 +36,7 @@ from actors.mailbox import Mail, SessionDeps, answer_closed, send_reply
 from memory.prompts import Exchange, exchanges_of
 from memory.recall import said
 from memory.tokens import estimate_tokens
-from memory.working import apply_set, record_message
+from memory.working import apply_set, record_message, set_problem
 from schemas.llm import PromptMessage
 from schemas.records import ArchivedMessage, Role, WorkingMemory
 from schemas.wire import (
@@ -247,7 +254,13 @@ class SessionActor:
                 await self._context(request, mail.reply_to)
             case Remember() as request:
                 await self._remember_fact(request, mail.reply_to)
-            case Set(topic=topic, variables=variables):
+            case Set(topic=topic, variables=variables, id=ident):
+                problem = set_problem(self._memory, variables)
+                if problem is not None:
+                    await send_reply(
+                        mail.reply_to, ErrorFrame(id=ident, code="bad_request", message=problem)
+                    )
+                    return
                 self._memory = apply_set(
                     self._memory, self.session_id, self._now(), topic=topic, variables=variables
                 )
@@ -312,6 +325,8 @@ class SessionActor:
             answer = ErrorFrame(
                 id=turn.id, code="archive_unavailable", message=f"turn not yet durable: {exc}"
             )
+        except Rejected as exc:  # the store cannot take it: nothing of it was written
+            answer = ErrorFrame(id=turn.id, code=exc.code, message=f"turn not stored: {exc}")
         await send_reply(reply, answer)
         if isinstance(answer, Ack):
             ms = round((anyio.current_time() - received) * 1000, 3)
@@ -406,8 +421,8 @@ class SessionActor:
         finally:
             self._state = "idle"
         assistant_row = self._row(number, "assistant", "".join(parts), chat.id, chat.meta, asked)
-        self._archive([user_row, assistant_row])
         self._remember([user_row, assistant_row])
+        await self._archive_before_done([user_row, assistant_row])
         await send_reply(reply, Done(id=chat.id, turn=number, usage=usage))
         self._emit(
             "chat.streamed",
@@ -471,6 +486,17 @@ class SessionActor:
         frame = changes_frame(changes, request.id)
         if frame is not None:
             await send_reply(reply, frame)
+
+    async def _archive_before_done(self, rows: list[ArchivedMessage]) -> None:
+        """Archive a chat's exchange and wait until it is durable (``ack_timeout`` at
+        most), so that a ``done`` names a turn number the archive holds: after a crash the
+        session resumes past it. A write that fails or takes longer stays queued; the
+        ``done`` goes out anyway, the reply was streamed."""
+        try:
+            with anyio.fail_after(self._settings.ack_timeout):
+                await self._deps.writer.append(rows)
+        except (TimeoutError, ArchiveUnavailable, Rejected) as exc:
+            _log.warning("chat of session %s not yet durable: %s", self.session_id, exc)
 
     def _archive(self, rows: list[ArchivedMessage]) -> None:
         try:

@@ -2,8 +2,11 @@
 
 LanceDB writes a fragment and a version per write, so one-row appends degrade
 queries badly; every archived message goes through here and lands in batches.
-Deletes and purges run in the same task, so no write is ever in flight while a
-purge drops old versions.
+Writes go through ``call`` in the same task, so no write is ever in flight while
+a purge drops old versions. Two exceptions keep a purge off the acks' path: the
+working-memory snapshots are written, deleted and purged in one background task
+beside the appends, and the archive's message deletes run outside this writer
+entirely (the store serializes them with its journal's moves into the table).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from actors.channels import receive, send
-from actors.errors import ArchiveUnavailable, MnemoError
+from actors.errors import ArchiveUnavailable, MnemoError, Rejected
 from actors.events import EventBus
 from actors.ports import Embedder, Store
 from memory.recall import search_text
@@ -108,12 +111,21 @@ class ArchiveWriter:
         self._working: dict[tuple[str, str], WorkingMemory] = {}
         self._flushers: list[Callable[[], Awaitable[None]]] = []
         self._flush_wanted = False
+        #: Sessions whose snapshots are to be deleted (with old versions), a purge of old
+        #: snapshot versions wanted, and the events their waiters wait on.
+        self._forgotten: dict[tuple[str, str], None] = {}
+        self._purge_wanted = False
+        self._working_waiters: list[anyio.Event] = []
+        self._working_retry = False
+        self._stopped = False
         self._wake_pending = False
         self._carry: _Op | None = None
         self._dirty = False
         self._optimizing = False
         self._snapshotting = False
         self._snapshot_lock = anyio.Lock()
+        #: The requests of the write under way (answered if it crashes).
+        self._in_flight: list[_Append | _Call] = []
         self.stats = WriterStats()
 
     # -- API for other tasks -------------------------------------------------
@@ -121,7 +133,8 @@ class ArchiveWriter:
     async def append(self, rows: Sequence[ArchivedMessage]) -> None:
         """Return once ``rows`` are durable. Cancelling the wait leaves the write queued.
 
-        Raises ``ArchiveUnavailable`` if the writer stopped before the rows landed.
+        Raises ``ArchiveUnavailable`` if the writer stopped before the rows landed, and
+        ``Rejected`` if the store cannot take them (nothing of them is written).
         """
         op = _Append(rows)
         await self._enqueue(op)
@@ -174,9 +187,29 @@ class ArchiveWriter:
                 pass  # the next queued write flushes snapshots too
 
     async def forget_working(self, user_id: str, session_id: str) -> None:
-        """Delete a session's snapshot (after any queued one for it is dropped)."""
+        """Delete a session's snapshot (after any queued one for it is dropped) and every
+        old version of it: on return it is nowhere on disk. Done beside the appends, with
+        the snapshot writes (deletes waiting meanwhile share one purge); raises
+        ``ArchiveUnavailable`` if the writer stopped first."""
         self._working.pop((user_id, session_id), None)
-        await self.call(lambda: self._store.delete_working(user_id, session_id))
+        self._forgotten[(user_id, session_id)] = None
+        await self._wait_working()
+
+    async def purge_working(self) -> None:
+        """Drop every old version of the working-memory snapshots (a user's delete-all:
+        what ended sessions held must not stay in old versions)."""
+        self._purge_wanted = True
+        await self._wait_working()
+
+    async def _wait_working(self) -> None:
+        if self._stopped:
+            raise ArchiveUnavailable("the archive writer has stopped")
+        done = anyio.Event()
+        self._working_waiters.append(done)
+        self._wake()
+        await done.wait()
+        if self._stopped:
+            raise ArchiveUnavailable("the archive writer has stopped")
 
     async def _enqueue(self, op: _Op) -> None:
         try:
@@ -187,15 +220,27 @@ class ArchiveWriter:
     # -- the writer's own task -----------------------------------------------
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Write until cancelled, then flush what is queued (shielded, bounded in time)."""
+        """Write until cancelled, then flush what is queued (shielded, bounded in time).
+
+        If a write raises something unexpected, the requests of that write are answered
+        with ``ArchiveUnavailable`` and the error propagates, but the queue stays open:
+        the supervisor calls ``run()`` again and everyone else's writes carry on.
+        """
         task_status.started()
+        stopping = False
         try:
             async with anyio.create_task_group() as background:
                 await self._write_until_cancelled(background)
+        except anyio.get_cancelled_exc_class():
+            stopping = True
+            raise
         finally:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(_FLUSH_TIMEOUT):
-                await self._drain()
-            self._fail_queued()
+            if stopping:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_FLUSH_TIMEOUT):
+                    await self._drain()
+                self._fail_queued()
+            else:
+                self._fail_in_flight()
 
     async def _write_until_cancelled(self, background: TaskGroup) -> None:
         next_optimize = anyio.current_time() + self._optimize_interval
@@ -204,8 +249,8 @@ class ArchiveWriter:
             self._carry = None
             if op is None:
                 deadline = next_optimize
-                if (self._working or self._flush_wanted) and not self._snapshotting:
-                    deadline = min(deadline, self._next_snapshot)
+                if self._snapshot_waiting() and not self._snapshotting:
+                    deadline = min(deadline, self._snapshot_at())
                 if self._unflushed and not self._moving:
                     deadline = min(deadline, self._flush_at)
                 with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
@@ -235,6 +280,7 @@ class ArchiveWriter:
                 await anyio.sleep(self._linger)
             await self._write_batch(self._gather(op))
         elif isinstance(op, _Call):
+            self._in_flight = [op]
             async with self._snapshot_lock:  # snapshots queued before the call land first
                 await self._flush_working()
             try:
@@ -244,10 +290,19 @@ class ArchiveWriter:
             except (OSError, ValueError, RuntimeError) as exc:
                 _log.error("store call failed: %s", exc)
                 op.error = ArchiveUnavailable(str(exc))
+            self._in_flight = []
             op.done.set()
             self._mark_dirty()
         else:
             self._wake_pending = False
+
+    def _fail_in_flight(self) -> None:
+        """After a crash: answer the requests whose write raised, so nobody waits on them."""
+        for op in self._in_flight:
+            if not op.done.is_set():
+                op.error = ArchiveUnavailable("the write failed; the writer carries on")
+                op.done.set()
+        self._in_flight = []
 
     def _gather(self, first: _Append) -> list[_Append]:
         batch, rows = [first], len(first.rows)
@@ -267,6 +322,7 @@ class ArchiveWriter:
         return batch
 
     async def _write_batch(self, batch: list[_Append]) -> None:
+        self._in_flight = list(batch)
         rows = [r for op in batch for r in op.rows]
         delay = 0.05
         started = anyio.current_time()
@@ -275,6 +331,11 @@ class ArchiveWriter:
                 vectors = await self._embedder.embed([search_text(r) for r in rows])
                 await self._store.append_messages(rows, vectors)
                 break
+            except Rejected as exc:
+                # Rows the store cannot take (nothing of them was written): refuse the
+                # request they came with, and write everyone else's.
+                await self._reject(batch, exc)
+                return
             except MnemoError as exc:
                 self.stats.retries += 1
                 _log.warning("archive write of %d rows failed, retrying: %s", len(rows), exc)
@@ -294,6 +355,19 @@ class ArchiveWriter:
             self._unflushed += len(rows)
         for op in batch:
             op.done.set()
+        self._in_flight = []
+
+    async def _reject(self, batch: list[_Append], exc: Rejected) -> None:
+        if len(batch) > 1:
+            for op in batch:  # one at a time: only the culprit is refused
+                await self._write_batch([op])
+            return
+        [op] = batch
+        _log.warning("refused to archive %d rows: %s", len(op.rows), exc)
+        self._events.emit("store.failed", writer=self.name, rows=len(op.rows), error=str(exc))
+        op.error = exc
+        op.done.set()
+        self._in_flight = []
 
     def _move_due(self) -> bool:
         if not self._unflushed or self._moving:
@@ -322,9 +396,15 @@ class ArchiveWriter:
             self._moving = False
             self._wake()
 
+    def _snapshot_waiting(self) -> bool:
+        return bool(self._working) or self._flush_wanted or bool(self._working_waiters)
+
+    def _snapshot_at(self) -> float:
+        """When the next snapshot write is due: deletes at once, unless they just failed."""
+        return 0.0 if self._working_waiters and not self._working_retry else self._next_snapshot
+
     def _snapshot_due(self) -> bool:
-        waiting = bool(self._working) or self._flush_wanted
-        return waiting and anyio.current_time() >= self._next_snapshot
+        return self._snapshot_waiting() and anyio.current_time() >= self._snapshot_at()
 
     async def _snapshot(self) -> None:
         """Background: write the due snapshots (shielded: taken snapshots always land)."""
@@ -337,21 +417,36 @@ class ArchiveWriter:
             self._wake()  # snapshots queued meanwhile: the loop schedules the next write
 
     async def _flush_working(self) -> None:
-        if not self._working and not self._flush_wanted:
+        if not self._snapshot_waiting():
             return
         self._next_snapshot = anyio.current_time() + self._snapshot_interval
         items = [(user, memory) for (user, _), memory in self._working.items()]
         self._working.clear()
+        forgotten, self._forgotten = list(self._forgotten), {}
+        purge, self._purge_wanted = self._purge_wanted or bool(forgotten), False
+        waiters, self._working_waiters = self._working_waiters, []
         started = anyio.current_time()
         try:
+            for user, session in forgotten:  # before: a session opened again keeps its new one
+                await self._store.delete_working(user, session)
             if items:
                 await self._store.put_working(items)
                 ms = round((anyio.current_time() - started) * 1000, 3)
                 self._events.emit("store.flushed", writer="working", rows=len(items), ms=ms)
+            if purge:
+                await self._store.purge_working()
         except MnemoError as exc:
             _log.warning("working-memory snapshot write failed: %s", exc)
             for user, memory in items:
                 self._working.setdefault((user, memory.session_id), memory)
+            self._forgotten.update(dict.fromkeys(forgotten))
+            self._purge_wanted = self._purge_wanted or purge
+            self._working_waiters = waiters + self._working_waiters  # the next try is theirs
+            self._working_retry = True
+        else:
+            self._working_retry = False
+            for done in waiters:
+                done.set()
         if self._flush_wanted:
             self._flush_wanted = False
             for flusher in self._flushers:
@@ -408,6 +503,10 @@ class ArchiveWriter:
                 _log.warning("journaled rows stay in the journal: %s", exc)
 
     def _fail_queued(self) -> None:
+        self._stopped = True
+        for done in self._working_waiters:
+            done.set()
+        self._working_waiters = []
         self._send.close()
         while True:
             try:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import re
 from collections.abc import Iterator, Sequence
 
-__all__ = ["HashEmbedder"]
+__all__ = ["MAX_TOKENS", "HashEmbedder"]
 
 _WORD = re.compile(r"\w+")
 # Han ideographs (with extensions and compatibility forms), kana and Hangul syllables:
@@ -17,20 +18,31 @@ _CJK = re.compile(
 )
 
 
-def _tokens(text: str) -> Iterator[str]:
-    for run in _WORD.findall(text.lower()):
+#: Tokens of a text that count, like a model's context: the work per token is Python's,
+#: and the writer embeds on the event loop with this embedder.
+MAX_TOKENS = 512
+
+
+def _all_tokens(text: str) -> Iterator[str]:
+    for match in _WORD.finditer(text.lower()):
+        run = match.group()
         yield run
         if len(run) > 1:
             # Single characters let Chinese texts that share characters score as similar.
-            yield from _CJK.findall(run)
+            yield from (m.group() for m in _CJK.finditer(run))
+
+
+def _tokens(text: str) -> Iterator[str]:
+    return itertools.islice(_all_tokens(text), MAX_TOKENS)
 
 
 class HashEmbedder:
     """Bag-of-words feature hashing, L2-normalised; implements the ``Embedder`` port.
 
     Each token lands in a sha256-chosen bucket with a sha256-chosen sign, so texts
-    sharing words get positive cosine similarity and identical texts get 1.0. For
-    texts without CJK characters the vectors equal the fake Ollama's ``hash_embed``.
+    sharing words get positive cosine similarity and identical texts get 1.0. Only the
+    first ``MAX_TOKENS`` tokens count. For texts without CJK characters and of at most
+    that many words the vectors equal the fake Ollama's ``hash_embed``.
     A text without word characters (``""``, ``"!?"``) gets one fixed unit vector.
     """
 

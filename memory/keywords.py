@@ -20,9 +20,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from memory.tokens import is_cjk
-
-__all__ = ["expresses_preference", "extract_keywords", "mentions_personal"]
+__all__ = ["KEYWORD_SCAN_CHARS", "expresses_preference", "extract_keywords", "mentions_personal"]
 
 _ENGLISH_STOP_WORDS = frozenset(
     """
@@ -77,6 +75,10 @@ _CHINESE_PROTECTED = frozenset(
 #: so 我喜欢喝茶 gives 喜欢 and 喝茶 rather than one 喜欢喝茶.
 _CHINESE_STANDALONE = frozenset("喜欢 讨厌 偏好 喜爱 热爱 宁愿".split())
 
+#: Keywords and the preference and personal hints come from this many characters at the
+#: start of a text at most: a query or topic is client text up to a frame's size.
+KEYWORD_SCAN_CHARS = 4096
+
 _LONGEST_CHINESE = max(
     len(w) for w in _CHINESE_STOP_WORDS | _CHINESE_PROTECTED | _CHINESE_STANDALONE
 )
@@ -88,10 +90,11 @@ _WORD = re.compile(r"[^\W_]+(?:['.\-][^\W_]+)*(?:\+\+|#)?")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 
 
-def _is_ideograph(char: str) -> bool:
-    # is_cjk also counts CJK punctuation and full-width forms, which separate words.
-    code = ord(char)
-    return is_cjk(char) and not (0x3000 <= code <= 0x303F or 0xFF00 <= code <= 0xFFEF)
+# The ideographs (and kana, hangul) of ``memory.tokens.is_cjk``, without its CJK
+# punctuation and full-width forms, which separate words: runs of them, or of anything else.
+_IDEOGRAPHS = "\u4e00-\u9fff\u3400-\u4dbf\u3040-\u30ff\uac00-\ud7af\uf900-\ufaff"
+_RUN = re.compile(f"([{_IDEOGRAPHS}]+)|[^{_IDEOGRAPHS}]+")
+_IDEOGRAPH_RUN = re.compile(f"[{_IDEOGRAPHS}]+")
 
 
 def _normalize(text: str) -> str:
@@ -101,13 +104,9 @@ def _normalize(text: str) -> str:
 
 def _runs(text: str) -> list[tuple[bool, str]]:
     """Split into alternating (is_cjk, run) pieces, in order."""
-    runs: list[tuple[bool, str]] = []
-    start = 0
-    for i in range(1, len(text) + 1):
-        if i == len(text) or _is_ideograph(text[i]) != _is_ideograph(text[start]):
-            runs.append((_is_ideograph(text[start]), text[start:i]))
-            start = i
-    return runs
+    # One regular expression (linear, in C), not a loop per character: queries and
+    # topics are client text, up to a frame's size.
+    return [(match.group(1) is not None, match.group()) for match in _RUN.finditer(text)]
 
 
 def _english_words(text: str) -> list[str]:
@@ -122,7 +121,7 @@ def _english_words(text: str) -> list[str]:
 
 def _latin_words(text: str) -> list[str]:
     """Every word of the non-CJK parts, as written (``\\w`` alone would glue on ideographs)."""
-    return [m.group() for cjk, run in _runs(text) if not cjk for m in _WORD.finditer(run)]
+    return _WORD.findall(_IDEOGRAPH_RUN.sub(" ", text))
 
 
 def _chinese_chunks(run: str) -> list[str]:
@@ -161,13 +160,14 @@ def _chinese_keywords(run: str) -> list[str]:
 
 
 def extract_keywords(text: str, *, limit: int = 12) -> list[str]:
-    """Up to ``limit`` keywords in order of first occurrence, deduplicated ignoring case.
+    """Up to ``limit`` keywords in order of first occurrence, deduplicated ignoring case,
+    from the first ``KEYWORD_SCAN_CHARS`` characters of ``text``.
 
     English words keep their original case (the first spelling seen wins).
     """
     seen: set[str] = set()
     keywords: list[str] = []
-    for cjk, run in _runs(_normalize(text)):
+    for cjk, run in _runs(_normalize(text[:KEYWORD_SCAN_CHARS])):
         candidates = _chinese_keywords(run) if cjk else _english_words(run)
         for word in candidates:
             folded = word.casefold()
@@ -202,7 +202,7 @@ _CHINESE_NOT_PREFERENCE = ("可爱", "恋爱", "爱情", "亲爱")
 
 def expresses_preference(text: str) -> bool:
     """Whether the message states a like, dislike or preference (seed 001's recall hint)."""
-    normalized = _normalize(text).casefold()
+    normalized = _normalize(text[:KEYWORD_SCAN_CHARS]).casefold()
     if _CANT_STAND.search(normalized):
         return True
     words = _latin_words(normalized)
@@ -233,7 +233,7 @@ def mentions_personal(text: str) -> bool:
 
     Seed 004 includes identity facts in the context only for such queries.
     """
-    normalized = _normalize(text).casefold()
+    normalized = _normalize(text[:KEYWORD_SCAN_CHARS]).casefold()
     if not _PERSONAL_WORDS.isdisjoint(_latin_words(normalized)):
         return True
     for compound in _CHINESE_NOT_PERSONAL:

@@ -1,4 +1,5 @@
-"""A token bucket: how many client frames a connection may send per second."""
+"""A token bucket: how many client frames a connection may send per second, and how much
+work one user may ask of the server (``server.budget``)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,26 @@ class TokenBucket:
         self._rate, self._burst = rate, burst
         self._tokens, self._last = burst, now
 
-    def take(self, now: float) -> bool:
-        """Spend one token if there is one."""
-        self._tokens = min(self._burst, self._tokens + (now - self._last) * self._rate)
-        self._last = now
-        if self._tokens >= 1.0:
-            self._tokens -= 1.0
+    def take(self, now: float, cost: float = 1.0) -> bool:
+        """Spend ``cost`` tokens if there are that many."""
+        self._refill(now)
+        if self._tokens >= cost:
+            self._tokens -= cost
             return True
         return False
+
+    def spend(self, now: float, cost: float, limit: float = float("inf")) -> float | None:
+        """Spend ``cost`` tokens, into debt if need be, and return the seconds until the
+        bucket is out of debt (0.0 when it was not in); unless that would be more than
+        ``limit`` seconds: then spend nothing and return None."""
+        self._refill(now)
+        left = self._tokens - cost
+        wait = max(0.0, -left / self._rate) if self._rate > 0 else 0.0
+        if wait > limit:
+            return None
+        self._tokens = left
+        return wait
+
+    def _refill(self, now: float) -> None:
+        self._tokens = min(self._burst, self._tokens + (now - self._last) * self._rate)
+        self._last = now

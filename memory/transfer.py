@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import msgspec
 
 from memory.facts import Candidate, normalize_category
+from memory.json_bounds import check_depth, check_integers
 from schemas.records import ArchivedMessage
 from schemas.taxonomy import CategorySpec
 from schemas.transfer import FactLine, ImportLine, NoteLine, ProfileLine, TurnLine, decode_line
@@ -87,12 +88,15 @@ def _utc(at: datetime) -> datetime:
 
 
 def parse_line(raw: bytes, categories: Sequence[CategorySpec]) -> ImportLine:
-    """Decode and check one line: times in UTC (naive ones taken as UTC), the category in
-    the taxonomy's spelling. Raises ``ValueError`` with a message for the client."""
+    """Decode and check one line: nesting and integers within ``memory.json_bounds``, times
+    in UTC (naive ones taken as UTC), the category in the taxonomy's spelling. Raises
+    ``ValueError`` with a message for the client."""
+    check_depth(raw)  # first: the decoder never recurses past the bound
     try:
         line = decode_line(raw)
     except msgspec.DecodeError as exc:
         raise ValueError(str(exc)) from None
+    check_integers(raw)
     if isinstance(line, NoteLine | ProfileLine):
         return line
     if isinstance(line, TurnLine):

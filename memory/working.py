@@ -9,7 +9,20 @@ import msgspec
 
 from schemas.records import WorkingMemory
 
-__all__ = ["apply_set", "new_working_memory", "record_message"]
+__all__ = [
+    "MAX_VARIABLES",
+    "MAX_VARIABLES_BYTES",
+    "apply_set",
+    "new_working_memory",
+    "record_message",
+    "set_problem",
+]
+
+#: Bounds on a session's context variables (what ``set`` merges in), so that a client
+#: cannot grow its working memory, snapshotted every few seconds, without end.
+MAX_VARIABLES = 100
+MAX_VARIABLES_BYTES = 65536
+_encoder = msgspec.json.Encoder()
 
 
 def new_working_memory(session_id: str, now: datetime) -> WorkingMemory:
@@ -55,3 +68,21 @@ def apply_set(
         context_variables=merged,
         updated_at=now,
     )
+
+
+def set_problem(memory: WorkingMemory | None, variables: dict[str, Any]) -> str | None:
+    """Why merging ``variables`` (a client's ``set``) would break the bounds on context
+    variables, or None when it fits."""
+    if not variables:
+        return None
+    merged = dict(memory.context_variables) if memory is not None else {}
+    for key, value in variables.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    if len(merged) > MAX_VARIABLES:
+        return f"a session holds at most {MAX_VARIABLES} context variables"
+    if len(_encoder.encode(merged)) > MAX_VARIABLES_BYTES:
+        return f"a session's context variables take at most {MAX_VARIABLES_BYTES} bytes of JSON"
+    return None

@@ -156,3 +156,17 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     notes_per_app: int = 10
     #: Context format used when a request names none.
     context_format: str = "about-user"
+
+    # -- limits that keep one user from hurting another (issue 16) -----------------
+    #: Live sessions one user may have at once (each holds memory until idle expiry);
+    #: a new session beyond it is refused with ``too_many_sessions``.
+    max_sessions_per_user: int = 100
+    #: Seconds a connection may take to send a whole request head (the WebSocket upgrade
+    #: included), from being opened or from its previous response; then it is closed.
+    handshake_timeout: float = 10.0
+    #: Work one user may ask for, over all their connections and requests (units a
+    #: second, and at most this many saved up); a frame or request costs one unit plus one
+    #: per 4 KiB it carries (``server.budget``). A frame beyond it is ``rate_limited``; a
+    #: REST request waits (429 ``rate_limited`` past 5 s), bodies and exports are slowed.
+    user_rate: float = 100.0
+    user_burst: float = 200.0

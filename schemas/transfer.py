@@ -16,6 +16,7 @@ from schemas.records import Role, Validity
 from schemas.wire import NAME_PATTERN
 
 __all__ = [
+    "MAX_TEXT",
     "DerivedLine",
     "FactLine",
     "ImportLine",
@@ -28,7 +29,10 @@ __all__ = [
 ]
 
 Name = Annotated[str, msgspec.Meta(pattern=NAME_PATTERN)]
-_Text = Annotated[str, msgspec.Meta(min_length=1)]
+#: A message's text or a fact's content: at most 65,536 characters, as a live session's
+#: (whose frames are at most 64 KiB): indexing costs work in proportion to it.
+MAX_TEXT = 65536
+_Text = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_TEXT)]
 _Speaker = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
 _Confidence = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 _Turn = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]
@@ -86,8 +90,12 @@ _decoder: msgspec.json.Decoder[ImportLine] = msgspec.json.Decoder(ImportLine)
 
 
 def decode_line(raw: bytes) -> ImportLine:
-    """Decode one line. Raises ``msgspec.DecodeError`` (bad JSON, kind, field or value)."""
-    return _decoder.decode(raw)
+    """Decode one line. Raises ``msgspec.DecodeError`` (bad JSON, kind, field or value, or
+    nested too deeply for the decoder)."""
+    try:
+        return _decoder.decode(raw)
+    except RecursionError:
+        raise msgspec.ValidationError("JSON nested too deeply") from None
 
 
 class LineError(msgspec.Struct, frozen=True):

@@ -35,11 +35,12 @@ __all__ = [
     "Usage",
     "decode_client",
     "encode_server",
+    "frame_id",
 ]
 
 _ID_MAX = 128
 #: Session ids, app ids (scopes) and the ids of imported lines: 1-128 of A-Z a-z 0-9 _ . : -
-NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,128}$"
+NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,128}\Z"
 
 
 class _Wire(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
@@ -80,6 +81,8 @@ class Set(_Wire, frozen=True, tag="set"):
 
     topic: str | None = None
     variables: dict[str, Any] = {}
+    #: Optional: echoed in the ``error`` frame when the ``set`` is refused.
+    id: str | None = None
 
 
 class Remember(_Wire, frozen=True, tag="remember"):
@@ -212,7 +215,15 @@ class Pong(_Wire, frozen=True, tag="pong"):
 
 ServerMessage = Ready | Delta | Done | Ack | ContextBlock | MemoryChanged | ErrorFrame | Pong
 
+
+class _Identified(msgspec.Struct):
+    """Any frame, read only for its ``id`` (to answer a frame that is refused)."""
+
+    id: str | None = None
+
+
 _decoder: msgspec.json.Decoder[ClientMessage] = msgspec.json.Decoder(ClientMessage)
+_id_decoder = msgspec.json.Decoder(_Identified)
 _encoder = msgspec.json.Encoder()
 
 
@@ -220,13 +231,27 @@ def decode_client(frame: str | bytes) -> ClientMessage:
     """Decode and validate one client frame.
 
     Raises ``msgspec.ValidationError`` (a ``DecodeError``) for malformed JSON,
-    unknown types, missing or wrong fields, and ids that are empty or too long.
+    unknown types, missing or wrong fields, ids that are empty or too long, and
+    JSON nested too deeply for the decoder (``RecursionError`` inside it).
     """
-    message = _decoder.decode(frame)
+    try:
+        message = _decoder.decode(frame)
+    except RecursionError:
+        raise msgspec.ValidationError("JSON nested too deeply") from None
     ident = getattr(message, "id", None)
     if ident is not None and not 0 < len(ident) <= _ID_MAX:
         raise msgspec.ValidationError(f"`id` must be 1 to {_ID_MAX} characters")
     return message
+
+
+def frame_id(frame: str | bytes) -> str | None:
+    """The ``id`` of a frame that is refused (too big, rate-limited, invalid), when it is
+    a JSON object whose ``id`` is a string of 1 to 128 characters; otherwise None."""
+    try:
+        ident = _id_decoder.decode(frame).id
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    return ident if ident is not None and 0 < len(ident) <= _ID_MAX else None
 
 
 def encode_server(message: ServerMessage) -> str:

@@ -25,6 +25,7 @@ from actors.wiring import build_deps
 from actors.writer import ArchiveWriter
 from schemas.settings import Settings
 from server import http, observe, rest, ws
+from server.budget import UserBudgets
 from server.metrics import Metrics
 
 __all__ = ["AppState", "SystemClock", "create_app"]
@@ -47,6 +48,7 @@ class AppState(TypedDict):
     events: EventBus
     recent: RecentEvents
     metrics: Metrics
+    budgets: UserBudgets
 
 
 async def _supervise_writer(
@@ -136,6 +138,7 @@ def create_app(
                     await sessions.start(sweeper.run)
                     sessions.start_soon(metrics.sample_loop_lag)
                     yield AppState(
+                        budgets=UserBudgets(settings.user_rate, settings.user_burst),
                         events=events,
                         recent=recent,
                         metrics=metrics,
@@ -161,11 +164,14 @@ def create_app(
         WebSocketRoute("/ws/{session_id}", ws.chat_socket),
         *rest.routes,
     ]
-    return Starlette(
+    app = Starlette(
         routes=routes,
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_error, Exception: _server_error},
     )
+    # ``/memory/long-term/`` is no memory: a 404, not a redirect to the list.
+    app.router.redirect_slashes = False
+    return app
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

@@ -7,15 +7,18 @@ import argparse
 import gc
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import uvicorn
+from starlette.applications import Starlette
 
 from schemas.settings import Settings
 from server import watch_cli
 from server.cli_transfer import add_commands, export_command, import_command
 from server.config import ConfigError, is_loopback, load_settings
+from server.datadir import DataDirLock, DataDirLocked
 from server.logs import configure_logging
+from server.protocols import RefusingWebSockets, timed_http
 
 __all__ = ["main"]
 
@@ -47,6 +50,19 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     from server.main import build_app
 
+    lock = DataDirLock(settings.data_dir)
+    try:
+        lock.acquire()
+    except DataDirLocked as exc:
+        print(f"mnemo: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return _run(settings, build_app)
+    finally:
+        lock.release()
+
+
+def _run(settings: Settings, build_app: Callable[[Settings], Starlette]) -> int:
     configure_logging()
     app = build_app(settings)
     tune_gc(settings)
@@ -54,7 +70,8 @@ def serve(args: argparse.Namespace) -> int:
         app,
         host=settings.host,
         port=settings.port,
-        ws="websockets-sansio",
+        http=timed_http(settings.handshake_timeout),
+        ws=RefusingWebSockets,
         ws_max_size=max(4 * settings.max_frame_bytes, 1 << 20),
         # Frames are small JSON: compressing each costs more CPU than the bytes it saves.
         ws_per_message_deflate=False,

@@ -21,7 +21,7 @@ _PREFIX = "MNEMO_"
 CLIENT_KEY = "MNEMO_API_KEY"
 CLIENT_URL = "MNEMO_URL"
 _NOT_SETTINGS = {"MNEMO_CONFIG", CLIENT_KEY, CLIENT_URL}
-_USER_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
+_USER_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}\Z")
 
 
 class ConfigError(MnemoError):

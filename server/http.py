@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
+import anyio
 import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
 from actors.errors import ArchiveUnavailable, MnemoError, Rejected
+from memory.json_bounds import check_depth, check_integers
 from schemas.settings import Settings
 from server.auth import bearer, user_for_token
+from server.budget import UserBudgets
 
-__all__ = ["BadRequest", "authenticated", "decode_body", "error", "int_param", "json"]
+__all__ = [
+    "BadRequest",
+    "authenticated",
+    "budgeted",
+    "decode_body",
+    "error",
+    "int_param",
+    "json",
+]
 
 _encoder = msgspec.json.Encoder()
 _T = TypeVar("_T")
@@ -43,6 +54,13 @@ def authenticated(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         user_id = user_for_token(settings, bearer(request.headers.get("authorization")))
         if user_id is None:
             return error(401, "unauthorized", "send Authorization: Bearer <api key>")
+        budgets: UserBudgets = request.state.budgets
+        delay = budgets.admit(user_id, len(request.url.query))
+        if delay is None:
+            return error(429, "rate_limited", "too many requests of this user; slow down")
+        if delay:
+            await anyio.sleep(delay)
+        request.state.user_id = user_id  # bodies read and answers written spend its budget
         try:
             return await handler(request, user_id)
         except (BadRequest, Rejected) as exc:
@@ -53,6 +71,16 @@ def authenticated(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
             return error(503, exc.code, str(exc))
 
     return endpoint
+
+
+async def budgeted(request: Request) -> AsyncIterator[bytes]:
+    """The request's body as it streams in, each chunk paid for from its user's budget
+    (``server.budget``): a user sending more than their share is read more slowly."""
+    budgets: UserBudgets = request.state.budgets
+    user_id: str = request.state.user_id
+    async for chunk in request.stream():
+        await budgets.spend(user_id, len(chunk))
+        yield chunk
 
 
 def int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
@@ -69,11 +97,19 @@ def int_param(request: Request, name: str, default: int, low: int, high: int) ->
 
 
 async def decode_body(request: Request, kind: type[_T]) -> _T:
-    """The JSON body as ``kind``; ``BadRequest`` for bad JSON, wrong fields, or over 1 MiB."""
-    body = await request.body()
-    if len(body) > _MAX_BODY:
-        raise BadRequest("body larger than 1 MiB")
+    """The JSON body as ``kind``; ``BadRequest`` for bad JSON, wrong fields, over 1 MiB, or
+    beyond the bounds of ``memory.json_bounds`` (nesting, integers)."""
+    body = bytearray()
+    async for chunk in budgeted(request):
+        body += chunk
+        if len(body) > _MAX_BODY:
+            raise BadRequest("body larger than 1 MiB")
     try:
-        return msgspec.json.decode(body, type=kind)
-    except msgspec.DecodeError as exc:
+        check_depth(bytes(body))  # first: the decoder never recurses past the bound
+        decoded = msgspec.json.decode(body, type=kind)
+        check_integers(bytes(body))
+    except RecursionError:
+        raise BadRequest("JSON nested too deeply") from None
+    except (msgspec.DecodeError, ValueError) as exc:
         raise BadRequest(str(exc)) from None
+    return decoded

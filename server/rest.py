@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from starlette.requests import Request
@@ -21,27 +21,31 @@ from actors.mailbox import SessionDeps
 from actors.registry import SessionRegistry
 from actors.writer import ArchiveWriter
 from schemas.records import ArchivedMessage
+from schemas.transfer import MAX_TEXT
 from server import rest_apps, rest_export, rest_import, rest_search
 from server.http import BadRequest, authenticated, decode_body, error, int_param, json
 from server.ws import SESSION_ID
 
 __all__ = ["routes"]
 
-_MESSAGE_ID = re.compile(r"^msg_[0-9a-f]{16}$")
-_FACT_ID = re.compile(r"^fact_[0-9a-f]{8}$")
+_MESSAGE_ID = re.compile(r"^msg_[0-9a-f]{16}\Z")
+_FACT_ID = re.compile(r"^fact_[0-9a-f]{8}\Z")
 _MAX_LIMIT = 200
 _KINDS = ("all", "facts", "messages")
 
 
+_Content = Annotated[str, msgspec.Meta(max_length=MAX_TEXT)]
+
+
 class NewFact(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    content: str
+    content: _Content
     category: str | None = None
     pinned: bool = False
     scope: str = "global"
 
 
 class FactPatch(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    content: str | None = None
+    content: _Content | None = None
     category: str | None = None
     confidence: float | None = None
     pinned: bool | None = None
@@ -163,8 +167,9 @@ async def delete_long_term(request: Request, user_id: str) -> Response:
     if _FACT_ID.match(memory_id):
         deleted = await deps.learning.keeper.delete(user_id, memory_id)
     elif _MESSAGE_ID.match(memory_id):
-        store = deps.store
-        deleted = await deps.writer.call(lambda: store.delete_message(user_id, memory_id))
+        # Not in the archive writer's task: its purge must not hold up anyone's acks. The
+        # store serializes it with the journal's moves into the table.
+        deleted = await deps.store.delete_message(user_id, memory_id)
     if not deleted:
         return error(404, "not_found", "no such memory")
     return json({"deleted": memory_id})
@@ -183,8 +188,9 @@ async def clear_long_term(request: Request, user_id: str) -> Response:
         await store.facts.delete_profile(user_id)
         return count
 
-    count = await writer.call(lambda: store.clear_messages(user_id))
+    count = await store.clear_messages(user_id)  # beside the writer, as a delete
     count += await deps.fact_writer.call(clear_learned)
+    await writer.purge_working()  # what ended sessions held stays in no old version
     return json({"deleted": count})
 
 

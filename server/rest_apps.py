@@ -20,7 +20,7 @@ from server.ws import SESSION_ID
 
 __all__ = ["routes"]
 
-_NOTE_ID = re.compile(r"^note_[0-9a-f]{8}$")
+_NOTE_ID = re.compile(r"^note_[0-9a-f]{8}\Z")
 
 
 def _note(note: AppNote) -> dict[str, Any]:

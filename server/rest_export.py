@@ -13,6 +13,7 @@ from starlette.routing import Route
 from actors.mailbox import SessionDeps
 from memory.transfer import transfer_id
 from schemas.records import AppNote, ArchivedMessage, Fact
+from server.budget import UserBudgets
 from server.http import authenticated
 
 __all__ = ["routes"]
@@ -89,11 +90,25 @@ async def _lines(deps: SessionDeps, user_id: str) -> AsyncIterator[bytes]:
             yield _encoder.encode(_note(note)) + b"\n"
 
 
+async def _paid(
+    lines: AsyncIterator[bytes], budgets: UserBudgets, user_id: str
+) -> AsyncIterator[bytes]:
+    """``lines``, paid for from the user's budget every 64 KiB (``server.budget``): a big
+    export is written at the user's pace, not at the cost of everyone's."""
+    owed = 0
+    async for line in lines:
+        owed += len(line)
+        if owed >= 1 << 16:
+            await budgets.spend(user_id, owed)
+            owed = 0
+        yield line
+
+
 async def export(request: Request, user_id: str) -> Response:
     """Facts (every validity), the profile, archived turns (newest first) and app notes."""
     deps: SessionDeps = request.state.deps
     return StreamingResponse(
-        _lines(deps, user_id),
+        _paid(_lines(deps, user_id), request.state.budgets, user_id),
         media_type="application/x-ndjson",
         headers={"Content-Disposition": f'attachment; filename="mnemo-{user_id}.jsonl"'},
     )

@@ -22,7 +22,7 @@ from actors.importer import import_lines
 from actors.mailbox import SessionDeps
 from memory.transfer import LineSplitter, parse_line
 from schemas.transfer import ImportLine, ImportReply, LineError
-from server.http import authenticated, error, json
+from server.http import authenticated, budgeted, error, json
 
 __all__ = ["MAX_LINE_BYTES", "routes"]
 
@@ -121,9 +121,9 @@ async def import_memory(request: Request, user_id: str) -> Response:
         return error(415, "unsupported_media_type", f"send JSON lines as {_NDJSON}")
     job = _Import(request.state.deps, user_id)
     if _NDJSON in request.headers.get("accept", ""):
-        return _ProgressResponse(_progress_lines(job, request.stream()), media_type=_NDJSON)
+        return _ProgressResponse(_progress_lines(job, budgeted(request)), media_type=_NDJSON)
     try:
-        async for _ in job.batches(request.stream()):
+        async for _ in job.batches(budgeted(request)):
             pass
     except ClientDisconnect:
         return error(400, "client_disconnected", "the body ended early")

@@ -12,9 +12,10 @@ from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from actors.channels import receive, send
-from actors.errors import Overloaded, SessionClosed
+from actors.errors import Overloaded, SessionClosed, TooManySessions
 from actors.mailbox import Mail
 from actors.registry import SessionRegistry
+from memory.json_bounds import MAX_DEPTH, check_depth, check_integers, depth_bound
 from memory.ratelimit import TokenBucket
 from schemas.settings import Settings
 from schemas.wire import (
@@ -30,8 +31,10 @@ from schemas.wire import (
     ServerMessage,
     decode_client,
     encode_server,
+    frame_id,
 )
 from server.auth import user_for_token
+from server.budget import UserBudgets
 from server.metrics import Metrics
 
 __all__ = ["SESSION_ID", "chat_socket", "refuse"]
@@ -45,6 +48,12 @@ _END_TIMEOUT = 15.0
 
 def _error_body(code: str, message: str) -> dict[str, dict[str, str]]:
     return {"error": {"code": code, "message": message}}
+
+
+def _id_of(frame: bytes) -> str | None:
+    """The id of a refused frame (``schemas.wire.frame_id``), unless reading it would mean
+    decoding JSON nested far past the bound: then None."""
+    return frame_id(frame) if depth_bound(frame) <= 2 * MAX_DEPTH else None
 
 
 async def refuse(websocket: WebSocket, status: int, code: str, message: str) -> None:
@@ -118,7 +127,13 @@ async def chat_socket(websocket: WebSocket) -> None:
         await refuse(websocket, 400, "bad_request", "app id: 1-128 of A-Z a-z 0-9 _ . : -")
         return
     await websocket.accept()
-    actor, resumed = await registry.open(user_id, session_id, scope)
+    try:
+        actor, resumed = await registry.open(user_id, session_id, scope)
+    except TooManySessions as exc:
+        _log.info("refused a session of user %s: %s", user_id, exc)
+        await websocket.send_text(encode_server(ErrorFrame(code=exc.code, message=str(exc))))
+        await websocket.close(1008)
+        return
     outbox, replies = anyio.create_memory_object_stream[ServerMessage](_OUTBOX_SIZE)
     unsubscribe = registry.subscribe(user_id, session_id, outbox.clone())
     first_deltas = _FirstDeltas(websocket.state.metrics)
@@ -130,7 +145,12 @@ async def chat_socket(websocket: WebSocket) -> None:
             )
             try:
                 ended = await _receive_loop(
-                    websocket, settings, registry, user_id, session_id, outbox, first_deltas
+                    websocket,
+                    settings,
+                    registry,
+                    (user_id, session_id, scope),
+                    outbox,
+                    first_deltas,
                 )
             finally:
                 unsubscribe()
@@ -147,13 +167,15 @@ async def _receive_loop(
     websocket: WebSocket,
     settings: Settings,
     registry: SessionRegistry,
-    user_id: str,
-    session_id: str,
+    session: tuple[str, str, str],
     outbox: MemoryObjectSendStream[ServerMessage],
     first_deltas: _FirstDeltas,
 ) -> bool:
-    """Read frames until the client leaves (False) or the session ends (True)."""
+    """Read frames of ``session`` (user id, session id, scope) until the client leaves
+    (False) or the session ends (True)."""
+    user_id, session_id, scope = session
     bucket = TokenBucket(settings.rate_limit, settings.rate_burst, anyio.current_time())
+    budgets: UserBudgets = websocket.state.budgets
     metrics: Metrics = websocket.state.metrics
     while True:
         event = await websocket.receive()
@@ -162,25 +184,31 @@ async def _receive_loop(
             return False
         text = event.get("text")
         if text is None:
-            await send(outbox, ErrorFrame(code="bad_request", message="frames must be JSON text"))
+            ident = _id_of(event.get("bytes") or b"")
+            problem = "frames must be JSON text"
+            await send(outbox, ErrorFrame(id=ident, code="bad_request", message=problem))
             continue
-        if len(text.encode()) > settings.max_frame_bytes:
-            await send(
-                outbox,
-                ErrorFrame(
-                    code="bad_request",
-                    message=f"frame larger than {settings.max_frame_bytes} bytes",
-                ),
-            )
-            continue
+        data = text.encode()
         if not bucket.take(read_at):
-            await send(outbox, ErrorFrame(code="rate_limited", message="too many frames"))
+            problem = "too many frames"
+            await send(outbox, ErrorFrame(id=_id_of(data), code="rate_limited", message=problem))
+            continue
+        if len(data) > settings.max_frame_bytes:
+            budgets.charge(user_id, len(data))  # refused, but read: it costs the user
+            problem = f"frame larger than {settings.max_frame_bytes} bytes"
+            await send(outbox, ErrorFrame(id=_id_of(data), code="bad_request", message=problem))
+            continue
+        if not budgets.take(user_id, len(data)):
+            problem = "too much work asked of this user's connections; slow down"
+            await send(outbox, ErrorFrame(id=_id_of(data), code="rate_limited", message=problem))
             continue
         try:
-            message = decode_client(text)
-        except msgspec.DecodeError as exc:
+            check_depth(data)  # first: no decoder recurses past the bound
+            message = decode_client(data)
+            check_integers(data)
+        except (msgspec.DecodeError, ValueError) as exc:
             metrics.frame_in("invalid")
-            await send(outbox, ErrorFrame(code="bad_request", message=str(exc)))
+            await send(outbox, ErrorFrame(id=_id_of(data), code="bad_request", message=str(exc)))
             continue
         metrics.frame_in(str(type(message).__struct_config__.tag))
         match message:
@@ -193,8 +221,8 @@ async def _receive_loop(
                 if isinstance(message, Chat):
                     first_deltas.read(message.id, read_at)
                 try:
-                    await registry.submit(user_id, session_id, message, outbox)
-                except (Overloaded, SessionClosed) as exc:
+                    await registry.submit(user_id, session_id, message, outbox, scope)
+                except (Overloaded, SessionClosed, TooManySessions) as exc:
                     ident = getattr(message, "id", None)
                     await send(outbox, ErrorFrame(id=ident, code=exc.code, message=str(exc)))
 

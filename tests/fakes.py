@@ -268,6 +268,8 @@ class MemoryStore:
     optimize_delay: float = 0.0
     #: Seconds a working-memory snapshot write takes.
     working_delay: float = 0.0
+    #: Purges of old working-memory versions.
+    working_purges: int = 0
     #: Users whose memories were warmed, in order.
     warmed: list[str] = field(default_factory=list)
 
@@ -371,6 +373,9 @@ class MemoryStore:
 
     async def delete_working(self, user_id: str, session_id: str) -> None:
         self.working.pop((user_id, session_id), None)
+
+    async def purge_working(self) -> None:
+        self.working_purges += 1
 
     async def optimize(self, *, cleanup_older_than: float) -> None:
         if self.optimize_delay:

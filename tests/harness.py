@@ -18,6 +18,7 @@ from schemas.settings import Settings
 from server.adapters.ollama import OllamaLlm
 from server.app import create_app
 from server.main import build_store
+from server.protocols import RefusingWebSockets, timed_http
 from tests.fake_ollama import FakeOllama
 
 __all__ = ["Client", "chat_bodies", "make_app", "serve", "settings_for"]
@@ -44,14 +45,17 @@ def make_app(settings: Settings) -> Starlette:
 
 
 @asynccontextmanager
-async def serve(app: Starlette, port: int = 0) -> AsyncIterator[str]:
-    """Run ``app`` under uvicorn on 127.0.0.1 (``port`` 0: any free one) and yield
-    ``host:port``; stop it on exit."""
+async def serve(
+    app: Starlette, port: int = 0, *, handshake_timeout: float = 10.0
+) -> AsyncIterator[str]:
+    """Run ``app`` under uvicorn on 127.0.0.1 (``port`` 0: any free one) with the
+    protocols ``mnemo serve`` uses and yield ``host:port``; stop it on exit."""
     config = uvicorn.Config(
         app,
         host="127.0.0.1",
         port=port,
-        ws="websockets-sansio",
+        http=timed_http(handshake_timeout),
+        ws=RefusingWebSockets,
         lifespan="on",
         log_level="warning",
     )

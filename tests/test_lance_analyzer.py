@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 from lancedb.index import FTS
 
+from memory.text import MAX_QUERY_CHARS
 from server.adapters.lance_analyzer import Analyzer
 
 pytestmark = pytest.mark.anyio
@@ -90,3 +91,11 @@ async def test_a_word_with_a_star_asks_for_a_prefix_and_adds_no_term(table: Any)
     found = await analyzer.query("Pyth* code")
     assert found.prefixes == ("pyth",)
     assert found.terms == ("code",)
+
+
+async def test_a_query_is_analyzed_by_its_first_characters(table: Any) -> None:
+    analyzer = Analyzer(table, "search_text")
+    head = "tea " * (MAX_QUERY_CHARS // 4)
+    found = await analyzer.query(head + "coffee Pyth*")
+    assert set(found.terms) == {"tea"}
+    assert found.prefixes == ()

@@ -129,3 +129,21 @@ async def test_a_turn_acked_just_before_the_server_was_killed_is_archived_after_
         listed = _get_json(f"http://{address}/memory/long-term?kind=messages")
     assert sorted(item["text"] for item in listed["items"]) == ["My locker code is 4471", "Ok"]
     assert not list((data / "journal").glob("*.journal"))
+
+
+def test_a_second_server_on_the_same_data_directory_refuses_to_start_and_names_the_first(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    with _serving(data, MNEMO_EMBEDDER="hash") as (_, first):
+        second = subprocess.run(
+            [sys.executable, "-m", "server.cli", "serve"],
+            env={**os.environ, "MNEMO_DATA_DIR": str(data), "MNEMO_PORT": str(_free_port())},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert first.poll() is None  # the first one serves on
+    assert second.returncode == 2
+    assert f"pid {first.pid}" in second.stderr
+    assert "in use by another mnemo server" in second.stderr

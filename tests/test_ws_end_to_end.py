@@ -171,9 +171,12 @@ async def test_reconnect_reaches_the_same_live_session(server: str, fake: FakeOl
     assert ready["turn_count"] == 1
 
 
-async def test_end_archives_forgets_working_memory_and_closes(server: str) -> None:
+async def test_end_archives_forgets_working_memory_and_closes_and_turn_numbers_go_on(
+    server: str,
+) -> None:
     async with Client.connect(server, "s1") as client:
         await client.receive()
+        await client.send(type="set", topic="travel")
         await client.send(type="turn", id="t1", user="a", assistant="b")
         await client.until("ack")
         await client.send(type="end")
@@ -185,8 +188,13 @@ async def test_end_archives_forgets_working_memory_and_closes(server: str) -> No
         assert (await http.get("/memory/long-term")).json()["total"] == 2
     async with Client.connect(server, "s1") as client:
         ready = await client.receive()
-    assert ready["resumed"] is False
-    assert ready["turn_count"] == 0
+        await client.send(type="turn", id="t2", user="c", assistant="d")
+        ack, _ = await client.until("ack")
+        async with httpx.AsyncClient(base_url=f"http://{server}") as http:
+            working = (await http.get("/memory/working/s1")).json()
+    # The session id's archive holds turn 1: a turn number is never used twice.
+    assert (ready["resumed"], ready["turn_count"], ack["turn"]) == (True, 1, 2)
+    assert working["current_topic"] is None
 
 
 async def test_chat_stream_is_not_blocked_by_other_sessions(server: str, fake: FakeOllama) -> None:

@@ -31,6 +31,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from actors.errors import Rejected
 from schemas.records import ArchivedMessage
 
 __all__ = ["Journal", "Segment"]
@@ -104,9 +105,13 @@ class Journal:
     async def append(
         self, rows: Sequence[ArchivedMessage], vectors: npt.NDArray[np.float32]
     ) -> None:
-        """Write ``rows`` and return once they are on disk. Raises ``OSError``."""
+        """Write ``rows`` and return once they are on disk. Raises ``OSError``, and
+        ``Rejected`` for rows that cannot be encoded (then nothing is written)."""
         flat = np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1)
-        payload = _encoder.encode(_Record(list(rows), flat.tobytes()))
+        try:
+            payload = _encoder.encode(_Record(list(rows), flat.tobytes()))
+        except (msgspec.EncodeError, OverflowError, TypeError, ValueError, RecursionError) as exc:
+            raise Rejected(f"{len(rows)} messages cannot be journaled: {exc}") from exc
         data = _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
         async with self._lock:
             if self._open is None:

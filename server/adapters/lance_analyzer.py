@@ -29,13 +29,13 @@ from typing import Any
 import lancedb
 
 from actors.errors import MnemoError
-from memory.text import indexed_text
+from memory.text import MAX_QUERY_CHARS, indexed_text
 
 __all__ = ["FTS_TOKENIZER", "Analyzer", "AnalyzerUnavailable", "QueryTerms"]
 
 _log = logging.getLogger("mnemo.store")
 _SEPARATOR = "mnemosepqz"
-_PREFIX = re.compile(r"(\w+)\*")
+_PREFIX = re.compile(r"\b(\w++)\*")
 _CHUNK_CHARS = 200_000
 #: The full-text indexes' tokenizer (``lancedb.index.FTS``; the other settings default).
 FTS_TOKENIZER = "icu"
@@ -115,7 +115,8 @@ class Analyzer:
         """The terms of a query (cleaned by ``memory.text.query_text``: none for a blank
         one), stop words included (see the module's notes); ``word*`` asks for every term
         starting with ``word`` (seed 001's prefix match, which the full-text index itself
-        does not offer)."""
+        does not offer). Only the first ``MAX_QUERY_CHARS`` characters are analyzed."""
+        text = text[:MAX_QUERY_CHARS]
         prefixes = tuple(dict.fromkeys(m.casefold() for m in _PREFIX.findall(text)))
         rest = _PREFIX.sub(" ", text)
         if not rest.strip():

@@ -16,7 +16,7 @@ __all__ = ["SAFE_ID", "PurgeGate", "quote", "quote_all", "user_filter"]
 
 T = TypeVar("T")
 
-SAFE_ID = re.compile(r"^[A-Za-z0-9_.:@-]{1,128}$")
+SAFE_ID = re.compile(r"^[A-Za-z0-9_.:@-]{1,128}\Z")
 
 
 def quote(value: str) -> str:

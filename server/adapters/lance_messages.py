@@ -22,7 +22,7 @@ import numpy.typing as npt
 import pyarrow as pa
 from lancedb.query import ColumnOrdering
 
-from actors.errors import ArchiveUnavailable
+from actors.errors import ArchiveUnavailable, Rejected
 from memory.recall import search_text
 from schemas.records import ArchivedMessage
 from server.adapters.journal import Journal
@@ -172,14 +172,25 @@ class JournaledMessages:
     async def append(
         self, rows: Sequence[ArchivedMessage], matrix: npt.NDArray[np.float32]
     ) -> None:
-        """Durable on return. Raises ``ArchiveUnavailable``."""
+        """Durable on return. Raises ``ArchiveUnavailable``, and ``Rejected`` for rows the
+        table cannot take (then nothing is written): a journaled row that could not move
+        into the table would hold up every later one."""
+        table = self._table_of(rows, matrix)
         if self._journal is None:
-            await self._add(rows, matrix)
+            await self._add(table, len(rows))
             return
         try:
             await self._journal.append(rows, matrix)
         except OSError as exc:
             raise ArchiveUnavailable(f"journal write of {len(rows)} rows: {exc}") from exc
+
+    def _table_of(
+        self, rows: Sequence[ArchivedMessage], matrix: npt.NDArray[np.float32]
+    ) -> pa.Table:
+        try:
+            return _arrow(rows, matrix, self._schema)
+        except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
+            raise Rejected(f"{len(rows)} messages do not fit the archive: {exc}") from exc
 
     async def flush(self) -> int:
         """Move journaled rows into the table; returns how many moved. Raises
@@ -189,9 +200,10 @@ class JournaledMessages:
 
     @asynccontextmanager
     async def all_in_table(self) -> AsyncIterator[None]:
-        """Every journaled row in the table, and none journaled until the block ends (a
-        delete and its purge of old versions see every row, and leave no journal file
-        behind with the deleted text)."""
+        """Every row journaled so far in the table, and no move into the table until the
+        block ends (a delete and its purge of old versions see every row, leave no
+        journal file behind with the deleted text, and no write of the table runs beside
+        the purge). Appends go on meanwhile, into a new journal file."""
         async with self._lock:
             await self._flush()
             yield
@@ -208,7 +220,8 @@ class JournaledMessages:
             moved_all = False
             try:
                 if rows:
-                    await self._gate.read(functools.partial(self._add, rows, matrix))
+                    table = self._table_of(rows, matrix)
+                    await self._gate.read(functools.partial(self._add, table, len(rows)))
                 self._journal.discard(segment)
                 moved_all = True
             finally:
@@ -220,11 +233,27 @@ class JournaledMessages:
             moved += len(segment.rows)
         return moved
 
-    async def _add(self, rows: Sequence[ArchivedMessage], matrix: npt.NDArray[np.float32]) -> None:
+    async def rewrite(
+        self,
+        delete: str,
+        rows: Sequence[ArchivedMessage],
+        matrix: npt.NDArray[np.float32],
+    ) -> None:
+        """Delete the rows matching ``delete`` and add ``rows`` to the table (not the
+        journal). Inside ``all_in_table()``. Raises ``ArchiveUnavailable``, ``Rejected``."""
+        table = self._table_of(rows, matrix) if rows else None
         try:
-            await self.table.add(_arrow(rows, matrix, self._schema))
+            await self.table.delete(delete)
         except (OSError, RuntimeError, ValueError) as exc:
-            raise ArchiveUnavailable(f"append of {len(rows)} rows failed: {exc}") from exc
+            raise ArchiveUnavailable(f"delete failed: {exc}") from exc
+        if table is not None:
+            await self._add(table, len(rows))
+
+    async def _add(self, table: pa.Table, rows: int) -> None:
+        try:
+            await self.table.add(table)
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise ArchiveUnavailable(f"append of {rows} rows failed: {exc}") from exc
 
     async def _not_stored(
         self, rows: Sequence[ArchivedMessage], matrix: npt.NDArray[np.float32]

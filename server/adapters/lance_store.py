@@ -25,7 +25,9 @@ from lancedb.index import FTS, BTree
 
 from actors.errors import MnemoError
 from actors.ports import Embedder, Page, ScoredMessage, VectorSource
+from memory.recall import CONTEXT_CHARS, said, search_text
 from memory.search_index import SearchIndex
+from memory.text import indexed_text
 from schemas.records import ArchivedMessage, WorkingMemory
 from schemas.settings import SearchMode
 from server.adapters.journal import Journal
@@ -33,7 +35,7 @@ from server.adapters.lance_analyzer import FTS_TOKENIZER, Analyzer
 from server.adapters.lance_cache import (
     Budget,
 )
-from server.adapters.lance_common import PurgeGate, quote, user_filter
+from server.adapters.lance_common import PurgeGate, quote, quote_all, user_filter
 from server.adapters.lance_facts import LanceFacts
 from server.adapters.lance_messages import (
     COLUMNS,
@@ -106,6 +108,8 @@ class LanceStore:
         self._facts: LanceFacts | None = None
         #: Shared by both adapters: reads against purges of old versions.
         self._gate = PurgeGate()
+        #: The working-memory table's own: purging it never holds up other reads.
+        self._working_gate = PurgeGate()
         self._search = MessageSearch(self._budget, self._gate)
 
     @property
@@ -302,15 +306,45 @@ class LanceStore:
         return journaled | await self._messages_table.stored_ids(user_id, ids)
 
     async def delete_message(self, user_id: str, message_id: str) -> bool:
+        """Delete a message, and its text from the search text (and embedding) of the
+        messages that answered it; then purge old versions: its text is nowhere on disk."""
         where = f"{user_filter(user_id)} AND id = {quote(message_id)}"
         async with self._messages_table.all_in_table():  # and no journal file left
-            if not await self._gate.read(lambda: self._messages.count_rows(where)):
+            found = await self._gate.read(
+                self._messages.query().where(where).select(COLUMNS).limit(1).to_list
+            )
+            if not found:
                 return False
+            deleted = message_of(found[0])
             await self._search.settled()  # no add of it queued behind the removal
-            await self._messages.delete(where)
-            self._search.remove(user_id, message_id)
+            answers = await self._answers_to(deleted)
+            matrix = np.zeros((0, self._dim), dtype=np.float32)
+            if answers:
+                vectors = await self._embedder.embed([search_text(m) for m in answers])
+                matrix = np.asarray(vectors, dtype=np.float32).reshape(len(answers), self._dim)
+            ids = [message_id, *(m.id for m in answers)]
+            await self._messages_table.rewrite(
+                f"{user_filter(user_id)} AND id IN {quote_all(ids)}", answers, matrix
+            )
+            for gone in ids:
+                self._search.remove(user_id, gone)
+            if answers:
+                await self._search.index(answers, matrix)
             await self._gate.purge(self._messages)
         return True
+
+    async def _answers_to(self, message: ArchivedMessage) -> list[ArchivedMessage]:
+        """The messages of ``message``'s session whose search text quotes it (the message
+        after it: ``memory.recall.search_text``), read back without that quote."""
+        quoted = indexed_text(f"(after {said(message.speaker, message.text)[:CONTEXT_CHARS]})")
+        where = (
+            f"{user_filter(message.user_id)} AND session_id = {quote(message.session_id)}"
+            f" AND id != {quote(message.id)}"
+        )
+        rows = await self._gate.read(
+            self._messages.query().where(where).select([*COLUMNS, "search_text"]).to_list
+        )
+        return [message_of(r) for r in rows if quoted in r["search_text"]]
 
     async def clear_messages(self, user_id: str) -> int:
         where = user_filter(user_id)
@@ -381,7 +415,7 @@ class LanceStore:
         )
 
     async def get_working(self, user_id: str, session_id: str) -> WorkingMemory | None:
-        rows = await self._gate.read(
+        rows = await self._working_gate.read(
             self._working.query()
             .where(f"{user_filter(user_id)} AND session_id = {quote(session_id)}")
             .limit(1)
@@ -392,10 +426,14 @@ class LanceStore:
     async def delete_working(self, user_id: str, session_id: str) -> None:
         await self._working.delete(f"{user_filter(user_id)} AND session_id = {quote(session_id)}")
 
+    async def purge_working(self) -> None:
+        await self._working_gate.purge(self._working)
+
     # -- maintenance ---------------------------------------------------------
 
     async def optimize(self, *, cleanup_older_than: float) -> None:
-        await self._gate.optimize((self._messages, self._working), cleanup_older_than)
+        await self._gate.optimize((self._messages,), cleanup_older_than)
+        await self._working_gate.optimize((self._working,), cleanup_older_than)
         # The fact tables are optimized by their own writer (LanceFacts.optimize).
 
     async def version_count(self) -> int:
