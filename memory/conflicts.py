@@ -147,8 +147,8 @@ class _Slot:
                 return True
         if fact.negated != self.cand.negated:
             return True
-        if self.relation_to(fact) in ("same", "opposite") and not self.repeats(fact):
-            return True
+        if self.relation_to(fact) in ("same", "opposite", "other") and not self.repeats(fact):
+            return True  # "allergic to cat hair" is not "likes cats", however alike
         return not overlap(fact.value, self.cand.value)
 
     def implied(self, fact: Fact) -> bool:

@@ -280,6 +280,13 @@ def test_look_alike_embeddings_still_merge_a_paraphrase_in_another_predicate() -
     assert changes.added == []
 
 
+def test_look_alike_embeddings_never_merge_two_different_slots_sharing_a_word() -> None:
+    allergy = said("fact_0000000a", "用户对猫毛过敏", "allergic_to", "猫毛", vector=E1)
+    changes = apply([allergy], says("用户特别喜欢猫", "likes", "猫", vector=E1))
+    assert only_added(changes).predicate == "likes"
+    assert changes.updated == []
+
+
 def test_a_configured_predicate_can_make_an_unknown_one_one_valued() -> None:
     policy = FactPolicy.from_settings(
         Settings(predicates=[PredicateSpec(name="team", cardinality="one", category="identity")])
