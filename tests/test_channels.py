@@ -82,9 +82,14 @@ async def test_a_receive_from_a_drained_stream_whose_senders_closed_ends_as_anyi
 async def test_a_waiting_receive_keeps_no_exception_of_its_own_alive() -> None:
     sender, receiver = anyio.create_memory_object_stream[int](1)
 
-    def alive() -> int:
+    def blocking() -> list[object]:
         gc.collect()
-        return sum(isinstance(o, anyio.WouldBlock) for o in gc.get_objects())
+        return [o for o in gc.get_objects() if isinstance(o, anyio.WouldBlock)]
+
+    earlier = blocking()  # held, so none of them can go or lend its id meanwhile
+
+    def alive() -> int:
+        return sum(not any(o is e for e in earlier) for o in blocking())
 
     with sender, receiver:
         async with anyio.create_task_group() as tg:
