@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import argparse
 import gc
+import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
+from importlib.metadata import version
+from pathlib import Path
 
+import httpx
 import uvicorn
 from starlette.applications import Starlette
 
@@ -20,11 +24,15 @@ from server.datadir import DataDirLock, DataDirLocked
 from server.logs import configure_logging
 from server.protocols import RefusingWebSockets, timed_http
 
-__all__ = ["main"]
+__all__ = ["describe_start", "main"]
+
+_VERSION = version("mnemo")
+_log = logging.getLogger("mnemo")
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mnemo", description="Realtime memory server for AI chat")
+    parser.add_argument("--version", action="version", version=f"mnemo {_VERSION}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the server")
     serve.add_argument("--host", help="address to bind (default MNEMO_HOST or 127.0.0.1)")
@@ -62,8 +70,26 @@ def serve(args: argparse.Namespace) -> int:
         lock.release()
 
 
+def describe_start(settings: Settings) -> tuple[int, str]:
+    """The line ``mnemo serve`` starts with, and its log level: where data lives, the
+    embedder, the models and whether their endpoint answers (asked once, for 2 s)."""
+    where = f"mnemo {_VERSION}: data in {Path(settings.data_dir).resolve()}"
+    models = f"chat model {settings.chat_model}, extraction model {settings.extract_model}"
+    head = f"{where}; embedder {settings.embedder}; {models} at {settings.ollama_url}"
+    try:
+        answer = httpx.get(f"{settings.ollama_url}/api/version", timeout=2.0)
+        answer.raise_for_status()
+        found = answer.json().get("version", "?")
+    except (httpx.HTTPError, ValueError, AttributeError) as exc:
+        reason = str(exc) or type(exc).__name__
+        degraded = "chats answer llm_unavailable and facts come from the rule-based reader"
+        return logging.WARNING, f"{head}: not answering ({reason}); {degraded} until it does"
+    return logging.INFO, f"{head}: answering (Ollama {found})"
+
+
 def _run(settings: Settings, build_app: Callable[[Settings], Starlette]) -> int:
     configure_logging()
+    _log.log(*describe_start(settings))
     app = build_app(settings)
     tune_gc(settings)
     config = uvicorn.Config(
@@ -93,6 +119,16 @@ def tune_gc(settings: Settings) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    try:
+        return _command(args)
+    except BrokenPipeError:
+        # The reader left (``mnemo export | head``): not an error. Python would report
+        # the pipe again when it flushes stdout at exit, so stdout goes nowhere now.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _command(args: argparse.Namespace) -> int:
     if args.command == "serve":
         return serve(args)
     if args.command == "tail":

@@ -20,10 +20,13 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 import anyio
 import httpx
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+from server.config import CLIENT_KEY, CLIENT_URL
 
 __all__ = ["actors", "add_commands", "format_event", "tail"]
 
@@ -56,8 +59,16 @@ def add_commands(commands: Any) -> None:
     table.add_argument("--user", help="only this user's actors (admin key)")
     table.add_argument("--json", action="store_true", help="the JSON answer as it is")
     for command in (follow, table):
-        command.add_argument("--url", default=os.environ.get("MNEMO_URL", "http://127.0.0.1:8000"))
-        command.add_argument("--key", default=os.environ.get("MNEMO_API_KEY"))
+        command.add_argument(
+            "--url",
+            default=os.environ.get(CLIENT_URL, "http://127.0.0.1:8000"),
+            help=f"server URL (default {CLIENT_URL} or http://127.0.0.1:8000)",
+        )
+        command.add_argument(
+            "--key",
+            default=os.environ.get(CLIENT_KEY),
+            help=f"API key (default {CLIENT_KEY}; an admin key sees every user)",
+        )
 
 
 def format_event(event: dict[str, Any]) -> Text:
@@ -154,5 +165,9 @@ def actors(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         table.add_column(column.replace("_", " "))
     for item in body["items"]:
         table.add_row(*(str(item[c]) for c in columns))
-    Console(file=out).print(table)
+    console = Console(file=out)
+    wanted = Measurement.get(console, console.options.update_width(1 << 16), table).maximum
+    if wanted > console.width:  # ids are never cut: a wider table wraps in the terminal
+        console = Console(file=out, width=wanted)
+    console.print(table)
     return 0

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -92,3 +94,27 @@ async def test_mnemo_reads_url_and_key_from_the_environment_and_refuses_a_bad_ke
     assert await mnemo("import", str(source)) == 0
     assert await mnemo("import", str(tmp_path / "missing.jsonl")) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+async def test_mnemo_export_into_a_pipe_closed_early_ends_quietly(url: str, tmp_path: Path) -> None:
+    """``mnemo export | head``: the reader leaves while the export is still writing."""
+    turns = [TURN | {"id": f"t{i}", "text": f"turn {i} " + "words " * 80} for i in range(400)]
+    source = write_lines(tmp_path / "in.jsonl", [json.dumps(t) for t in turns])
+    assert await mnemo("import", str(source), "--url", url, "--key", "ka") == 0
+    command = [sys.executable, "-m", "server.cli", "export", "--url", url, "--key", "ka"]
+    first, code, err = await anyio.to_thread.run_sync(read_then_leave, command)
+    assert first.startswith(b"{")
+    assert code == 0
+    assert "Traceback" not in err
+    assert "Broken pipe" not in err
+
+
+def read_then_leave(command: list[str]) -> tuple[bytes, int, str]:
+    """Run ``command`` into a pipe, read its first bytes and close the pipe (as head does)."""
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        assert process.stdout is not None
+        assert process.stderr is not None
+        first = process.stdout.read(100)
+        process.stdout.close()
+        err = process.stderr.read().decode()
+        return first, process.wait(timeout=60), err

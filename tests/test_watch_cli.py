@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 from collections.abc import AsyncIterator
@@ -119,3 +120,22 @@ async def test_actors_prints_a_table_of_live_actors(server: str) -> None:
     assert "alice" in text
     async with Client.connect(server, "a1", "key-alice") as client:
         assert (await client.receive())["turn_count"] == 1
+
+
+async def test_actors_prints_whole_session_ids_however_narrow_the_output(server: str) -> None:
+    session = "a-session-id-long-enough-to-be-cut-" + "x" * 60
+    await one_turn(server, session, "key-alice", end=False)
+    out = io.StringIO()
+    args = _parser().parse_args(["actors", "--url", f"http://{server}", "--key", ADMIN])
+    assert await anyio.to_thread.run_sync(watch_cli.actors, args, out) == 0
+    assert session in out.getvalue()
+
+
+def test_every_option_of_tail_and_actors_has_help() -> None:
+    for command in ("tail", "actors"):
+        with pytest.raises(SystemExit):
+            _parser().parse_args([command, "--help"])
+    commands = [a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    for name, sub in commands[0].choices.items():
+        for option in sub._actions:
+            assert option.help, f"mnemo {name} {option.option_strings} has no help"
