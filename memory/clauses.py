@@ -26,7 +26,8 @@ MAX_CHARS = 4000
 
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'"})
 _CONTRACTIONS = (
-    (r"\bi'm\b|\bim\b(?=\s+(?:a|an|the|from|in|at|now|so|not|also|\w+ing|\d))", "I am"),
+    # "im" is "I'm" unless it is a noun ("send an im", "via im").
+    (r"\bi'm\b|(?<!\ban )(?<!\bthe )(?<!\bvia )(?<!\bby )\bim\b(?=\s+[\w\d])", "I am"),
     (r"\bi've\b|\bive\b(?=\s+(?:been|got|had|lived|worked|always|never))", "I have"),
     (r"\bi'd\b", "I would"),
     (r"\bi'll\b", "I will"),

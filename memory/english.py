@@ -18,7 +18,7 @@ import re
 from memory.clauses import Clause
 from memory.english_capture import capture, introduce, pets_mentioned
 from memory.english_copula import read_attribute
-from memory.english_facts import read_name
+from memory.english_facts import DIET_MODIFIERS, STATUSES, read_name
 from memory.english_phrase import Group, Phrase, Reading
 from memory.english_verbs import dispatch, read_verb
 from memory.lexicon import DIETS, HEDGES, NATIONALITIES, RELATIONS, VERBS, lemma
@@ -226,6 +226,9 @@ def _partner_and(words: list[str]) -> bool:
     )
 
 
+_OBJECTS = frozenset("me him her them my his their your".split())
+
+
 def _implied_i(phrase: Phrase) -> Speaker | None:
     """ "just moved to Leeds", "also started pottery": a clause that opens with a verb in
     the past tense, the "I" left out as people do in chat (a bare present is an order)."""
@@ -236,13 +239,18 @@ def _implied_i(phrase: Phrase) -> Speaker | None:
         return None
     word = phrase.low[i]
     verb = lemma(word)
-    if verb in VERBS and word != verb and not word.endswith(("s", "ing")) and verb != "be":
+    nxt = phrase.toks[i + 1] if i + 1 < len(phrase.toks) else ""
+    # "Married with two kids", "divorced since 2016" (but "married Sam", "married her").
+    status = word in STATUSES and not nxt[:1].isupper() and nxt not in _OBJECTS
+    past = verb in VERBS and word != verb and not word.endswith(("s", "ing"))
+    if past and verb != "be" and not status:
         phrase.pos = i
         return USER
     following = phrase.low[i + 1] if i + 1 < len(phrase.low) else ""
     ongoing = word.endswith("ing") and verb in VERBS and following not in _BE
-    diet = word in DIETS or (word in ("strict", "fully", "mostly", "proper") and following in DIETS)
-    if ongoing or diet:  # "Training for the Berlin marathon", "Strict vegan for five years"
+    diet = word in DIETS or (word in DIET_MODIFIERS and following in DIETS)
+    if ongoing or diet or status:  # "Training for a marathon", "Strict vegan for years"
+        phrase.toks[i] = phrase.low[i]  # its capital is the sentence's, not a name's
         phrase.toks.insert(i, "am")
         phrase.low.insert(i, "am")
         phrase.pos = i

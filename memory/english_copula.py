@@ -12,6 +12,7 @@ from memory.english_facts import (
     ARTICLES,
     STATUSES,
     diet,
+    diet_ahead,
     employer,
     occupation,
     place,
@@ -168,7 +169,7 @@ def copula(reading: Reading, verb: str) -> None:
         reading.emit(
             "relationship_status", "in a relationship", say(reading, "be", "in a relationship")
         )
-    elif word in DIETS or (word in ARTICLES and phrase.peek(1) in DIETS):
+    elif diet_ahead(phrase):
         diet(reading)
     elif word.isdigit() and 0 < int(word) < 130 and phrase.peek(1) not in _COUNTED:
         reading.emit("age", word, say(reading, "be", f"{word} years old"))

@@ -19,7 +19,7 @@ from memory.english_phrase import (
     say,
 )
 from memory.english_phrase import value as read_value
-from memory.lexicon import NOT_NAMES, VERBS, lemma
+from memory.lexicon import DIETS, NOT_NAMES, VERBS, lemma
 
 __all__ = [
     "ARTICLES",
@@ -101,9 +101,40 @@ def place(reading: Reading, predicate: str, verb: str, prep: str, *, updates: bo
     found = read_value(phrase)
     if pointer(found) or found.casefold() in ("here", "there", "home"):
         return
+    if not _placelike(found):  # "moved to the afternoon shift"
+        return
     place = capitalize_place(found.split(",")[0].strip())
     content = say(reading, verb, tail(phrase, place, prep), state=not updates)
     reading.emit(predicate, place, content, updates=updates or reading.group.change)
+
+
+#: Common nouns that name where someone lives ("moved to the coast").
+PLACE_NOUNS = frozenset(
+    """
+    city town village countryside country coast seaside suburbs suburb island mountains
+    north south east west midlands area neighbourhood neighborhood district capital states
+    flat house apartment place street road estate farm valley bay outskirts abroad
+    """.split()
+)
+
+
+def _placelike(found: str) -> bool:
+    """A name ("Leeds", "leeds"), or a description of a kind of place ("the coast", "a
+    small town"): "the afternoon shift" and "a new team" are not where someone lives."""
+    words = found.split()
+    if not words or words[0].casefold() not in _DETERMINERS:
+        return True
+    rest = [w.casefold() for w in words[1:]]
+    if any(w[:1].isupper() for w in words[1:]) or any(w in PLACE_NOUNS for w in rest):
+        return True
+    return " ".join(rest) in _THE_COUNTRIES
+
+
+_DETERMINERS = frozenset("the a an my our another some their his her".split())
+#: Countries people name with "the", typed in lower case.
+_THE_COUNTRIES = frozenset(
+    "netherlands philippines uk us usa uae states bahamas maldives czech republic".split()
+)
 
 
 def employer(reading: Reading, prep: str, *, updates: bool = False) -> None:
@@ -194,9 +225,21 @@ def status(reading: Reading, status: str, *, updates: bool = False) -> None:
     reading.emit("relationship_status", status, content, updates=updates or reading.group.change)
 
 
+#: Words between "am" and a diet that leave the diet as it is ("a strict vegan").
+DIET_MODIFIERS = frozenset("strict fully mostly proper full committed lifelong".split())
+
+
+def diet_ahead(phrase: Phrase) -> bool:
+    """A diet at the phrase's position, after an article and modifiers."""
+    offset = 0
+    while phrase.peek(offset) in ARTICLES or phrase.peek(offset) in DIET_MODIFIERS:
+        offset += 1
+    return phrase.peek(offset) in DIETS
+
+
 def diet(reading: Reading) -> None:
     phrase = reading.phrase
-    phrase.skip(ARTICLES)
+    phrase.skip(ARTICLES | DIET_MODIFIERS)
     diet = phrase.low[phrase.pos]
     phrase.pos += 1
     reading.emit("diet", diet, say(reading, "be", diet + detail(phrase)), updates=True)

@@ -327,6 +327,11 @@ def items(text: str) -> list[str]:
 _COUNTS = frozenset("a an one two three four five six seven eight nine ten some several".split())
 
 
+_VOWELS = frozenset("aeiou")
+#: Names typed in lower case that are written in capitals although they have vowels.
+_ACRONYMS = frozenset("usa uk us uae eu la dc nhs un ibm ubs ucla nasa".split())
+
+
 def capitalize_place(text: str) -> str:
     """``paris`` -> ``Paris``, ``the bbc`` -> ``the BBC`` for a name typed in lower case;
     anything with capitals stays."""
@@ -336,7 +341,7 @@ def capitalize_place(text: str) -> str:
     for word in text.split():
         if word in ("of", "de", "la", "the", "and"):
             words.append(word)
-        elif len(word) <= 3 and word.isalpha() and (len(word) == 3 or not set(word) & set("aeiou")):
+        elif word in _ACRONYMS or (len(word) <= 4 and word.isalpha() and not set(word) & _VOWELS):
             words.append(word.upper())
         else:
             words.append(word.capitalize())

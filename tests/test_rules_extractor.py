@@ -79,6 +79,12 @@ ENGLISH: dict[str, tuple[str, list[Row]]] = {
               [("User usually has oatmeal with berries for breakfast", "eats", "oatmeal")]),
     "fan-of": ("I'm a big fan of the Beatles",
                [("User is a fan of the Beatles", "likes", "the Beatles")]),
+    "diet-fragment": ("Strict vegan for five years now.", [("User is vegan", "diet", "vegan")]),
+    "status-fragment": ("Married with two kids.",
+                        [("User is married", "relationship_status", "married")]),
+    "im": ("im allergic to cats", [("User is allergic to cats", "allergic_to", "cats")]),
+    "the-country": ("we moved to the netherlands",
+                    [("User lives in the Netherlands", "lives_in", "the Netherlands")]),
 }
 # fmt: on
 
@@ -154,6 +160,19 @@ def test_negation_retraction_and_past_tense_give_negated_facts(
         value,
         True,
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Good news, I've moved to the afternoon shift at the bakery!",
+        "I moved to a new team",
+        "Strict vegan, not even honey.",
+    ],
+)
+def test_a_move_to_what_is_no_place_is_no_new_home_and_a_capital_no_name(text: str) -> None:
+    found = extract_facts(text)
+    assert [f for f in found if f.predicate in ("lives_in", "name")] == []
 
 
 @pytest.mark.parametrize(
