@@ -16,7 +16,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from memory.lexicon import VERBS, lemma
+from memory.lexicon import RELATIONS, VERBS, lemma
 from memory.tokens import is_cjk
 
 __all__ = ["Clause", "clauses", "normalize"]
@@ -41,6 +41,24 @@ _CONTRACTIONS = (
     (r"\bi\b", "I"),
 )
 _CONTRACTION_RES = tuple((re.compile(p, re.IGNORECASE), r) for p, r in _CONTRACTIONS)
+
+_RELATION = "|".join(sorted(RELATIONS, key=len, reverse=True))
+#: "my husband's allergic to dogs": the relative's "'s" is "is" (or "has" before "been")
+#: when what follows is no noun it could own ("my son's dog" stays).
+_RELATIVE_IS = (
+    (re.compile(rf"\b((?:my|our) (?:{_RELATION}))'s (?=been\b)", re.IGNORECASE), r"\1 has "),
+    (
+        re.compile(
+            rf"\b((?:my|our) (?:{_RELATION}))'s (?=(?:a|an|the|not|from|in|at|into|so|very"
+            r"|really|super|also|still|now|always|never|just|allergic|obsessed|mad|crazy"
+            r"|married|single|divorced|engaged|pregnant|retired|vegan|vegetarian|\d+"
+            r"|(?!wedding|building|ring|thing|evening|morning|meeting|painting|sibling)\w+ing"
+            r"|\w{3,}ed)\b)",
+            re.IGNORECASE,
+        ),
+        r"\1 is ",
+    ),
+)
 
 _SENTENCE_END = re.compile(
     r"(?<=[.!?;])\s+|(?<=[\u3002\uff01\uff1f\uff1b])|\n+|(?<=[!?])(?=\S)|\s+[-\u2013\u2014]+\s+"
@@ -181,7 +199,7 @@ def normalize(text: str) -> str:
     apostrophe, English contractions expanded, spaces collapsed."""
     text = _QUOTED.sub(" \u2026 ", text[:MAX_CHARS])
     text = unicodedata.normalize("NFKC", text).translate(_APOSTROPHES)
-    for pattern, replacement in _CONTRACTION_RES:
+    for pattern, replacement in _CONTRACTION_RES + _RELATIVE_IS:
         text = pattern.sub(replacement, text)
     text = _AS_WELL_AS.sub(" and ", text)
     return re.sub(r"[ \t]+", " ", text)

@@ -18,7 +18,8 @@ import re
 from memory.clauses import Clause
 from memory.english_capture import capture, introduce, pets_mentioned
 from memory.english_copula import read_attribute
-from memory.english_facts import DIET_MODIFIERS, STATUSES, read_name
+from memory.english_facts import read_name
+from memory.english_implied import ADVERBS, BE, FILLERS, implied_i
 from memory.english_phrase import Group, Phrase, Reading
 from memory.english_verbs import dispatch, read_verb
 from memory.lexicon import DIETS, HEDGES, NATIONALITIES, RELATIONS, VERBS, lemma
@@ -31,31 +32,10 @@ _QUESTION_START = frozenset(
     " shall may have has".split()
 )
 _CONDITIONS = frozenset("if unless when whenever once suppose supposing imagine whether".split())
-_FILLERS = frozenset(
-    """
-    also well so and but oh ah yeah yes no ok okay hey hi hello hmm um uh lol haha btw anyway
-    anyways actually honestly plus though fun fact big news update news besides fyi by the
-    way in fact additionally as said mentioned told you now currently nowadays lately
-    recently these days today this week month year last next every each on weekends weekend
-    morning mornings evening evenings night nights since after before during for from over
-    around about sadly luckily unfortunately fortunately basically seriously just guess what
-    quick note side speaking of which then also, good great exciting funny
-    """.split()
-)
-_ADVERBS = frozenset(
-    """
-    really also still just now currently actually usually always often sometimes generally
-    mostly absolutely totally definitely recently finally only even already truly honestly
-    literally basically seriously genuinely kinda sorta pretty much very so quite newly
-    originally officially happily proudly mainly primarily typically normally regularly
-    occasionally rarely properly
-    """.split()
-)
 _CHANGE = frozenset("now just recently finally newly officially".split())
 _FREQUENCY = frozenset("usually always often sometimes normally typically regularly".split())
 _HEDGE_ADVERBS = frozenset("probably maybe perhaps possibly".split())
 _MODALS = frozenset("will would could should might may must shall can".split())
-_BE = frozenset("am is are was were be been being".split())
 _HAVE = frozenset("have has had".split())
 #: "Another friend, Chloe, runs a bakery": a person without "my".
 _NO_MORE = re.compile(r"^no (?:more|longer) (?P<x>[a-z][\w ]{1,30}?)(?: for me)?$", re.IGNORECASE)
@@ -141,7 +121,7 @@ def _possessed(phrase: Phrase, people: People) -> Speaker | str | tuple[Speaker,
 
 
 def _verb_like(word: str) -> bool:
-    return word in _BE or word in _HAVE or lemma(word) in VERBS or word in _ADVERBS
+    return word in BE or word in _HAVE or lemma(word) in VERBS or word in ADVERBS
 
 
 def _clean_preamble(words: list[str]) -> bool:
@@ -152,9 +132,9 @@ def _clean_preamble(words: list[str]) -> bool:
         return False
     if not HEDGES.isdisjoint(words) or not _HEDGE_ADVERBS.isdisjoint(words):
         return False
-    if all(w in _FILLERS or w == "," or w.isdigit() for w in words) or words[0] in _OPENERS:
+    if all(w in FILLERS or w == "," or w.isdigit() for w in words) or words[0] in _OPENERS:
         return True
-    while words and (words[0] in _FILLERS or words[0] == "," or words[0].endswith("-wise")):
+    while words and (words[0] in FILLERS or words[0] == "," or words[0].endswith("-wise")):
         words = words[1:]  # "Anyway, in the middle of all that I ..."
     return not words or words[0] in (
         "in",
@@ -201,7 +181,7 @@ def _subject(phrase: Phrase, people: People) -> _Found | None:
             found = (people.other, phrase.low[i + 1])
         elif (
             word[:1].isupper()
-            or phrase.peek_at(i + 1) in _BE | _HAVE
+            or phrase.peek_at(i + 1) in BE | _HAVE
             or lemma(phrase.peek_at(i + 1)) in VERBS
         ) and (known := people.named(word)) is not None:
             found, phrase.pos = people.meet(known), i + 1
@@ -213,7 +193,7 @@ def _subject(phrase: Phrase, people: People) -> _Found | None:
             if found is USER and low == "i" and _partner_and(phrase.toks[:i]):
                 return USER  # "Mia and I broke up": the user (and someone)
             return found if _clean_preamble(preamble) else None
-    return _implied_i(phrase)
+    return implied_i(phrase)
 
 
 def _partner_and(words: list[str]) -> bool:
@@ -226,42 +206,10 @@ def _partner_and(words: list[str]) -> bool:
     )
 
 
-_OBJECTS = frozenset("me him her them my his their your".split())
-
-
-def _implied_i(phrase: Phrase) -> Speaker | None:
-    """ "just moved to Leeds", "also started pottery": a clause that opens with a verb in
-    the past tense, the "I" left out as people do in chat (a bare present is an order)."""
-    i = 0
-    while i < len(phrase.low) and (phrase.low[i] in _FILLERS or phrase.low[i] in _ADVERBS):
-        i += 1
-    if i >= len(phrase.low) or i > 3:
-        return None
-    word = phrase.low[i]
-    verb = lemma(word)
-    nxt = phrase.toks[i + 1] if i + 1 < len(phrase.toks) else ""
-    # "Married with two kids", "divorced since 2016" (but "married Sam", "married her").
-    status = word in STATUSES and not nxt[:1].isupper() and nxt not in _OBJECTS
-    past = verb in VERBS and word != verb and not word.endswith(("s", "ing"))
-    if past and verb != "be" and not status:
-        phrase.pos = i
-        return USER
-    following = phrase.low[i + 1] if i + 1 < len(phrase.low) else ""
-    ongoing = word.endswith("ing") and verb in VERBS and following not in _BE
-    diet = word in DIETS or (word in DIET_MODIFIERS and following in DIETS)
-    if ongoing or diet or status:  # "Training for a marathon", "Strict vegan for years"
-        phrase.toks[i] = phrase.low[i]  # its capital is the sentence's, not a name's
-        phrase.toks.insert(i, "am")
-        phrase.low.insert(i, "am")
-        phrase.pos = i
-        return USER
-    return None
-
-
 def _next_verb(phrase: Phrase) -> str:
     """The first word after the current one that is not an adverb."""
     offset = 1
-    while phrase.peek(offset) in _ADVERBS or phrase.peek(offset) in ("properly", "both", "never"):
+    while phrase.peek(offset) in ADVERBS or phrase.peek(offset) in ("properly", "both", "never"):
         offset += 1
     return phrase.peek(offset)
 
@@ -281,7 +229,7 @@ def _group(phrase: Phrase) -> Group | None:
         word = phrase.peek()
         if word in _HEDGE_ADVERBS:
             return None
-        if word in _ADVERBS:
+        if word in ADVERBS:
             group.change |= word in _CHANGE
             if word in _FREQUENCY:
                 group.frequency = word
@@ -293,7 +241,7 @@ def _group(phrase: Phrase) -> Group | None:
             group.negated = group.change = True
         elif phrase.take("used", "to"):
             group.used_to = group.negated = group.change = True
-        elif word in ("do", "does") and phrase.peek(1) in ("not", "never", *_ADVERBS):
+        elif word in ("do", "does") and phrase.peek(1) in ("not", "never", *ADVERBS):
             phrase.pos += 1
         elif word == "did" and phrase.peek(1) in ("not", "never"):
             group.past = True
@@ -317,7 +265,7 @@ def _group(phrase: Phrase) -> Group | None:
             group.perfect = True
             phrase.pos += 1
         elif (
-            word in _BE
+            word in BE
             and (following := _next_verb(phrase)).endswith("ing")
             and (following != "being")
         ):

@@ -83,6 +83,8 @@ ENGLISH: dict[str, tuple[str, list[Row]]] = {
     "status-fragment": ("Married with two kids.",
                         [("User is married", "relationship_status", "married")]),
     "im": ("im allergic to cats", [("User is allergic to cats", "allergic_to", "cats")]),
+    "counted-pets": ("A dog and two cats.",
+                     [("User has a dog and two cats", "has_pet", "a dog and two cats")]),
     "the-country": ("we moved to the netherlands",
                     [("User lives in the Netherlands", "lives_in", "the Netherlands")]),
 }
@@ -184,6 +186,13 @@ def test_a_move_to_what_is_no_place_is_no_new_home_and_a_capital_no_name(text: s
             "Ana",
             "sister",
             id="named",
+        ),
+        pytest.param(
+            "my husband's allergic to dogs",
+            "User's husband is allergic to dogs",
+            "husband",
+            "husband",
+            id="relative-s-is",
         ),
         pytest.param(
             "My friend Tom loves heavy metal.",
