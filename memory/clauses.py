@@ -61,7 +61,7 @@ _RELATIVE_IS = (
 )
 
 _SENTENCE_END = re.compile(
-    r"(?<=[.!?;])\s+|(?<=[\u3002\uff01\uff1f\uff1b])|\n+|(?<=[!?])(?=\S)|\s+[-\u2013\u2014]+\s+"
+    r"(?<=[.!?;])\s+|(?<=[\u2600-\u27bf\U0001f300-\U0001faff])\s+(?!(?:and|or|plus)\b)|(?<=[\u3002\uff01\uff1f\uff1b])|\n+|(?<=[!?])(?=\S)|\s+[-\u2013\u2014]+\s+"
 )
 _ZH_CONJUNCTION = "但是|但|可是|不过|所以|因为|而且|然后|并且|而是|另外"
 _CLAUSE_BREAK = re.compile(
@@ -147,11 +147,16 @@ _REORDERS = tuple(
 #: Emoji, tags and openers that say a sentence means the opposite, and role play: what
 #: the user says as someone else ("you're an innkeeper and I'm a bard").
 _IRONY = re.compile(
-    "\U0001f644|\U0001f643|\U0001f612|\U0001f60f|(?:^|\\s)/s\\b"
+    # An eye roll or "/s" always; an upside-down or smirking face only with praise ("I
+    # just love Mondays 🙃"), since alone it is as often a wry truth ("found out the hard
+    # way 🙃").
+    "\U0001f644|\U0001f612|(?:^|\\s)/s\\b"
+    r"|\b(?:love|loving|adore|favou?rite|best|great|perfect|definitely|totally|of course)\b"
+    "[^\U0001f643\U0001f60f]*[\U0001f643\U0001f60f]"
     r"|^(?:oh )?(?:sure|yeah right|great|wonderful|fantastic|obviously|oh yes),"
     r"|^and obviously\b|\blet'?s do a (?:quick )?scene\b|\bpretend (?:you|to be|I)\b"
     r"|\brole.?play\b|\bin character\b|\byou(?:'re| are) an? \w+ and I(?:'m| am)\b"
-    r"|\b(?:says|said|asks|asked|goes|went like|tells me)\s*:",
+    r"|(?<!\byou )\b(?:says|said|asks|asked|goes|went like|tells me)\s*:",
     re.IGNORECASE,
 )
 
@@ -197,8 +202,8 @@ _QUOTED = re.compile(
 def normalize(text: str) -> str:
     """NFKC, quotations out (what the user quotes is not what they state), one kind of
     apostrophe, English contractions expanded, spaces collapsed."""
-    text = _QUOTED.sub(" \u2026 ", text[:MAX_CHARS])
-    text = unicodedata.normalize("NFKC", text).translate(_APOSTROPHES)
+    text = unicodedata.normalize("NFKC", text[:MAX_CHARS]).translate(_APOSTROPHES)
+    text = _QUOTED.sub(" \u2026 ", text)  # after NFKC, which would make it "...", an end
     for pattern, replacement in _CONTRACTION_RES + _RELATIVE_IS:
         text = pattern.sub(replacement, text)
     text = _AS_WELL_AS.sub(" and ", text)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 
+from memory.english_implied import ADVERBS
 from memory.english_phrase import Phrase, pointer, third_person_words
 from memory.lexicon import (
     EPISODIC,
@@ -130,6 +131,10 @@ def _restated(rest: list[str], people: People, *, implied: bool) -> list[Stateme
     """ "I DM a campaign" -> "User DMs a campaign"."""
     if not rest or _content_words(rest) < 2:
         return []
+    lead = 0  # "I finally quit my job": the verb after the adverbs
+    while lead < len(rest) - 1 and rest[lead].casefold() in ADVERBS:
+        lead += 1
+    adverbs, rest = rest[:lead], rest[lead:]
     head = rest[0].casefold()
     if {"not", "never", "no"} & {w.casefold() for w in rest[:3]}:
         return []  # what the user does not do is left to the readings that understand it
@@ -144,7 +149,7 @@ def _restated(rest: list[str], people: People, *, implied: bool) -> list[Stateme
         base = lemma(head)
         verb = third_person(head) if base == head and not implied else head
     tail = third_person_words(" ".join(rest[1:]))
-    content = f"User {verb} {tail}".replace(" ,", ",").strip()[:_MAX]
+    content = " ".join(["User", *adverbs, verb, tail]).replace(" ,", ",").strip()[:_MAX]
     predicate = lemma(head) if head not in ("am", "are", "is") else "be"
     value = tail.split(",")[0][:80].strip() or verb
     return [Statement(predicate, value, content)]

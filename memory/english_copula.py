@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import re
+
 from memory.english_facts import (
     ARTICLES,
     STATUSES,
@@ -89,6 +91,24 @@ MONTHS = frozenset(
 )
 
 
+_PARTS = re.compile(r",\s*(?:and |plus )?|\s+(?:and|plus)\s+")
+
+
+def _kinds(found: str) -> list[tuple[str, str]]:
+    """The parts of a list of pets and relatives with their predicates, when it has both."""
+    parts = [p.strip() for p in _PARTS.split(found) if p.strip()]
+    kinds: list[tuple[str, str]] = []
+    for part in parts:
+        words = part.casefold().split()
+        if any(w in PETS for w in words):
+            kinds.append((part, "has_pet"))
+        elif any(w in RELATIONS for w in words):
+            kinds.append((part, "family"))
+        elif kinds:  # "Maya" after "two kids": part of the one before
+            kinds[-1] = (f"{kinds[-1][0]}, {part}", kinds[-1][1])
+    return kinds if len({k for _, k in kinds}) > 1 else []
+
+
 def have(reading: Reading, verb: str) -> None:
     phrase = reading.phrase
     phrase.take("got")
@@ -98,6 +118,11 @@ def have(reading: Reading, verb: str) -> None:
     if pointer(found) or not words or _SKIP_NOUNS.intersection(words):
         return
     state = True
+    mixed = _kinds(found)
+    if mixed:  # "three kids and a beagle named Waffles": each thing had, as what it is
+        for part, predicate in mixed:
+            reading.emit(predicate, part, say(reading, "have", part, state=state))
+        return
     if any(w in PETS for w in words):
         shown = found + _apposition(phrase)
         reading.emit("has_pet", found, say(reading, "have", shown + detail(phrase), state=state))

@@ -33,6 +33,8 @@ ADVERBS = frozenset(
 BE = frozenset("am is are was were be been being".split())
 
 
+#: Adjectives that say what the user is ("really into baking", "allergic to kiwi").
+_TASTES = frozenset("into obsessed addicted allergic fluent keen mad crazy nuts passionate".split())
 _OBJECTS = frozenset("me him her them my his their your".split())
 _COUNTS = frozenset("a an one two three four five six seven eight nine ten".split())
 _CHILDREN = frozenset(
@@ -79,7 +81,12 @@ def implied_i(phrase: Phrase) -> Speaker | None:
         phrase.low.insert(i, "have")
         phrase.pos = i
         return USER
-    if ongoing or diet or status:  # "Training for a marathon", "Strict vegan for years"
+    fan = "fan" in phrase.low[i : i + 3] and "of" in phrase.low[i + 1 : i + 4]
+    taste = word in _TASTES or (fan and word in ("big", "huge", "a", "fan"))
+    if fan and word != "a":  # "big fan of jazz": the article left out too
+        phrase.toks.insert(i, "a")
+        phrase.low.insert(i, "a")
+    if ongoing or diet or status or taste:  # "Training for a marathon", "Strict vegan for years"
         phrase.toks[i] = phrase.low[i]  # its capital is the sentence's, not a name's
         phrase.toks.insert(i, "am")
         phrase.low.insert(i, "am")

@@ -55,6 +55,10 @@ PETS = _words(
     pigs rabbit rabbits bunny bunnies parrot parrots bird birds budgie fish goldfish turtle
     turtles tortoise snake snakes lizard gecko horse horses pony ferret ferrets chinchilla
     hedgehog rat rats mouse mice chicken chickens goat goats cockatiel iguana axolotl
+    greyhound greyhounds beagle beagles labrador lab retriever poodle terrier spaniel collie
+    husky pug dachshund corgi bulldog chihuahua schnauzer doodle labradoodle cockapoo
+    whippet lurcher mutt tabby ragdoll siamese tortie kitties pups doggo pupper tetra tetras
+    betta gourami guppies guppy budgies canary tarantula
     """
 )
 
