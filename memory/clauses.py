@@ -38,6 +38,8 @@ _CONTRACTIONS = (
     (r"\b(do|does|did|is|are|was|were|have|has|had|would|could|should)n't\b", r"\1 not"),
     (r"\b(do|does|did|is|was|have|has)nt\b", r"\1 not"),
     (r"\b(he|she|it|that|there|name|birthday|email|number|job)'s\b", r"\1 is"),
+    # "me and my girlfriend split up" is "my girlfriend and I split up".
+    (r"(^|[.!?,;:] )me and ((?:my |our )?\w+) ", r"\1\2 and I "),
     (r"\bi\b", "I"),
 )
 _CONTRACTION_RES = tuple((re.compile(p, re.IGNORECASE), r) for p, r in _CONTRACTIONS)

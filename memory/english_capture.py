@@ -118,7 +118,8 @@ def capture(text: str, people: People) -> list[Statement]:
     verb = lemma(first)
     if first.endswith("ing") and len(low) > i + 1 and low[i + 1] not in ("is", "was", "are"):
         return _restated(["am", *words], people, implied=True)
-    if first != verb and (verb in VERBS or first.endswith("ed")) and not first.endswith("s"):
+    past = verb in VERBS or (first.endswith("ed") and len(first) > 4)  # not "red"
+    if first != verb and past and not first.endswith("s"):
         return _restated(words, people, implied=True)
     return []
 

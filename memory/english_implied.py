@@ -75,6 +75,11 @@ def implied_i(phrase: Phrase) -> Speaker | None:
     following = phrase.low[i + 1] if i + 1 < len(phrase.low) else ""
     ongoing = word.endswith("ing") and verb in VERBS and following not in BE
     diet = word in DIETS or (word in DIET_MODIFIERS and following in DIETS)
+    if word == "been" or (word == "quit" and i == 0):  # "been vegan for years", "quit sugar"
+        phrase.toks.insert(i, "have")
+        phrase.low.insert(i, "have")
+        phrase.pos = i
+        return USER
     if _owned(phrase.low, i):  # "Two kids, both girls", "A dog and two cats"
         phrase.toks[i] = phrase.low[i]
         phrase.toks.insert(i, "have")

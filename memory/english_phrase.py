@@ -241,11 +241,30 @@ def value(phrase: Phrase) -> str:
             break
         if word == ",":
             break
+        if phrase.pos > start and _counted_time(low, phrase.pos):
+            break  # "energy drinks | two weeks ago"
         phrase.pos += 1
     words = phrase.toks[start : phrase.pos]
     while words and words[-1].casefold() in ("and", "or", ","):
         words.pop()
     return _join(words)
+
+
+_NUMBER_WORDS = frozenset(
+    "a an one two three four five six seven eight nine ten few couple".split()
+)
+
+
+def _counted_time(low: list[str], i: int) -> bool:
+    """ "two weeks", "3 years", "a couple of months": a span of time starts at ``i``."""
+    if not (low[i].isdigit() or low[i] in _NUMBER_WORDS):
+        return False
+    j = i + 1
+    if j < len(low) and low[j] in ("few", "couple"):
+        j += 1
+    if j < len(low) and low[j] == "of":
+        j += 1
+    return j < len(low) and low[j] in _UNITS and low[i] not in ("a", "an")
 
 
 def _join(words: list[str]) -> str:

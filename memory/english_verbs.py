@@ -385,7 +385,7 @@ _HANDLERS: dict[str, _Handler] = {
     **dict.fromkeys(("start", "begin", "join"), _start),
     "get": _get,
     "become": _become,
-    "break": break_up,
+    **dict.fromkeys(("break", "split"), break_up),
     **dict.fromkeys(("adopt", "rescue", "foster"), adopt),
     "go": _go,
     **dict.fromkeys(("quit", "stop", "leave", "give", "retire"), _quit),
