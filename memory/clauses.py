@@ -38,6 +38,9 @@ _CONTRACTIONS = (
     (r"\b(do|does|did|is|are|was|were|have|has|had|would|could|should)n't\b", r"\1 not"),
     (r"\b(do|does|did|is|was|have|has)nt\b", r"\1 not"),
     (r"\b(he|she|it|that|there|name|birthday|email|number|job)'s\b", r"\1 is"),
+    # One spelling of a diet: "gluten free", "plant based" -> "gluten-free", "plant-based".
+    (r"\b(gluten|dairy|lactose|sugar|meat|nut) free\b", r"\1-free"),
+    (r"\bplant based\b", "plant-based"),
     # "me and my girlfriend split up" is "my girlfriend and I split up".
     (r"(^|[.!?,;:] )me and ((?:my |our )?\w+) ", r"\1\2 and I "),
     (r"\bi\b", "I"),
@@ -163,6 +166,15 @@ _IRONY = re.compile(
 )
 
 
+#: A question without its question mark: "how do i dry out a keyboard", "should I go".
+_ASKS = re.compile(
+    r"^(?:(?:so|ok|okay|and|but|also|hey|btw|um|oh|hmm|anyway),?\s+)*"
+    r"(?:(?:how|what|where|when|why|which|who)\s+)?"
+    r"(?:do|does|did|can|could|should|would|will|is|are|am|shall)\s+"
+    r"(?:I|you|we|it|they|he|she|there|my|your|this|that)\b",
+    re.IGNORECASE,
+)
+
 _WHEN = re.compile(r"\s+(?=(?:every|each|on|most|at|in)\b)", re.IGNORECASE)
 
 
@@ -245,8 +257,10 @@ def clauses(text: str) -> list[Clause]:
         sentence = raw.strip()
         if not sentence:
             continue
-        question = sentence.endswith(("?", "\uff1f")) or (
-            any(is_cjk(c) for c in sentence) and sentence.rstrip("\u3002!.").endswith("吗")
+        question = (
+            sentence.endswith(("?", "\uff1f"))
+            or _ASKS.match(sentence) is not None
+            or (any(is_cjk(c) for c in sentence) and sentence.rstrip("\u3002!.").endswith("吗"))
         )
         if _IRONY.search(sentence):
             continue  # "I'm definitely a morning person 🙄"

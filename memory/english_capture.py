@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from memory.english_implied import ADVERBS
+from memory.english_implied import ADVERBS, BE
 from memory.english_phrase import Phrase, pointer, third_person_words
 from memory.lexicon import (
     EPISODIC,
@@ -116,7 +116,7 @@ def capture(text: str, people: People) -> list[Statement]:
     if first in ("my", "our") and len(words) > 2:
         return _possession(words[1:])
     verb = lemma(first)
-    if first.endswith("ing") and len(low) > i + 1 and low[i + 1] not in ("is", "was", "are"):
+    if first.endswith("ing") and len(low) > i + 1 and BE.isdisjoint(low[i + 1 :]):
         return _restated(["am", *words], people, implied=True)
     past = verb in VERBS or (first.endswith("ed") and len(first) > 4)  # not "red"
     if first != verb and past and not first.endswith("s"):

@@ -73,7 +73,8 @@ def implied_i(phrase: Phrase) -> Speaker | None:
         phrase.pos = i
         return USER
     following = phrase.low[i + 1] if i + 1 < len(phrase.low) else ""
-    ongoing = word.endswith("ing") and verb in VERBS and following not in BE
+    # "Training for a marathon" (but "Ordering lunch is a puzzle": the -ing is the subject)
+    ongoing = word.endswith("ing") and verb in VERBS and BE.isdisjoint(phrase.low[i + 1 :])
     diet = word in DIETS or (word in DIET_MODIFIERS and following in DIETS)
     if word == "been" or (word == "quit" and i == 0):  # "been vegan for years", "quit sugar"
         phrase.toks.insert(i, "have")

@@ -348,6 +348,7 @@ _COUNTS = frozenset("a an one two three four five six seven eight nine ten some 
 
 _VOWELS = frozenset("aeiou")
 #: Names typed in lower case that are written in capitals although they have vowels.
+_ABBREVIATIONS = frozenset("st mt dr mr mrs ms jr sr ft".split())
 _ACRONYMS = frozenset("usa uk us uae eu la dc nhs un ibm ubs ucla nasa".split())
 
 
@@ -360,6 +361,8 @@ def capitalize_place(text: str) -> str:
     for word in text.split():
         if word in ("of", "de", "la", "the", "and"):
             words.append(word)
+        elif word in _ABBREVIATIONS:
+            words.append(word.capitalize())
         elif word in _ACRONYMS or (len(word) <= 4 and word.isalpha() and not set(word) & _VOWELS):
             words.append(word.upper())
         else:

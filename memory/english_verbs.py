@@ -129,8 +129,20 @@ def _grow(reading: Reading, verb: str) -> None:
         place(reading, "from", "grow up", "in", updates=False)
 
 
+#: How or when someone works, said before where or as what ("I work nights at ...").
+_WORK_MANNER = frozenset(
+    "part-time full-time freelance nights days weekends evenings mornings shifts mostly"
+    " mainly currently now still also".split()
+)
+
+
 def _work(reading: Reading, verb: str) -> None:
     phrase = reading.phrase
+    while True:  # "I work part time nights at ..."
+        if not (phrase.take("part", "time") or phrase.take("full", "time")):
+            if phrase.peek() not in _WORK_MANNER:
+                break
+            phrase.pos += 1
     prep = phrase.peek()
     if prep in ("at", "for"):
         phrase.pos += 1

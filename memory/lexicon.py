@@ -333,11 +333,13 @@ def gerund(verb: str) -> str:
     if verb.endswith("e") and not verb.endswith(("ee", "ye", "oe")) and len(verb) > 2:
         return verb[:-1] + "ing"
     vowels = "aeiou"
+    # One syllable ending consonant-vowel-consonant doubles: run, swim, stop, shop, jog.
     if (
-        len(verb) == 3
-        and verb[0] not in vowels
-        and verb[1] in vowels
-        and verb[2] not in vowels + "wxy"
+        len(verb) in (3, 4)
+        and verb[-3] not in vowels
+        and verb[-2] in vowels
+        and verb[-1] not in vowels + "wxy"
+        and sum(c in vowels for c in verb) == 1
     ):
         return verb + verb[-1] + "ing"
     return verb + "ing"

@@ -100,6 +100,7 @@ def test_every_way_of_naming_the_user_is_one_subject(subject: str | None) -> Non
         ("two cats", "Two Cats", True),
         ("Lisbon", "Porto", False),
         ("北京", "北 京", True),
+        ("Deutsch", "german", True),
         ("", "x", False),
     ],
 )

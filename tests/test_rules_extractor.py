@@ -99,6 +99,10 @@ ENGLISH: dict[str, tuple[str, list[Row]]] = {
                       ("User has a dog called Rex", "has_pet", "a dog called Rex")]),
     "adverb-first": ("i finally quit my job",
                      [("User finally quits their job", "quit", "their job")]),
+    "work-manner": ("I work part time as a dental hygienist",
+                    [("User works as a dental hygienist", "occupation", "dental hygienist")]),
+    "stopped-swimming": ("I stopped swimming",
+                         [("User no longer swims", "habit", "swimming")]),
     "the-country": ("we moved to the netherlands",
                     [("User lives in the Netherlands", "lives_in", "the Netherlands")]),
 }
@@ -209,6 +213,13 @@ def test_a_move_to_what_is_no_place_is_no_new_home_and_a_capital_no_name(text: s
             id="relative-s-is",
         ),
         pytest.param(
+            "my coworker priya is gluten free",
+            "User's coworker Priya is gluten-free",
+            "Priya",
+            "coworker",
+            id="two-word-diet",
+        ),
+        pytest.param(
             "My friend Tom loves heavy metal.",
             "User's friend Tom loves heavy metal",
             "Tom",
@@ -257,6 +268,8 @@ def test_facts_about_other_people_are_about_them(
         pytest.param("I want to ask you something", id="request"),
         pytest.param("I just love working weekends 🙃", id="ironic-emoji"),
         pytest.param("Translate 'I am into jazz' into Italian.", id="quote-then-into"),
+        pytest.param("how do i dry out a keyboard", id="question-without-mark"),
+        pytest.param("ordering lunch for the team is a puzzle", id="gerund-subject"),
         pytest.param("I like it", id="pointer"),
         pytest.param("I like that you asked", id="pointer-clause"),
         pytest.param("my coworker keeps saying I should move to Seattle", id="reported"),
