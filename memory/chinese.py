@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from memory.chinese_verbs import PARTICLES, RELATIONS, VERBS, State, clean
+from memory.chinese_verbs import PARTICLES, RELATIONS, VERBS, State, clean, name_of
 from memory.clauses import Clause
 from memory.statements import USER, People, Speaker, Statement
 
@@ -42,7 +42,7 @@ _TIME = (
     r"每天|每周|每个?月|每个?周末|周末|平时|平常|早上|晚上|中午|下午|上午|现在|最近|目前|如今|"
     r"上个?月|上周|上个星期|去年|今年|前年|前几天|前段时间|这几年|这些年|这段时间|刚刚|刚|已经|一直|"
     r"经常|总是|偶尔|有时候|有时|天天|常常|通常|一般|以前|之前|过去|原来|曾经|小时候|终于|马上|"
-    r"下班后?|上班前|工作日|以后|后来|开始|又|"
+    r"下班后?|上班前|工作日|以后|后来|开始|又|睡前|饭后|饭前|早饭|午饭|晚饭|"
     r"\d+年|[一二三四五六七八九十两]+年前?|每周[一二三四五六日天]|周[一二三四五六日末]|"
     r"星期[一二三四五六日天]"
 )
@@ -51,7 +51,10 @@ _ADVERB = (
     r"也|还|都|很|非常|特别|真的|真|超级|超|挺|蛮|确实|本来|基本上|比较|更|就|又|正在|会|居然|自己|"
     r"(?:辞职|离职)了?(?:出来)?|倒是|倒|要(?=[喝吃去做看听玩打跑])|"
     r"[\u4e00-\u9fff]{1,3}[上里](?=还|也|又|都|养|有|种)|"
-    r"在(?=学|读|做|写|练)"
+    r"在(?=学|读|做|写|练)|"
+    # who with: 跟同事去打羽毛球, 和朋友一起爬山
+    r"[跟和与](?:同事|朋友|家人|老公|老婆|男朋友|女朋友|对象|孩子|爸妈|父母|室友|同学|闺蜜|"
+    r"兄弟|家里人)们?(?:一起)?|一起"
 )
 
 _LEAD = re.compile(r"^(?:" + _TIME + "|" + _ADVERB + r")")
@@ -111,9 +114,10 @@ _NAME_END = re.compile(r"是|在|住|喜欢|爱|叫|今年|也|很|会|有|做|�
 #: verb is one people use about themselves.
 _IMPLIED = Speaker(name="\u6211", relation="\u6211")
 
+_NAMED_AFTER = re.compile(r",(?:名字)?叫(?P<v>[\u4e00-\u9fffA-Za-z]{1,4})$")
 _SELF_REPORTS = frozenset(
-    "lives employer allergic allergic-of keeps consume switch quit status school opened learns"
-    " hobby likes where".split()
+    "lives employer employer-role allergic allergic-of keeps consume switch quit status school"
+    " graduated opened learns hobby likes where age".split()
 )
 _ADJECTIVES = re.compile(r"^(?:最好的|最要好的|好)")
 _RELATION_START = "|".join(RELATIONS)
@@ -146,6 +150,8 @@ def _subject(clause: Clause, people: People) -> tuple[Speaker, str] | str | None
         rest = re.sub(r"[了啊呢吧]+$", "", text[at + 1 :])
         if re.search(r"(?:学|玩|弹|打|吃|喝|练|做|戒|去|看|听)$", rest):
             return people.meet(USER), rest + lead
+        if rest.endswith(("过敏", "不耐受")):  # 花粉我也过敏: allergic to the topic
+            return people.meet(USER), "对" + lead + re.sub(r"^(?:也|还|都|真的|特别|很)+", "", rest)
     if at >= 0 and (len(lead) <= 6 and timed):
         rest = text[at + 1 :]
         rest = re.sub(r"^们?家在", "住在", rest)  # 我家在成都: where the user lives
@@ -167,11 +173,16 @@ def _subject(clause: Clause, people: People) -> tuple[Speaker, str] | str | None
         if rest.startswith("自己"):
             rest = rest[2:]
         return people.meet(USER), lead + rest
+    if at < 0 and text.startswith(tuple(RELATIONS)) and "的" not in text[:3]:
+        return _relation(text, people)  # 老公是医生, 对象是大学同学: 我 left out
     if text.startswith(("他", "她", "它")):
         return (people.other, text[1:]) if people.other is not None else None
     if at < 0 and clause.follows and people.last is not None:
         return people.last, text
     if at < 0 and not clause.follows and not text.startswith(("你", "您")):
+        for word, predicate in _ATTRIBUTES.items():  # 工作是做电商运营: 我的 left out
+            if text.startswith(word + "是"):
+                return predicate + ":" + text[len(word) :]
         return _IMPLIED, text
     return None
 
@@ -273,12 +284,17 @@ def chinese_statements(clause: Clause, people: People) -> list[Statement]:
     rest = PARTICLES.sub("", _lead(rest, state))
     if not rest or "你" in rest:
         return []
+    named = _NAMED_AFTER.search(rest) if not speaker.is_user else None
+    if named is not None and named.start():  # 我对象是大学同学,叫陈默: then their name
+        rest = rest[: named.start()]
     for name, pattern, handler in VERBS:
         match = pattern.match(rest)
         if match is not None:
             if implied and name not in _SELF_REPORTS:
                 return []
             found_now = handler(match, state)
+            if named is not None and named.start():
+                found_now += name_of(named, state)
             if state.people_other is not None:
                 people.meet(state.people_other)
                 people.last = state.people_other if not speaker.is_user else speaker

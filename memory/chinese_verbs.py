@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from memory.statements import Speaker, Statement
 
-__all__ = ["PARTICLES", "RELATIONS", "VERBS", "State", "clean"]
+__all__ = ["PARTICLES", "RELATIONS", "VERBS", "State", "clean", "name_of"]
 
 
 PARTICLES = re.compile(r"[了啊呢吧哦呀嘛啦的喔哟]+$")
@@ -157,7 +157,8 @@ def _copula(m: re.Match[str], s: State) -> list[Statement]:
     return []
 
 
-def _name(m: re.Match[str], s: State) -> list[Statement]:
+def name_of(m: re.Match[str], s: State) -> list[Statement]:
+    """叫X: the speaker's name (a person's, who is met by it)."""
     name = clean(m["v"])
     if not (1 <= len(name) <= 4):
         return []
@@ -280,16 +281,25 @@ def _goal(m: re.Match[str], s: State) -> list[Statement]:
 
 
 def _status(m: re.Match[str], s: State) -> list[Statement]:
-    status = {"结婚": "已婚", "单身": "单身", "离婚": "离婚", "订婚": "订婚", "离异": "离婚"}[
-        m["v"]
-    ]
+    status = _STATUSES[m["v"]]
+    said = f"{s.speaker.chinese()}{m['v']}了" if status not in ("单身", "恋爱中") else ""
     return _one(
-        s,
-        "relationship_status",
-        status,
-        f"{s.speaker.chinese()}{m['v']}了" if status != "单身" else f"{s.speaker.chinese()}单身",
-        updates=True,
+        s, "relationship_status", status, said or f"{s.speaker.chinese()}{status}", updates=True
     )
+
+
+_STATUSES = {
+    "结婚": "已婚",
+    "单身": "单身",
+    "离婚": "离婚",
+    "订婚": "订婚",
+    "离异": "离婚",
+    "脱单": "恋爱中",
+    "谈恋爱": "恋爱中",
+    "恋爱": "恋爱中",
+    "有对象": "恋爱中",
+    "分手": "单身",
+}
 
 
 def _where(m: re.Match[str], s: State) -> list[Statement]:
@@ -344,11 +354,16 @@ def _general(m: re.Match[str], s: State) -> list[Statement]:
 _P = r"(?P<v>.+)"
 
 _VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
-    ("status", r"(?P<v>结婚|单身|离婚|订婚|离异)", _status),
+    ("status", r"(?P<v>结婚|单身|离婚|订婚|离异|脱单|谈恋爱|恋爱|有对象|分手)", _status),
     ("lives", r"(?P<verb>住在|住|搬到了?|搬去了?|搬来了?|搬家到了?)" + _P, _lives),
     ("from", r"(?:来自|是从)(?P<v>.+?)(?:来的)?$", _from),
-    ("name", r"(?:叫|名字叫|名字是)" + _P, _name),
-    ("age", r"(?:今年)?(?P<v>\d{1,3}|[一二三四五六七八九十两]{1,3})岁", _age),
+    ("name", r"(?:叫|名字叫|名字是)" + _P, name_of),
+    (
+        "age",
+        r"(?:今年(?=\d{1,3}(?!\d))|(?=(?:\d{1,3}|[一二三四五六七八九十两]{1,3})岁)|(?=\d{1,2}$))"
+        r"(?P<v>\d{1,3}|[一二三四五六七八九十两]{1,3})岁?",
+        _age,
+    ),
     (
         "employer",
         r"(?P<chg>换到|跳槽到|去了?)?在?(?P<v>[^做当]+?)(?P<verb>工作|上班|实习|干了?|打工)"

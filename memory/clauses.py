@@ -68,7 +68,7 @@ _RELATIVE_IS = (
 _SENTENCE_END = re.compile(
     r"(?<=[.!?;])\s+|(?<=[\u2600-\u27bf\U0001f300-\U0001faff])\s+(?!(?:and|or|plus)\b)|(?<=[\u3002\uff01\uff1f\uff1b])|\n+|(?<=[!?])(?=\S)|\s+[-\u2013\u2014]+\s+"
 )
-_ZH_CONJUNCTION = "但是|但|可是|不过|所以|因为|而且|然后|并且|而是|另外"
+_ZH_CONJUNCTION = "但是|但|可是|不过|所以|因为|而且|然后|并且|而是|另外|不然|否则|要不然"
 _CLAUSE_BREAK = re.compile(
     r"\s*[,:\uff0c\uff1a\u3001]\s*(?=(?:and\s+|but\s+|so\s+|also\s+)?(?:I|we|my|our|he|she|they)\b)"
     r"|,?\s+(?:and|plus)\s+(?=(?:also\s+|now\s+|then\s+)?(?:I|we|my|our|he|she|they)\b)"

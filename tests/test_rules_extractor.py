@@ -314,6 +314,14 @@ def test_a_list_gives_one_fact_per_item_and_compounds_stay_whole() -> None:
 # fmt: off
 CHINESE: dict[str, tuple[str, list[Row]]] = {
     "likes": ("我喜欢喝绿茶。", [("用户喜欢喝绿茶", "likes", "喝绿茶")]),
+    "implied-with-whom": ("周末一般跟同事去打羽毛球",
+                          [("用户周末一般跟同事打羽毛球", "hobby", "羽毛球")]),
+    "topic-allergy": ("另外花粉我也过敏", [("用户对花粉过敏", "allergic_to", "花粉")]),
+    "bare-age": ("我今年28，目前单身", [("用户28岁", "age", "28"),
+                                     ("用户单身", "relationship_status", "单身")]),
+    "dating": ("我脱单啦", [("用户恋爱中", "relationship_status", "恋爱中")]),
+    "implied-attribute": ("工作是做电商运营",
+                          [("用户的工作是做电商运营", "occupation", "做电商运营")]),
     "time-first": ("周末我喜欢去爬山。", [("用户周末喜欢去爬山", "likes", "去爬山")]),
     "live": ("我住在上海。", [("用户住在上海", "lives_in", "上海")]),
     "moved": ("我上个月搬到北京了。", [("用户住在北京", "lives_in", "北京")]),
