@@ -39,16 +39,15 @@ _FILLER = re.compile(
 )
 
 _TIME = (
-    r"每天|每周|每个?月|每个?周末|周末|平时|平常|早上|晚上|中午|下午|上午|现在|最近|目前|如今|"
+    r"每天|每周[一二三四五六日天]?|每个?月|每个?周末|周末|平时|平常|早上|晚上|中午|下午|上午|现在|最近|目前|如今|"
     r"上个?月|上周|上个星期|去年|今年|前年|前几天|前段时间|这几年|这些年|这段时间|刚刚|刚|已经|一直|"
     r"经常|总是|偶尔|有时候|有时|天天|常常|通常|一般|以前|之前|过去|原来|曾经|小时候|终于|马上|"
     r"下班后?|上班前|工作日|以后|后来|开始|又|睡前|饭后|饭前|早饭|午饭|晚饭|"
-    r"\d+年|[一二三四五六七八九十两]+年前?|每周[一二三四五六日天]|周[一二三四五六日末]|"
-    r"星期[一二三四五六日天]"
+    r"\d+年|[一二三四五六七八九十两]+年前?|周[一二三四五六日末]|星期[一二三四五六日天]"
 )
 
 _ADVERB = (
-    r"也|还|都|很|非常|特别|真的|真|超级|超|挺|蛮|确实|本来|基本上|比较|更|就|又|正在|会|居然|自己|"
+    r"还是(?=在|住|喜欢|做|当)|也|还|都|很|非常|特别|真的|真|超级|超|挺|蛮|确实|本来|基本上|比较|更|就|又|正在|会|居然|自己|"
     r"(?:辞职|离职)了?(?:出来)?|倒是|倒|要(?=[喝吃去做看听玩打跑])|"
     r"[\u4e00-\u9fff]{1,3}[上里](?=还|也|又|都|养|有|种)|"
     r"在(?=学|读|做|写|练)|"
@@ -116,8 +115,8 @@ _IMPLIED = Speaker(name="\u6211", relation="\u6211")
 
 _NAMED_AFTER = re.compile(r",(?:名字)?叫(?P<v>[\u4e00-\u9fffA-Za-z]{1,4})$")
 _SELF_REPORTS = frozenset(
-    "lives employer employer-role allergic allergic-of keeps consume switch quit status school"
-    " graduated opened learns hobby likes where age".split()
+    "lives lives-rent employer employer-role allergic allergic-of keeps consume switch quit"
+    " status school graduated opened learns class pet-named hobby likes where age".split()
 )
 _ADJECTIVES = re.compile(r"^(?:最好的|最要好的|好)")
 _RELATION_START = "|".join(RELATIONS)

@@ -140,6 +140,8 @@ def _employer(m: re.Match[str], s: State) -> list[Statement]:
 
 def _copula(m: re.Match[str], s: State) -> list[Statement]:
     value = clean(m["v"])
+    if value in ("学生", "大学生", "研究生", "博士生", "高中生", "初中生", "小学生", "留学生"):
+        return _one(s, "occupation", value, _say(s, "是", value), updates=s.change)
     if studied := re.fullmatch(r"(?:学|读)(.+?)(?:专业)?的?", value):  # 是学法律的
         subject = studied.group(1)
         return _one(s, "studies", subject, f"{s.speaker.chinese()}学{subject}")
@@ -310,9 +312,16 @@ def _where(m: re.Match[str], s: State) -> list[Statement]:
         return _one(s, "employer", where, f"{s.speaker.chinese()}不再在{where}工作")
     if re.search(r"(?:队|公司|医院|学校|单位|部门|店|厂|所|局|院)$", where) and not s.negated:
         return _one(s, "employer", where, f"{s.speaker.chinese()}在{where}", updates=s.change)
-    if s.change and not s.negated:
-        return _one(s, "lives_in", where, f"{s.speaker.chinese()}住在{where}", updates=True)
+    if (s.change or _PLACE_NAME.fullmatch(where)) and not s.negated:
+        # 现在在深圳, 我自己在重庆: where the user is (not 在路上, 在外面, 在家里)
+        return _one(s, "lives_in", where, f"{s.speaker.chinese()}住在{where}", updates=s.change)
     return []
+
+
+#: A place name after 在: not a position (路上, 外面, 楼下) or a pointer (这里, 那儿).
+_PLACE_NAME = re.compile(
+    r"(?!这|那|哪|外|家|楼|车|路|床|屋|网)[\u4e00-\u9fff]{2,6}(?<![上里边面下中前后儿])"
+)
 
 
 def _health(m: re.Match[str], s: State) -> list[Statement]:
@@ -433,6 +442,7 @@ _VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
     ("goal", r"(?P<verb>想要|想|打算|计划|希望|准备|要)" + _P, _goal),
     ("copula", r"(?:是|做|当)" + _P, _copula),
     ("zodiac", r"(?P<v>属.)", _copula),
+    ("lives-rent", r"在(?P<v>[^做当工上读学住]{2,8}?)(?P<verb>)(?:租房子?|租)?住$", _lives),
     ("where", r"在(?P<v>[^做当工上读学住]{2,8})$", _where),
     (
         "hobby",
