@@ -165,9 +165,16 @@ def copula(reading: Reading, verb: str) -> None:
     """What follows am / is / was: the largest family of facts."""
     phrase = reading.phrase
     group = reading.group
-    while phrase.peek() in _ADVERBS:
-        group.change |= phrase.peek() in ("now", "newly", "officially", "finally")
-        phrase.pos += 1
+    while True:  # "am (really) not (a) vegan anymore", "am no longer married"
+        if phrase.peek() in _ADVERBS:
+            group.change |= phrase.peek() in ("now", "newly", "officially", "finally")
+            phrase.pos += 1
+        elif phrase.take("not") or phrase.take("never"):
+            group.negated = True
+        elif phrase.take("no", "longer"):
+            group.negated = group.change = True
+        else:
+            break
     word = phrase.peek()
     if word == "from":
         phrase.pos += 1

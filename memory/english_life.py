@@ -6,6 +6,8 @@ kept apart so that module stays the table and its general readings.
 
 from __future__ import annotations
 
+import re
+
 from memory.english_copula import have
 from memory.english_facts import diet
 from memory.english_phrase import Reading, detail, pointer, say
@@ -88,11 +90,20 @@ def dating(reading: Reading) -> None:
         reading.emit("relationship_status", f"dating {partner}", content)
 
 
+_GROUPS = frozenset("band band's group team club company duo trio choir crew".split())
+_PARTNERS = frozenset(
+    "girlfriend boyfriend partner wife husband ex fiance fiancee relationship dating".split()
+)
+
+
 def break_up(reading: Reading, verb: str) -> None:
     """ "(Mia and) I broke up (with Mia)": single again."""
     phrase = reading.phrase
     if not phrase.take("up"):
         return
+    words = set(re.findall(r"[a-z']+", reading.message.casefold()))
+    if words & _GROUPS and not words & _PARTNERS:
+        return  # "the band split up": a group, not a couple
     reading.group.past = False
     shown = "single"
     if phrase.take("with"):

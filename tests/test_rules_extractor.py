@@ -165,6 +165,16 @@ def test_moves_and_job_changes_are_updates_however_they_are_phrased(
             "alcohol",
             id="stopped",
         ),
+        pytest.param(
+            "i'm not vegan anymore", "User is no longer vegan", "diet", "vegan", id="not-be"
+        ),
+        pytest.param(
+            "I am no longer married",
+            "User is no longer married",
+            "relationship_status",
+            "married",
+            id="no-longer-be",
+        ),
         pytest.param("我不再喝咖啡了", "用户不再喝咖啡", "drinks", "咖啡", id="zh-no-longer"),
         pytest.param("我以前住在杭州", "用户以前住在杭州", "lives_in", "杭州", id="zh-before"),
         pytest.param("我戒烟了", "用户戒了烟", "habit", "烟", id="zh-quit"),
@@ -180,6 +190,13 @@ def test_negation_retraction_and_past_tense_give_negated_facts(
         value,
         True,
     )
+
+
+def test_a_band_that_split_up_is_no_break_up() -> None:
+    found = extract_facts("band's done, we split up last month")
+    assert [f for f in found if f.predicate == "relationship_status"] == []
+    [single] = extract_facts("me and my girlfriend split up")
+    assert (single.predicate, single.value) == ("relationship_status", "single")
 
 
 @pytest.mark.parametrize(
