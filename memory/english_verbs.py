@@ -187,6 +187,9 @@ def _start(reading: Reading, verb: str) -> None:
             reading.emit("hobby", found, content, updates=False)
 
 
+_SCHOOLS = frozenset("school university uni college academy programme program conservatory".split())
+
+
 def _get(reading: Reading, verb: str) -> None:
     phrase = reading.phrase
     group = reading.group
@@ -206,6 +209,15 @@ def _get(reading: Reading, verb: str) -> None:
     elif phrase.take("promoted", "to"):
         group.past = False
         occupation(reading, "be", "", updates=True)
+    elif phrase.take("into"):  # "got into med school" (a place), "got into knitting" (a taste)
+        found = read_value(phrase)
+        if not found or pointer(found):
+            return
+        group.past = False
+        if _SCHOOLS.intersection(found.casefold().split()) or found[:1].isupper():
+            reading.emit("school", found, say(reading, "study", "at " + found), updates=True)
+        else:
+            reading.emit("likes", found, say(reading, "be", "into " + found))
     elif any(w in PETS for w in phrase.low[phrase.pos : phrase.pos + 4]):
         group.past = False
         have(reading, "have")

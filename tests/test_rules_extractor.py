@@ -103,6 +103,9 @@ ENGLISH: dict[str, tuple[str, list[Row]]] = {
                     [("User works as a dental hygienist", "occupation", "dental hygienist")]),
     "stopped-swimming": ("I stopped swimming",
                          [("User no longer swims", "habit", "swimming")]),
+    "got-into-school": ("I got into Oxford", [("User studies at Oxford", "school", "Oxford")]),
+    "got-into-taste": ("I got into knitting last winter",
+                       [("User is into knitting", "likes", "knitting")]),
     "the-country": ("we moved to the netherlands",
                     [("User lives in the Netherlands", "lives_in", "the Netherlands")]),
 }
