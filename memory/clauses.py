@@ -72,7 +72,7 @@ _ZH_CONJUNCTION = "但是|但|可是|不过|所以|因为|而且|然后|并且|�
 _CLAUSE_BREAK = re.compile(
     r"\s*[,:\uff0c\uff1a\u3001]\s*(?=(?:and\s+|but\s+|so\s+|also\s+)?(?:I|we|my|our|he|she|they)\b)"
     r"|,?\s+(?:and|plus)\s+(?=(?:also\s+|now\s+|then\s+)?(?:I|we|my|our|he|she|they)\b)"
-    r"|,?\s*\b(?:but|so|because|although|though|whereas|except)\b\s*"
+    r"|,?\s*\b(?:but|so|because|although|though|whereas|except)\b\s*|,\s+then\s+"
     # "Handed in my notice and started at Ocado": a second verb in the past, same subject.
     r"|,?\s+and\s+(?=(?:then |also |just |finally )?(?:[a-z]{3,}ed|got|went|took|left|quit"
     r"|began|became|joined|moved)\b)"
@@ -250,6 +250,21 @@ def _run_ons(sentence: str) -> list[str]:
     return pieces
 
 
+#: "my routine is pretty fixed: swim at 6:30, then work 9 to 5": the verbs after it are
+#: the user's, said without "I".
+_ROUTINE = re.compile(
+    r"\bmy (?:daily |usual |weekly |morning |typical )?(?:routine|day|days|schedule|week"
+    r"|weekdays|weekends|mornings|evenings)\b[^:]*:",
+    re.IGNORECASE,
+)
+
+
+def _bare_is_mine(piece: str) -> str:
+    words = re.sub(r"^(?:and then|then|and|also|plus)\s+", "", piece, flags=re.IGNORECASE)
+    first = words.split(" ", 1)[0].casefold()
+    return "I " + words if first in VERBS and lemma(first) == first else piece
+
+
 def clauses(text: str) -> list[Clause]:
     """The clauses of ``text`` in order (see the module docstring)."""
     out: list[Clause] = []
@@ -266,9 +281,12 @@ def clauses(text: str) -> list[Clause]:
             continue  # "I'm definitely a morning person 🙄"
         body = _reorder(sentence.rstrip(".!?;\u3002\uff01\uff1f\uff1b "))
         previous = ""
+        routine = _ROUTINE.search(body) is not None
         for part in _CLAUSE_BREAK.split(body):
             for piece in _run_ons(part) if part else ():
                 piece = piece.strip(" \"'()[]")
+                if routine and previous:
+                    piece = _bare_is_mine(piece)
                 if piece:
                     out.append(Clause(piece, question, previous))
                     previous = piece

@@ -195,6 +195,14 @@ def test_negation_retraction_and_past_tense_give_negated_facts(
     )
 
 
+def test_the_verbs_after_my_routine_colon_are_the_users() -> None:
+    found = extract_facts("my routine is fixed: swim at 6:30 every morning, then work 9 to 5")
+    assert [f.content for f in found] == [
+        "User swims at 6:30 every morning",
+        "User works 9 to 5",
+    ]
+
+
 def test_a_band_that_split_up_is_no_break_up() -> None:
     found = extract_facts("band's done, we split up last month")
     assert [f for f in found if f.predicate == "relationship_status"] == []
