@@ -429,6 +429,11 @@ _VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
         _likes,
     ),
     ("keeps", r"(?P<verb>养了|养|有)" + _P, _keeps),
+    (
+        "adopted",
+        r"(?P<verb>捡了|捡到了?|领养了?|收养了?|买了)(?P<v>[^,]*(?:猫|狗|鸟|鱼|兔|仓鼠|龟|鹦鹉).*)",
+        _keeps,
+    ),
     ("speaks", r"(?P<verb>会说|会讲|能说|说|讲)" + _P, _speaks),
     (
         "school-now",

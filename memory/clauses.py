@@ -77,7 +77,7 @@ _CLAUSE_BREAK = re.compile(
     r"|,?\s+and\s+(?=(?:then |also |just |finally )?(?:[a-z]{3,}ed|got|went|took|left|quit"
     r"|began|became|joined|moved)\b)"
     r"|[\uff0c,\u3001]?(?:" + _ZH_CONJUNCTION + r")"
-    r"|[\uff0c\uff1a]|:\s|(?<=[\u3400-\u9fff]),(?!叫|名叫|一只|一个|一条)|,(?=[\u3400-\u9fff])(?!叫|名叫|一只|一个|一条)",
+    r"|[\uff0c\uff1a]|:\s|(?<=[\u3400-\u9fff]),(?!叫|名叫|取名|起名|一只|一个|一条)|,(?=[\u3400-\u9fff])(?!叫|名叫|取名|起名|一只|一个|一条)",
 )
 #: Words after which an "I" goes on the same clause ("the music I like", "she said I").
 _JOINS_NEXT_I = frozenset(

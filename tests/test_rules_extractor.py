@@ -349,6 +349,8 @@ CHINESE: dict[str, tuple[str, list[Row]]] = {
                                      ("用户单身", "relationship_status", "单身")]),
     "dating": ("我脱单啦", [("用户恋爱中", "relationship_status", "恋爱中")]),
     "student": ("我还是学生", [("用户是学生", "occupation", "学生")]),
+    "adopted-named": ("上周又捡了一只小狗，取名叫豆包",
+                      [("用户上周捡了一只小狗，取名叫豆包", "has_pet", "一只小狗,取名叫豆包")]),
     "bare-where": ("我自己在重庆", [("用户住在重庆", "lives_in", "重庆")]),
     "renting": ("目前还是在西安租房住", [("用户还是住在西安", "lives_in", "西安")]),
     "implied-attribute": ("工作是做电商运营",
