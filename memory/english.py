@@ -209,7 +209,12 @@ def _partner_and(words: list[str]) -> bool:
 def _next_verb(phrase: Phrase) -> str:
     """The first word after the current one that is not an adverb."""
     offset = 1
-    while phrase.peek(offset) in ADVERBS or phrase.peek(offset) in ("properly", "both", "never"):
+    while phrase.peek(offset) in ADVERBS or phrase.peek(offset) in (
+        "properly",
+        "both",
+        "never",
+        "not",
+    ):
         offset += 1
     return phrase.peek(offset)
 

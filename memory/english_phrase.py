@@ -405,6 +405,8 @@ def say(reading: Reading, verb: str, tail: str, *, state: bool = True) -> str:
         form = f"previously {past(verb)}"
     elif group.negated and group.change:
         form = f"no longer {third_person(verb)}"
+    elif group.negated and verb in ("have", "have been"):
+        form = "has not" if verb == "have" else "has not been"
     elif group.negated:
         form = f"doesn't {verb}"
     elif group.ability:

@@ -126,7 +126,7 @@ def _move(reading: Reading, verb: str) -> None:
 def _grow(reading: Reading, verb: str) -> None:
     if reading.phrase.take("up", "in") or reading.phrase.take("up", "on"):
         reading.group.past = False
-        place(reading, "from", "grow up", "in", updates=False)
+        place(reading, "from", "grew up", "in", updates=False)
 
 
 #: How or when someone works, said before where or as what ("I work nights at ...").

@@ -305,7 +305,11 @@ def lemma(word: str) -> str:
 
 
 def third_person(verb: str) -> str:
-    """``live`` -> ``lives``, ``watch`` -> ``watches``, ``study`` -> ``studies``."""
+    """``live`` -> ``lives``, ``watch`` -> ``watches``, ``study`` -> ``studies``; a phrase
+    by its first word (``have been`` -> ``has been``)."""
+    head, space, rest = verb.partition(" ")
+    if space:  # a past form stays as it is ("grew up")
+        return verb if lemma(head) != head else f"{third_person(head)} {rest}"
     if verb in _IRREGULAR:
         return _IRREGULAR[verb][0]
     if verb.endswith(("s", "sh", "ch", "x", "z", "o")):
