@@ -440,6 +440,11 @@ _VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
         r"(?P<v>(?:大|高|初|研)[一二三四])$",
         lambda m, s: _one(s, "school", m["v"], f"{s.speaker.chinese()}{m['v']}"),
     ),
+    (
+        "studied",
+        r"(?:学|读)的(?:专业)?是(?P<v>.+)",
+        lambda m, s: _one(s, "studies", clean(m["v"]), f"{s.speaker.chinese()}学{clean(m['v'])}"),
+    ),
     ("learns", r"(?:在学|学习|学)" + _P, _learns),
     ("consume", r"(?P<verb>喝|吃)" + _P, _consumes),
     ("switch", r"(?:改|换成|改成)" + _P, _switch),

@@ -16,7 +16,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from memory.lexicon import RELATIONS, VERBS, lemma
+from memory.lexicon import PETS, RELATIONS, VERBS, lemma
 from memory.tokens import is_cjk
 
 __all__ = ["Clause", "clauses", "normalize"]
@@ -47,7 +47,7 @@ _CONTRACTIONS = (
 )
 _CONTRACTION_RES = tuple((re.compile(p, re.IGNORECASE), r) for p, r in _CONTRACTIONS)
 
-_RELATION = "|".join(sorted(RELATIONS, key=len, reverse=True))
+_RELATION = "|".join(sorted(RELATIONS | PETS, key=len, reverse=True))
 #: "my husband's allergic to dogs": the relative's "'s" is "is" (or "has" before "been")
 #: when what follows is no noun it could own ("my son's dog" stays).
 _RELATIVE_IS = (
@@ -55,7 +55,7 @@ _RELATIVE_IS = (
     (
         re.compile(
             rf"\b((?:my|our) (?:{_RELATION}))'s (?=(?:a|an|the|not|from|in|at|into|so|very"
-            r"|really|super|also|still|now|always|never|just|allergic|obsessed|mad|crazy"
+            r"|really|super|also|still|now|always|never|just|allergic|obsessed|mad|crazy|called|named"
             r"|married|single|divorced|engaged|pregnant|retired|vegan|vegetarian|\d+"
             r"|(?!wedding|building|ring|thing|evening|morning|meeting|painting|sibling)\w+ing"
             r"|\w{3,}ed)\b)",

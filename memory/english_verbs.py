@@ -132,7 +132,7 @@ def _grow(reading: Reading, verb: str) -> None:
 #: How or when someone works, said before where or as what ("I work nights at ...").
 _WORK_MANNER = frozenset(
     "part-time full-time freelance nights days weekends evenings mornings shifts mostly"
-    " mainly currently now still also".split()
+    " mainly currently now still also remote remotely".split()
 )
 
 
@@ -165,11 +165,16 @@ def _work(reading: Reading, verb: str) -> None:
         _generic(reading, verb)
 
 
+_NEW_JOB = frozenset(
+    "a my new job position role gig post working work full-time part-time permanent".split()
+)
+
+
 def _start(reading: Reading, verb: str) -> None:
     """start / begin / join / get (a job): a new employer, role or activity."""
     phrase = reading.phrase
     reading.group.past = False
-    phrase.skip(frozenset(("a", "my", "new", "job", "position", "role", "working", "work")))
+    phrase.skip(_NEW_JOB)
     if phrase.take("with") or phrase.take("at") or phrase.take("for"):
         employer(reading, "at", updates=True)
     elif phrase.take("as"):
