@@ -116,7 +116,8 @@ _IMPLIED = Speaker(name="\u6211", relation="\u6211")
 _NAMED_AFTER = re.compile(r",(?:名字)?叫(?P<v>[\u4e00-\u9fffA-Za-z]{1,4})$")
 _SELF_REPORTS = frozenset(
     "lives lives-rent employer employer-role allergic allergic-of keeps consume switch quit"
-    " status school graduated opened learns studied class pet-named adopted hobby likes where age".split()
+    " status school graduated opened learns studied class pet-named adopted hobby likes where"
+    " age".split()
 )
 _ADJECTIVES = re.compile(r"^(?:最好的|最要好的|好)")
 _RELATION_START = "|".join(RELATIONS)
