@@ -41,6 +41,7 @@ from server.adapters.lance_messages import (
     COLUMNS,
     EMBEDDER_KEY,
     NEWEST_FIRST,
+    TERMS_COLUMN,
     JournaledMessages,
     message_of,
     messages_schema,
@@ -156,6 +157,9 @@ class LanceStore:
         if "search_text" not in (await self._messages.schema()).names:
             # Written before search texts existed: who said it, then what (no context).
             await self._messages.add_columns({"search_text": "concat(speaker, ': ', text)"})
+        if TERMS_COLUMN not in (await self._messages.schema()).names:
+            # Written before terms were stored: analyzed when a user's index loads.
+            await self._messages.add_columns({TERMS_COLUMN: "CAST(NULL AS STRING)"})
         self._schema = await self._messages.schema()
         if _WORKING in names:
             self._working = await self._db.open_table(_WORKING)
@@ -173,7 +177,9 @@ class LanceStore:
         )
         await self._facts.open()
         journal = None if self._journal_dir is None else Journal(self._journal_dir, self._dim)
-        self._archive = JournaledMessages(self._messages, self._schema, self._gate, journal)
+        self._archive = JournaledMessages(
+            self._messages, self._schema, self._gate, journal, self._analyzer.analyze
+        )
         self._search.attach(self._archive, self._analyzer, self._dim)
         if replayed := await self._archive.recover():
             _log.info("replayed %d journaled messages into the archive", replayed)

@@ -42,7 +42,12 @@ from server.adapters.lance_cache import (
     with_neighbours,
 )
 from server.adapters.lance_common import PurgeGate, user_filter
-from server.adapters.lance_messages import COLUMNS, JournaledMessages, columns_of
+from server.adapters.lance_messages import (
+    COLUMNS,
+    TERMS_COLUMN,
+    JournaledMessages,
+    columns_of,
+)
 
 __all__ = ["MessageSearch"]
 
@@ -154,7 +159,7 @@ class MessageSearch:
         return entry
 
     async def _read_messages(self, user_id: str) -> MessageEntry:
-        columns = [*COLUMNS, "search_text", "vector"]
+        columns = [*COLUMNS, "search_text", "vector", TERMS_COLUMN]
         where = user_filter(user_id)
         # Journaled ones too: taken before the read, so a flush meanwhile loses none.
         pending, pending_vectors = self._table.pending_vectors(user_id)
@@ -171,7 +176,7 @@ class MessageSearch:
             data["at"] = (pc.cast(part["at"], pa.int64()).to_numpy() / 1e6).tolist()
             vectors = part["vector"].combine_chunks().flatten().to_numpy().reshape(-1, self._dim)
             try:
-                terms = await self._analyze(part["search_text"].to_pylist())
+                terms = await self._stored_terms(part)
             except AnalyzerUnavailable as exc:
                 _log.warning("indexing user %s without full-text terms: %s", user_id, exc)
                 terms = [[] for _ in range(part.num_rows)]
@@ -186,6 +191,22 @@ class MessageSearch:
                 entry.degraded = True
             entry.add(columns_of(pending), pending_vectors, terms)  # skips what the read had
         return entry
+
+    async def _stored_terms(self, part: pa.Table) -> list[list[str]]:
+        """Each row's terms: as stored (``TERMS_COLUMN``), or analyzed now where the row has
+        none (written before terms were stored, or the analyzer failed then). Raises
+        ``AnalyzerUnavailable``."""
+        stored: list[str | None] = part[TERMS_COLUMN].to_pylist()
+        missing = [n for n, joined in enumerate(stored) if joined is None]
+        analyzed: list[list[str]] = []
+        if missing:
+            texts = part["search_text"].take(missing).to_pylist()
+            analyzed = await self._analyze(texts)
+        found = dict(zip(missing, analyzed, strict=True))
+        return [
+            found[n] if joined is None else joined.split(" ") if joined else []
+            for n, joined in enumerate(stored)
+        ]
 
     async def search(
         self,
