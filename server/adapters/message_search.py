@@ -159,13 +159,19 @@ class MessageSearch:
         return entry
 
     async def _read_messages(self, user_id: str) -> MessageEntry:
-        columns = [*COLUMNS, "search_text", "vector", TERMS_COLUMN]
+        columns = [*COLUMNS, "vector", TERMS_COLUMN]
         where = user_filter(user_id)
         # Journaled ones too: taken before the read, so a flush meanwhile loses none.
         pending, pending_vectors = self._table.pending_vectors(user_id)
         table = await self._gate.read(
             self._table.table.query().where(where).select(columns).to_arrow
         )
+        # Search texts are read only for rows stored without terms (they are most of a row).
+        texts: dict[str, str] = {}
+        if table[TERMS_COLUMN].null_count:
+            unanalyzed = self._table.table.query().where(f"{where} AND {TERMS_COLUMN} IS NULL")
+            rows = await self._gate.read(unanalyzed.select(["id", "search_text"]).to_arrow)
+            texts = dict(zip(rows["id"].to_pylist(), rows["search_text"].to_pylist(), strict=True))
         entry = MessageEntry(self._dim)
         entry.index.reserve(table.num_rows)
         for start in range(0, table.num_rows, _LOAD_SLICE):
@@ -176,7 +182,7 @@ class MessageSearch:
             data["at"] = (pc.cast(part["at"], pa.int64()).to_numpy() / 1e6).tolist()
             vectors = part["vector"].combine_chunks().flatten().to_numpy().reshape(-1, self._dim)
             try:
-                terms = await self._stored_terms(part)
+                terms = await self._stored_terms(part, texts)
             except AnalyzerUnavailable as exc:
                 _log.warning("indexing user %s without full-text terms: %s", user_id, exc)
                 terms = [[] for _ in range(part.num_rows)]
@@ -192,16 +198,16 @@ class MessageSearch:
             entry.add(columns_of(pending), pending_vectors, terms)  # skips what the read had
         return entry
 
-    async def _stored_terms(self, part: pa.Table) -> list[list[str]]:
-        """Each row's terms: as stored (``TERMS_COLUMN``), or analyzed now where the row has
-        none (written before terms were stored, or the analyzer failed then). Raises
-        ``AnalyzerUnavailable``."""
+    async def _stored_terms(self, part: pa.Table, texts: dict[str, str]) -> list[list[str]]:
+        """Each row's terms: as stored (``TERMS_COLUMN``), or its search text (in ``texts``,
+        by id) analyzed now where the row has none (written before terms were stored, or
+        the analyzer failed then). Raises ``AnalyzerUnavailable``."""
         stored: list[str | None] = part[TERMS_COLUMN].to_pylist()
         missing = [n for n, joined in enumerate(stored) if joined is None]
         analyzed: list[list[str]] = []
         if missing:
-            texts = part["search_text"].take(missing).to_pylist()
-            analyzed = await self._analyze(texts)
+            ids = part["id"].take(missing).to_pylist()
+            analyzed = await self._analyze([texts.get(i, "") for i in ids])
         found = dict(zip(missing, analyzed, strict=True))
         return [
             found[n] if joined is None else joined.split(" ") if joined else []
