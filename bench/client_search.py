@@ -234,7 +234,6 @@ def main() -> None:
     with gzip.open(args.data, "rt") as file:
         records = json.load(file)
     queries = [r["question"] for r in records]
-    keys = [f"k{i}" for i in range(args.users)]
     result: dict[str, Any] = {"setup": {**machine(), "users": args.users, "warm": args.warm}}
     if args.users:
         _small(result, args, records, queries)
