@@ -31,7 +31,7 @@ from memory.text import indexed_text
 from schemas.records import ArchivedMessage, WorkingMemory
 from schemas.settings import SearchMode
 from server.adapters.journal import Journal
-from server.adapters.lance_analyzer import FTS_TOKENIZER, Analyzer
+from server.adapters.lance_analyzer import FTS_TOKENIZER, Analyzer, AnalyzerUnavailable
 from server.adapters.lance_cache import (
     Budget,
 )
@@ -168,6 +168,10 @@ class LanceStore:
         await self._ensure_indexes()
         # One analyzer for messages and facts: both indexes are icu with positions.
         self._analyzer = Analyzer(self._messages, "search_text")
+        try:
+            await self._analyzer.prepare()  # not on the first search
+        except AnalyzerUnavailable as exc:
+            _log.warning("full-text analyzer unavailable at start: %s", exc)
         self._facts = LanceFacts(
             self._db,
             dim=self._dim,
