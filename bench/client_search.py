@@ -194,10 +194,10 @@ def _big(data_dir: str, records: Sequence[dict[str, Any]], size: int) -> None:
         return
     lines: list[str] = []
     copy = 0
-    while len(lines) < size:
+    while len(lines) < size:  # haystacks share sessions: each copy gets its own ids
         for record in records:
             lines += _turn_lines(record, copy=copy)
-        copy += 1
+            copy += 1
     command = [sys.executable, "-m", "bench.client_search", "--stand-in"]
     with (
         served(_env(0), data_dir=data_dir, command=command) as (address, _),

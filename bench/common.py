@@ -136,7 +136,7 @@ def served(
             yield f"127.0.0.1:{port}", process
         finally:
             process.terminate()
-            process.wait(30)
+            process.wait(300)  # moving a big journal into the table takes a while
 
 
 def plot_curves(
