@@ -125,7 +125,7 @@ def _env(users: int) -> dict[str, str]:
 
 def _rest(address: str, keys: Sequence[str], queries: Sequence[str], warm: int) -> dict[str, Any]:
     """First search of each key's user on a fresh server, then ``warm`` searches."""
-    with httpx.Client(base_url=f"http://{address}", timeout=60) as client:
+    with httpx.Client(base_url=f"http://{address}", timeout=900) as client:
         first = [_search(client, key, queries[i % len(queries)]) for i, key in enumerate(keys)]
         again = [
             _search(client, keys[i % len(keys)], queries[(i * 7 + 3) % len(queries)])
