@@ -54,8 +54,10 @@ __all__ = ["MessageSearch"]
 _log = logging.getLogger("mnemo.store")
 #: Longest the indexing of appended messages holds the event loop between two yields.
 _STEP_SECONDS = 0.002
-#: Rows of a user's messages indexed between two yields to the event loop.
-_LOAD_SLICE = 4096
+#: Rows of a user's messages indexed between two yields to the event loop: indexing
+#: stored terms is all on the loop (~20 us of CPU a row), so a big user's load must not
+#: hold it for long (4096 at a time held it 0.3-2 s on the busy 2-core machine).
+_LOAD_SLICE = 512
 #: Users' messages read from LanceDB at once. A read scans every fragment the ``user_id``
 #: index does not cover yet (~0.3 ms each, up to ``optimize_after_writes`` of them), so
 #: many at once only share the same cores, and their buffers, freed out of order, leave
