@@ -71,7 +71,7 @@ def messages_schema(dim: int, embedder: str) -> pa.Schema:
             pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
             # The search text's terms by the index's analyzer, joined by spaces (a term has
             # none), so loading a user's index analyzes nothing; null: analyze on load.
-            pa.field("terms", pa.string(), nullable=True),
+            pa.field(TERMS_COLUMN, pa.string(), nullable=True),
         ],
         metadata={EMBEDDER_KEY: embedder.encode()},
     )
