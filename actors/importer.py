@@ -79,6 +79,7 @@ async def _import_turns(
         # Checked again in the writer's task: another import may have landed meanwhile.
         rows = [m for m in unseen(await stored()) if m.id in vectors]
         await store.append_messages(rows, [vectors[m.id] for m in rows])
+        deps.writer.journaled(len(rows))  # moved into the table like a session's turns
         return len(rows)
 
     return await deps.writer.call(append)

@@ -159,6 +159,16 @@ class ArchiveWriter:
         result: _T = op.result
         return result
 
+    def journaled(self, rows: int) -> None:
+        """Count ``rows`` appended to the store's journal (by this writer's appends, or by
+        a ``call`` such as an import's), so they move into the table after
+        ``flush_interval`` seconds or ``flush_rows`` rows like every other append."""
+        if self._flush is None or not rows:
+            return
+        if not self._unflushed:
+            self._flush_at = anyio.current_time() + self._flush_interval
+        self._unflushed += rows
+
     def put_working(self, user_id: str, memory: WorkingMemory) -> None:
         """Queue a working-memory snapshot; only the newest per session is written.
 
@@ -350,9 +360,7 @@ class ArchiveWriter:
         if self._flush is None:
             self._mark_dirty()
         else:  # journaled: the table gets them at the next move
-            if not self._unflushed:
-                self._flush_at = anyio.current_time() + self._flush_interval
-            self._unflushed += len(rows)
+            self.journaled(len(rows))
         for op in batch:
             op.done.set()
         self._in_flight = []

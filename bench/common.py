@@ -97,10 +97,14 @@ def rss_kib(pid: int) -> int:
 
 @contextmanager
 def served(
-    env: Mapping[str, str], *, data_dir: str | None = None
+    env: Mapping[str, str],
+    *,
+    data_dir: str | None = None,
+    command: Sequence[str] = (sys.executable, "-m", "server.cli", "serve"),
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """``mnemo serve`` in a child process on a free port; yields (``host:port``, process).
-    Its log goes to the file named by ``MNEMO_BENCH_SERVER_LOG``, if set."""
+    """``mnemo serve`` (or ``command``, which reads the same ``MNEMO_*`` variables) in a
+    child process on a free port; yields (``host:port``, process). Its log goes to the
+    file named by ``MNEMO_BENCH_SERVER_LOG``, if set."""
     port = free_port()
     log_path = os.environ.get("MNEMO_BENCH_SERVER_LOG")
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-") as tmp:
@@ -112,7 +116,7 @@ def served(
         }
         log = open(log_path, "ab") if log_path else None
         process = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "serve"],
+            list(command),
             env=child_env,
             stdout=subprocess.DEVNULL,
             stderr=log or subprocess.DEVNULL,
@@ -132,7 +136,7 @@ def served(
             yield f"127.0.0.1:{port}", process
         finally:
             process.terminate()
-            process.wait(30)
+            process.wait(300)  # moving a big journal into the table takes a while
 
 
 def plot_curves(

@@ -6,6 +6,7 @@ the seeds' defaults so settings can change them and tests can reproduce them.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections.abc import Sequence
@@ -131,13 +132,15 @@ def composite_score(
 _WORDS = re.compile(r"[^\W_]+")
 
 
-def _matches(keyword: str, words: set[str], text: str) -> bool:
+def _matches(keyword: str, words: set[str], ordered: list[str], text: str) -> bool:
     if any(is_cjk(c) for c in keyword):
         return keyword in text
     if len(keyword) <= 4:
         return bool({keyword, keyword + "s", keyword + "es"} & words)
     stem = keyword[: max(4, len(keyword) - 2)]  # "allergic" finds "allergies"
-    return any(word.startswith(stem) for word in words)
+    # The words in order: those starting with the stem begin where it would go.
+    at = bisect.bisect_left(ordered, stem)
+    return at < len(ordered) and ordered[at].startswith(stem)
 
 
 def keyword_coverage(keywords: Sequence[str], text: str) -> float:
@@ -147,7 +150,8 @@ def keyword_coverage(keywords: Sequence[str], text: str) -> float:
         return 0.0
     folded = text.casefold()
     words = set(_WORDS.findall(folded))
-    found = sum(1 for keyword in keywords if _matches(keyword.casefold(), words, folded))
+    ordered = sorted(words)
+    found = sum(1 for keyword in keywords if _matches(keyword.casefold(), words, ordered, folded))
     return found / len(keywords)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Any
 
 import anyio
@@ -10,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from actors.errors import MnemoError
 from actors.keeper import fact_view
 from actors.mailbox import SessionDeps
 from memory.keywords import extract_keywords
@@ -74,7 +76,15 @@ async def search(request: Request, user_id: str) -> Response:
             relevance = round(answer_relevance(near.get(message.id), coverage), 6)
             found["turns"].append({**item, "kind": "turn", "score": score, "relevance": relevance})
 
+    async def embedded() -> None:
+        with suppress(MnemoError):  # the searches that need it raise it themselves
+            await vector()
+
     async with anyio.create_task_group() as tg:
+        # The embedding starts now (in a worker thread), while the user's indexes load and
+        # their text sides are scored, not once a search first needs it.
+        if mode != "keyword":
+            tg.start_soon(embedded)
         if kind in ("all", "facts"):
             tg.start_soon(facts)
         if kind in ("all", "turns"):

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
@@ -313,3 +314,25 @@ async def test_a_store_failure_ends_the_import_with_an_error_and_keeps_earlier_b
     assert plain.status_code == 503
     assert plain.json()["error"]["code"] == "archive_unavailable"
     assert listed["total"] == 500
+
+
+async def test_imported_turns_move_from_the_journal_into_the_table(
+    tmp_path: Path, fake: FakeOllama
+) -> None:
+    settings = settings_for(
+        tmp_path, fake.url, api_keys={"ka": "alice"}, archive_flush_interval=0.05
+    )
+    async with serve(make_app(settings)) as address:
+        reply = await post(address, jsonl(turn(f"t{n}", f"we met on day {n}") for n in range(3)))
+        assert reply["imported"] == 3
+        journal = tmp_path / "journal"
+        with anyio.fail_after(10):
+            while any(journal.glob("*.journal")):
+                await anyio.sleep(0.05)
+    store = LanceStore(tmp_path / "lancedb", embedder=HashEmbedder())
+    await store.open()  # no journal: only what the table holds
+    try:
+        _, total = await store.list_messages("alice", limit=10, offset=0)
+    finally:
+        await store.aclose()
+    assert total == 3

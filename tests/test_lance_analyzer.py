@@ -10,8 +10,10 @@ import pyarrow as pa
 import pytest
 from lancedb.index import FTS
 
+from memory.hashing import HashEmbedder
 from memory.text import MAX_QUERY_CHARS
 from server.adapters.lance_analyzer import Analyzer
+from server.adapters.lance_store import LanceStore
 
 pytestmark = pytest.mark.anyio
 
@@ -70,6 +72,26 @@ async def test_after_the_first_query_no_query_asks_the_index(
     found = await analyzer.query("where does Melanie paint")
     assert calls == []
     assert found.terms == ("where", "doe", "melani", "paint")
+
+
+async def test_an_opened_store_has_checked_its_analyzer_so_no_first_query_asks_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = LanceStore(tmp_path / "db", embedder=HashEmbedder())
+    await store.open()
+    calls: list[str] = []
+
+    async def by_index(self: Any, text: str, **kwargs: Any) -> Any:
+        calls.append(text)
+        return []
+
+    monkeypatch.setattr(lancedb.table.AsyncTable, "tokenize", by_index)
+    try:
+        found = await store.search_messages("u1", "where does Melanie paint", [1.0] * 64, k=3)
+    finally:
+        await store.aclose()
+    assert found == []
+    assert calls == []
 
 
 async def test_queries_take_the_index_way_when_lancedb_tokenize_disagrees_with_it(

@@ -92,22 +92,26 @@ async def test_a_word_ending_in_a_star_matches_words_that_start_with_it(
 
 
 async def test_without_the_analyzer_search_matches_keywords_instead(
-    store: LanceStore, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # seed 001: full-text search unavailable or failing -> LIKE-style keyword matching.
-    await put(store, message(1, "my cat Mochi loves tuna"), message(2, "we moved to Lyon"))
-    await store.facts.add_facts(
-        [Stored(make_fact("fact_0000000a", content="User's cat is named Mochi"), [0.0] * 64)]
-    )
-
     async def broken(self: Any, text: str, **_: Any) -> list[Any]:
         raise ValueError("Column 'search_text' does not have a full text search index")
 
     monkeypatch.setattr(lancedb.table.AsyncTable, "tokenize", broken)
-    nowhere = [0.0] * _embedder.dim  # the vector side finds nothing in particular
-    hits = await store.search_messages("u1", "where is Lyon", nowhere, k=2)
+    store = LanceStore(tmp_path / "db", embedder=_embedder)
+    await store.open()  # its check of the analyzer fails: the first query checks again
+    try:
+        await put(store, message(1, "my cat Mochi loves tuna"), message(2, "we moved to Lyon"))
+        await store.facts.add_facts(
+            [Stored(make_fact("fact_0000000a", content="User's cat is named Mochi"), [0.0] * 64)]
+        )
+        nowhere = [0.0] * _embedder.dim  # the vector side finds nothing in particular
+        hits = await store.search_messages("u1", "where is Lyon", nowhere, k=2)
+        facts = await store.facts.search_facts("u1", "Mochi", nowhere, k=5, scope=None)
+    finally:
+        await store.aclose()
     assert hits[0][0].text == "we moved to Lyon"
-    facts = await store.facts.search_facts("u1", "Mochi", nowhere, k=5, scope=None)
     assert [(h.stored.fact.id, h.text_rank, h.keyword_score) for h in facts] == [
         ("fact_0000000a", 1, 1.0)
     ]

@@ -97,7 +97,12 @@ async def test_without_full_text_analysis_the_keyword_score_is_the_share_of_keyw
     async def broken(self: Any, text: str, **_: Any) -> list[Any]:
         raise RuntimeError("full text search index is corrupt")
 
+    def broken_here(text: str, **_: Any) -> list[Any]:
+        raise RuntimeError("the analyzer is broken")
+
     monkeypatch.setattr(lancedb.table.AsyncTable, "tokenize", broken)
+    # The store checked at open that queries can be analyzed on the spot: break that too.
+    monkeypatch.setattr(lancedb, "tokenize", broken_here)
     hits = await store.facts.search_facts("u1", "tea coffee", [0.0] * 64, k=5, scope=None)
     keyword = {h.stored.fact.id: h.keyword_score for h in hits}
     assert keyword == {"fact_00000001": 0.5, "fact_00000002": 0.0}

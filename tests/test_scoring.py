@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import math
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memory.scoring import (
     composite_score,
     frequency_score,
+    keyword_coverage,
     normalized_rrf,
     recency_score,
     relevance_score,
@@ -81,3 +85,23 @@ def test_seed_002_composite_formula() -> None:
 def test_seed_002_composite_caps_relevance_at_one() -> None:
     capped = composite_score(relevance=3.0, importance=10.0, recency=1.0, effective_confidence=1.0)
     assert capped == pytest.approx(1.0)
+
+
+_WORD = st.text(alphabet="abcdeéß", min_size=1, max_size=9)
+
+
+@given(st.lists(_WORD, max_size=5), st.lists(_WORD, max_size=30))
+def test_keyword_coverage_finds_a_long_keyword_by_its_stem_at_the_start_of_any_word(
+    keywords: list[str], words: list[str]
+) -> None:
+    text = " ".join(words)
+    folded = [w.casefold() for w in re.findall(r"[^\W_]+", text.casefold())]
+
+    def found(keyword: str) -> bool:
+        keyword = keyword.casefold()
+        if len(keyword) <= 4:
+            return bool({keyword, keyword + "s", keyword + "es"} & set(folded))
+        return any(w.startswith(keyword[: max(4, len(keyword) - 2)]) for w in folded)
+
+    expected = sum(map(found, keywords)) / len(keywords) if keywords else 0.0
+    assert keyword_coverage(keywords, text) == expected

@@ -103,6 +103,15 @@ class Analyzer:
             return [await self._tokens(t) for t in texts]
         return out
 
+    async def prepare(self) -> None:
+        """Check whether ``lancedb.tokenize`` agrees with the index, as the first query
+        would (its first calls cost tens of milliseconds): the store calls it when it opens.
+        Raises ``AnalyzerUnavailable``."""
+        local = [t.text for t in _tokenize_here(_PROBE)]
+        self._local = local == await self._tokens(_PROBE)
+        if not self._local:
+            _log.warning("lancedb.tokenize differs from the index: %s", local)
+
     async def query_or_none(self, text: str) -> QueryTerms | None:
         """``query``, or None when the analyzer fails (search then matches keywords)."""
         try:
@@ -122,10 +131,7 @@ class Analyzer:
         if not rest.strip():
             return QueryTerms((), prefixes)
         if self._local is None:
-            local = [t.text for t in _tokenize_here(_PROBE)]
-            self._local = local == await self._tokens(_PROBE)
-            if not self._local:
-                _log.warning("lancedb.tokenize differs from the index: %s", local)
+            await self.prepare()
         if not self._local:
             return QueryTerms(tuple(await self._tokens(rest)), prefixes)
         terms = _tokenize_here(rest, remove_stop_words=False)

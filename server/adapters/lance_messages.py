@@ -26,12 +26,15 @@ from actors.errors import ArchiveUnavailable, Rejected
 from memory.recall import search_text
 from schemas.records import ArchivedMessage
 from server.adapters.journal import Journal
+from server.adapters.lance_analyzer import AnalyzerUnavailable
 from server.adapters.lance_common import PurgeGate, quote_all, user_filter
 
 __all__ = [
     "COLUMNS",
     "EMBEDDER_KEY",
     "NEWEST_FIRST",
+    "TERMS_COLUMN",
+    "Analyze",
     "JournaledMessages",
     "columns_of",
     "message_of",
@@ -40,6 +43,8 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+#: The column of a message's analyzed terms (see ``messages_schema``).
+TERMS_COLUMN = "terms"
 EMBEDDER_KEY = b"mnemo.embedder"
 _json = msgspec.json.Encoder()
 _meta_decoder: msgspec.json.Decoder[dict[str, Any]] = msgspec.json.Decoder(dict[str, Any])
@@ -64,13 +69,18 @@ def messages_schema(dim: int, embedder: str) -> pa.Schema:
             # What the message is found by (memory.recall.search_text): full-text indexed.
             pa.field("search_text", pa.string(), nullable=False),
             pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+            # The search text's terms by the index's analyzer, joined by spaces (a term has
+            # none), so loading a user's index analyzes nothing; null: analyze on load.
+            pa.field(TERMS_COLUMN, pa.string(), nullable=True),
         ],
         metadata={EMBEDDER_KEY: embedder.encode()},
     )
 
 
 #: The columns a message is read back from.
-COLUMNS = [f.name for f in messages_schema(1, "") if f.name not in ("vector", "search_text")]
+COLUMNS = [
+    f.name for f in messages_schema(1, "") if f.name not in ("vector", "search_text", TERMS_COLUMN)
+]
 
 NEWEST_FIRST = [
     ColumnOrdering(column_name="at", ascending=False),
@@ -95,12 +105,21 @@ def columns_of(messages: Sequence[ArchivedMessage]) -> dict[str, list[Any]]:
     }
 
 
+#: The index's analysis of texts (``Analyzer.analyze``); raises ``AnalyzerUnavailable``.
+Analyze = Callable[[Sequence[str]], Awaitable[list[list[str]]]]
+
+
 def _arrow(
-    messages: Sequence[ArchivedMessage], vectors: npt.NDArray[np.float32], schema: pa.Schema
+    messages: Sequence[ArchivedMessage],
+    vectors: npt.NDArray[np.float32],
+    schema: pa.Schema,
+    terms: Sequence[str | None] | None = None,
 ) -> pa.Table:
-    """Messages as an Arrow table of the ``messages`` schema, built column by column."""
+    """Messages as an Arrow table of the ``messages`` schema, built column by column
+    (``terms`` joined by spaces; None: null, analyzed when a user's index loads)."""
     columns = columns_of(messages)
     del columns["at"]
+    terms_column = pa.array(terms or [None] * len(messages), pa.string())
     vector = pa.FixedSizeListArray.from_arrays(
         pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1)),
         schema.field("vector").type.list_size,
@@ -112,6 +131,7 @@ def _arrow(
             "at": [m.at for m in messages],
             "search_text": [search_text(m) for m in messages],
             "vector": vector,
+            **({} if TERMS_COLUMN not in schema.names else {TERMS_COLUMN: terms_column}),
         },
         schema=schema,
     )
@@ -149,9 +169,16 @@ class JournaledMessages:
     """
 
     def __init__(
-        self, table: Any, schema: pa.Schema, gate: PurgeGate, journal: Journal | None
+        self,
+        table: Any,
+        schema: pa.Schema,
+        gate: PurgeGate,
+        journal: Journal | None,
+        analyze: Analyze | None = None,
     ) -> None:
         self.table, self._schema, self._gate, self._journal = table, schema, gate, journal
+        #: Fills the terms column of the rows a flush moves (off every ack's path).
+        self._analyze = analyze
         self._dim: int = schema.field("vector").type.list_size
         #: Held by a flush, and by deletes (``all_in_table``).
         self._lock = anyio.Lock()
@@ -177,6 +204,7 @@ class JournaledMessages:
         into the table would hold up every later one."""
         table = self._table_of(rows, matrix)
         if self._journal is None:
+            table = self._table_of(rows, matrix, await self._terms(rows))
             await self._add(table, len(rows))
             return
         try:
@@ -185,10 +213,13 @@ class JournaledMessages:
             raise ArchiveUnavailable(f"journal write of {len(rows)} rows: {exc}") from exc
 
     def _table_of(
-        self, rows: Sequence[ArchivedMessage], matrix: npt.NDArray[np.float32]
+        self,
+        rows: Sequence[ArchivedMessage],
+        matrix: npt.NDArray[np.float32],
+        terms: Sequence[str | None] | None = None,
     ) -> pa.Table:
         try:
-            return _arrow(rows, matrix, self._schema)
+            return _arrow(rows, matrix, self._schema, terms)
         except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
             raise Rejected(f"{len(rows)} messages do not fit the archive: {exc}") from exc
 
@@ -220,7 +251,7 @@ class JournaledMessages:
             moved_all = False
             try:
                 if rows:
-                    table = self._table_of(rows, matrix)
+                    table = self._table_of(rows, matrix, await self._terms(rows))
                     await self._gate.read(functools.partial(self._add, table, len(rows)))
                 self._journal.discard(segment)
                 moved_all = True
@@ -232,6 +263,17 @@ class JournaledMessages:
                 self._flushed = anyio.Event()
             moved += len(segment.rows)
         return moved
+
+    async def _terms(self, rows: Sequence[ArchivedMessage]) -> list[str | None] | None:
+        """The rows' terms joined by spaces, or None when there is no analyzer or it
+        fails (the rows are analyzed when a user's index loads instead)."""
+        if self._analyze is None or TERMS_COLUMN not in self._schema.names:
+            return None
+        try:
+            analyzed = await self._analyze([search_text(m) for m in rows])
+        except AnalyzerUnavailable:
+            return None
+        return [" ".join(terms) for terms in analyzed]
 
     async def rewrite(
         self,

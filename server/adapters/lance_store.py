@@ -31,7 +31,7 @@ from memory.text import indexed_text
 from schemas.records import ArchivedMessage, WorkingMemory
 from schemas.settings import SearchMode
 from server.adapters.journal import Journal
-from server.adapters.lance_analyzer import FTS_TOKENIZER, Analyzer
+from server.adapters.lance_analyzer import FTS_TOKENIZER, Analyzer, AnalyzerUnavailable
 from server.adapters.lance_cache import (
     Budget,
 )
@@ -41,6 +41,7 @@ from server.adapters.lance_messages import (
     COLUMNS,
     EMBEDDER_KEY,
     NEWEST_FIRST,
+    TERMS_COLUMN,
     JournaledMessages,
     message_of,
     messages_schema,
@@ -156,6 +157,9 @@ class LanceStore:
         if "search_text" not in (await self._messages.schema()).names:
             # Written before search texts existed: who said it, then what (no context).
             await self._messages.add_columns({"search_text": "concat(speaker, ': ', text)"})
+        if TERMS_COLUMN not in (await self._messages.schema()).names:
+            # Written before terms were stored: analyzed when a user's index loads.
+            await self._messages.add_columns({TERMS_COLUMN: "CAST(NULL AS STRING)"})
         self._schema = await self._messages.schema()
         if _WORKING in names:
             self._working = await self._db.open_table(_WORKING)
@@ -164,6 +168,10 @@ class LanceStore:
         await self._ensure_indexes()
         # One analyzer for messages and facts: both indexes are icu with positions.
         self._analyzer = Analyzer(self._messages, "search_text")
+        try:
+            await self._analyzer.prepare()  # not on the first search
+        except AnalyzerUnavailable as exc:
+            _log.warning("full-text analyzer unavailable at start: %s", exc)
         self._facts = LanceFacts(
             self._db,
             dim=self._dim,
@@ -173,7 +181,9 @@ class LanceStore:
         )
         await self._facts.open()
         journal = None if self._journal_dir is None else Journal(self._journal_dir, self._dim)
-        self._archive = JournaledMessages(self._messages, self._schema, self._gate, journal)
+        self._archive = JournaledMessages(
+            self._messages, self._schema, self._gate, journal, self._analyzer.analyze
+        )
         self._search.attach(self._archive, self._analyzer, self._dim)
         if replayed := await self._archive.recover():
             _log.info("replayed %d journaled messages into the archive", replayed)

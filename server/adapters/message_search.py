@@ -42,14 +42,20 @@ from server.adapters.lance_cache import (
     with_neighbours,
 )
 from server.adapters.lance_common import PurgeGate, user_filter
-from server.adapters.lance_messages import COLUMNS, JournaledMessages, columns_of
+from server.adapters.lance_messages import (
+    COLUMNS,
+    TERMS_COLUMN,
+    JournaledMessages,
+    columns_of,
+)
 
 __all__ = ["MessageSearch"]
 
 _log = logging.getLogger("mnemo.store")
 #: Longest the indexing of appended messages holds the event loop between two yields.
 _STEP_SECONDS = 0.002
-#: Rows of a user's messages indexed between two yields to the event loop.
+#: Rows of a user's messages converted and indexed at a time (bounds the Python objects
+#: alive at once while a large user loads).
 _LOAD_SLICE = 4096
 #: Users' messages read from LanceDB at once. A read scans every fragment the ``user_id``
 #: index does not cover yet (~0.3 ms each, up to ``optimize_after_writes`` of them), so
@@ -69,6 +75,28 @@ def _add(
     columns: dict[str, list[Any]], vectors: Any, terms: list[list[str]], entry: MessageEntry
 ) -> None:
     entry.add(columns, vectors, terms)
+
+
+def _indexed(table: pa.Table, analyzed: dict[str, list[str]], dim: int) -> MessageEntry:
+    """A new entry holding ``table``'s rows, ``_LOAD_SLICE`` at a time: each row's terms
+    as stored (``TERMS_COLUMN``), or, for a row stored without, its terms in ``analyzed``
+    (by id; none if missing)."""
+    entry = MessageEntry(dim)
+    entry.index.reserve(table.num_rows)
+    for start in range(0, table.num_rows, _LOAD_SLICE):
+        part = table.slice(start, _LOAD_SLICE)
+        data: dict[str, list[Any]] = {
+            name: part[name].to_pylist() for name in COLUMNS if name not in ("at", "user_id")
+        }
+        data["at"] = (pc.cast(part["at"], pa.int64()).to_numpy() / 1e6).tolist()
+        vectors = part["vector"].combine_chunks().flatten().to_numpy().reshape(-1, dim)
+        stored: list[str | None] = part[TERMS_COLUMN].to_pylist()
+        terms = [
+            analyzed.get(ident, []) if joined is None else joined.split(" ") if joined else []
+            for ident, joined in zip(data["id"], stored, strict=True)
+        ]
+        entry.add(data, vectors, terms)
+    return entry
 
 
 class MessageSearch:
@@ -145,39 +173,40 @@ class MessageSearch:
         return await self._analyzer.analyze(texts)
 
     async def _load_messages(self, user_id: str) -> MessageEntry:
-        """Read all of a user's messages into a new in-memory index, a slice at a time so
-        the event loop keeps serving other sessions meanwhile (``_LOADS_AT_ONCE`` users at
-        a time)."""
+        """Read all of a user's messages into a new in-memory index, built in a worker
+        thread so the event loop keeps serving other sessions meanwhile
+        (``_LOADS_AT_ONCE`` users at a time)."""
         async with self._loads:
             entry = await self._read_messages(user_id)
         await entry.project()
         return entry
 
     async def _read_messages(self, user_id: str) -> MessageEntry:
-        columns = [*COLUMNS, "search_text", "vector"]
+        columns = [*COLUMNS, "vector", TERMS_COLUMN]
         where = user_filter(user_id)
         # Journaled ones too: taken before the read, so a flush meanwhile loses none.
         pending, pending_vectors = self._table.pending_vectors(user_id)
         table = await self._gate.read(
             self._table.table.query().where(where).select(columns).to_arrow
         )
-        entry = MessageEntry(self._dim)
-        entry.index.reserve(table.num_rows)
-        for start in range(0, table.num_rows, _LOAD_SLICE):
-            part = table.slice(start, _LOAD_SLICE)
-            data: dict[str, list[Any]] = {
-                name: part[name].to_pylist() for name in COLUMNS if name not in ("at", "user_id")
-            }
-            data["at"] = (pc.cast(part["at"], pa.int64()).to_numpy() / 1e6).tolist()
-            vectors = part["vector"].combine_chunks().flatten().to_numpy().reshape(-1, self._dim)
+        # Search texts are read only for rows stored without terms (they are most of a row).
+        texts: dict[str, str] = {}
+        if table[TERMS_COLUMN].null_count:
+            unanalyzed = self._table.table.query().where(f"{where} AND {TERMS_COLUMN} IS NULL")
+            rows = await self._gate.read(unanalyzed.select(["id", "search_text"]).to_arrow)
+            texts = dict(zip(rows["id"].to_pylist(), rows["search_text"].to_pylist(), strict=True))
+        analyzed: dict[str, list[str]] = {}
+        degraded = False
+        if texts:
             try:
-                terms = await self._analyze(part["search_text"].to_pylist())
+                analyzed = dict(zip(texts, await self._analyze(list(texts.values())), strict=True))
             except AnalyzerUnavailable as exc:
                 _log.warning("indexing user %s without full-text terms: %s", user_id, exc)
-                terms = [[] for _ in range(part.num_rows)]
-                entry.degraded = True
-            entry.add(data, vectors, terms)
-            await anyio.lowlevel.checkpoint()
+                degraded = True
+        # Building the index is Python work: in a worker thread, so the event loop gets the
+        # GIL back every few milliseconds (nobody else sees the entry until it is loaded).
+        entry = await anyio.to_thread.run_sync(_indexed, table, analyzed, self._dim)
+        entry.degraded = degraded
         if pending:
             try:
                 terms = await self._analyze([search_text(m) for m in pending])
