@@ -9,11 +9,25 @@ import msgspec
 from schemas.predicates import PredicateSpec
 from schemas.taxonomy import DEFAULT_CATEGORIES, CategorySpec
 
-__all__ = ["SEARCH_MODES", "SearchMode", "Settings"]
+__all__ = ["SEARCH_MODES", "Ranking", "SearchMode", "Settings"]
 
 #: Seed 002's search modes: vector and full-text fused by reciprocal rank, or one side.
 SearchMode = Literal["hybrid", "semantic", "keyword"]
 SEARCH_MODES: tuple[SearchMode, ...] = ("hybrid", "semantic", "keyword")
+
+
+class Ranking(msgspec.Struct, frozen=True, kw_only=True):
+    """How archived messages are ranked past their relevance (``memory.ranking``); each
+    knob's neutral value (1.0 for weights, 0.0 for ``recent_weight``, above 1.0 for
+    ``supersede_similarity``) turns its step off. Set as ``Settings.rank_*``."""
+
+    assistant_weight: float = 0.5
+    outside_span_weight: float = 0.7
+    span_slack: float = 0.5
+    recent_weight: float = 0.3
+    supersede_similarity: float = 0.7
+    supersede_gap: float = 3600.0
+    session_decay: float = 0.7
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -170,3 +184,38 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: REST request waits (429 ``rate_limited`` past 5 s), bodies and exports are slowed.
     user_rate: float = 100.0
     user_burst: float = 200.0
+
+    # -- ranking of archived messages (issue 17; ``memory.ranking``) ----------------
+    #: A question about the user ranks the assistant's replies at this share of their
+    #: score (a question about what the assistant said, the user's turns); 1.0: off.
+    rank_assistant_weight: float = 0.5
+    #: A query anchored in time ("last month", "三天前") ranks messages said outside that
+    #: span at this share of their score; 1.0: off ...
+    rank_outside_span_weight: float = 0.7
+    #: ... the span widened by this share of its length on both sides ("two weeks ago"
+    #: is not to the day).
+    rank_span_slack: float = 0.5
+    #: A query asking what is true now ("currently", "最近") weighs the oldest candidate
+    #: down by this share, newer ones less (linear in time); 0.0: off.
+    rank_recent_weight: float = 0.3
+    #: A message at least ``rank_supersede_gap`` seconds newer than a better-ranked one of
+    #: the same speaker, with at least this cosine similarity to it (they speak to the
+    #: same thing), ranks right above it: the latest word wins. Above 1.0: off.
+    rank_supersede_similarity: float = 0.7
+    rank_supersede_gap: float = 3600.0
+    #: Each message already picked from a session multiplies the score of the next one
+    #: from that session by this, so the top k cover several sessions; 1.0: off.
+    rank_session_decay: float = 0.7
+
+    @property
+    def ranking(self) -> Ranking:
+        """The ``rank_*`` knobs as one value."""
+        return Ranking(
+            assistant_weight=self.rank_assistant_weight,
+            outside_span_weight=self.rank_outside_span_weight,
+            span_slack=self.rank_span_slack,
+            recent_weight=self.rank_recent_weight,
+            supersede_similarity=self.rank_supersede_similarity,
+            supersede_gap=self.rank_supersede_gap,
+            session_decay=self.rank_session_decay,
+        )
