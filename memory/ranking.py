@@ -16,7 +16,9 @@ turns it off):
    said outside it at ``outside_span_weight``; one that asks what is true now
    ("currently", "最近") weighs the older candidates down, linearly to
    ``1 - recent_weight`` for the oldest.
-3. the latest word: among the best candidates, a message said at least
+3. the latest word: among the ``supersede_depth`` best candidates (those that
+   answer the query: the older and the newer statement of a fact both do), a
+   message said at least
    ``supersede_gap`` seconds after another of the same speaker that is this
    similar (cosine >= ``supersede_similarity``: they speak to the same thing)
    takes that older one's score if it is higher, and ranks right above it.
@@ -41,15 +43,14 @@ from schemas.settings import Ranking
 __all__ = ["Candidates", "asks_assistant", "rank"]
 
 _ASSISTANT = re.compile(
-    r"\b(you|your)\b.{0,40}?\b(said|say|told|tell|suggest\w*|recommend\w*|mention\w*|"
-    r"advi[sc]e\w*|propos\w*|gave|give|provid\w*|list\w*|explain\w*|wrote|write|answer\w*|"
-    r"remind\w*|shared|came up with|offered|described)\b"
-    r"|\b(?:your|you'd|you've)\s+(?:suggestion|recommendation|advice|answer|list|tips?)\b"
+    r"\bdid you\b.{0,30}?\b(say|tell|suggest|recommend|mention|advise|propose|give|provide|"
+    r"list|explain|write|answer|share|offer|describe|call|name)\b"
+    r"|\byou(?:'ve| have| had)?\s+(?:\w+\s+){0,2}?(said|told|suggested|recommended|mentioned|"
+    r"advised|proposed|gave|given|provided|listed|explained|wrote|written|answered|shared|"
+    r"offered|described|came up with)\b"
+    r"|\byour (?:\w+ )?(suggestions?|recommendations?|advice|answer|list|tips?|response|reply)\b"
 )
 _ASSISTANT_CJK = ("你说", "你告诉", "你建议", "你推荐", "你提到", "你给我", "你的建议", "你讲")
-#: Candidates (best first) compared pairwise for the latest word: enough for any k a
-#: context block or search page shows, few enough that the comparison is ~0.1 ms.
-_SUPERSEDE_POOL = 64
 
 
 def asks_assistant(query: str) -> bool:
@@ -130,7 +131,7 @@ def _latest_word(
     similar to, from the oldest on (so a third statement lifts past both before it)."""
     if knobs.supersede_similarity > 1.0:
         return
-    pool = sorted(scores, key=lambda p: (-scores[p], tie(p)))[:_SUPERSEDE_POOL]
+    pool = sorted(scores, key=lambda p: (-scores[p], tie(p)))[: knobs.supersede_depth]
     if len(pool) < 2:
         return
     similar = found.similarities(pool) >= knobs.supersede_similarity
@@ -144,7 +145,7 @@ def _latest_word(
                 continue
             if scores[older] >= scores[newer]:
                 # Just above the older one: equal scores would fall to the tie order.
-                scores[newer] = np.nextafter(scores[older], np.inf)
+                scores[newer] = float(np.nextafter(scores[older], np.inf))
 
 
 def _cover_sessions(

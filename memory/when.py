@@ -56,12 +56,17 @@ _AGO = re.compile(rf"\b(\d+|{_NUMBER})\s+(day|week|month|year)s?\s+ago\b")
 _PAST = re.compile(
     rf"\b(?:(?:in|over|during) )?the (?:past|last) (?:(\d+|{_NUMBER}) )?(day|week|month|year)s?\b"
 )
-_LAST = re.compile(r"\blast (week|month|year|weekend)\b")
+_LAST = re.compile(r"\b(?:last|the past) (week|month|year|weekend)\b")
 _THIS = re.compile(r"\bthis (week|month|year|weekend)\b")
+_WEEKDAY = re.compile(r"\blast (monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b")
+_MONTHS = (
+    "january february march april may june july august september october november december"
+).split()
+_MONTH = re.compile(rf"\b(?:in|during|of) ({'|'.join(_MONTHS)})\b")
 _YEAR = re.compile(r"\b(?:in|during|of) (19\d\d|20\d\d)\b")
 _RECENT = re.compile(
     r"\b(now|currently|current|these days|nowadays|at the moment|right now|lately|"
-    r"recently|most recent|latest|still|anymore|any more)\b"
+    r"recently|most recent|so far|by now|still|anymore|any more)\b"
 )
 _CJK_AGO = re.compile(
     r"([一两二三四五六七八九十几半\d]+)\s*(个星期|星期|个月|天|日|周|月|年)(?:以)?前"
@@ -69,8 +74,6 @@ _CJK_AGO = re.compile(
 #: Words that reach back a number of days from the query's time.
 _BACK = {
     "yesterday": 2.0,
-    "today": 1.0,
-    "tonight": 1.0,
     "昨天": 2.0,
     "前天": 3.0,
     "上周": 14.0,
@@ -151,8 +154,15 @@ def anchor_of(query: str, now: datetime, *, slack: float = 0.5) -> TimeAnchor:
         days = 7.0 if match.group(1) == "weekend" else _UNITS[match.group(1)]
         span = _span(stamp, days * (2 if match.re is _LAST else 1), days, 0.0)
         span = (span[0], stamp)
+    elif _WEEKDAY.search(text):
+        span = (stamp - 14 * _DAY, stamp)
     elif back := next((d for w, d in _BACK.items() if w in text), None):
         span = (stamp - back * _DAY, stamp)
+    elif match := _MONTH.search(text):
+        month = _MONTHS.index(match.group(1)) + 1
+        year = now.year if month <= now.month else now.year - 1  # the last one before now
+        start = now.replace(year=year, month=month, day=1, hour=0, minute=0, second=0)
+        span = (start.timestamp(), start.timestamp() + 31 * _DAY)
     elif match := _YEAR.search(text):
         year = int(match.group(1))
         start = now.replace(year=year, month=1, day=1, hour=0, minute=0, second=0, microsecond=0)

@@ -27,6 +27,7 @@ class Ranking(msgspec.Struct, frozen=True, kw_only=True):
     recent_weight: float = 0.3
     supersede_similarity: float = 0.7
     supersede_gap: float = 3600.0
+    supersede_depth: int = 10
     session_decay: float = 0.7
 
 
@@ -203,6 +204,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: same thing), ranks right above it: the latest word wins. Above 1.0: off.
     rank_supersede_similarity: float = 0.7
     rank_supersede_gap: float = 3600.0
+    #: ... among the best this many candidates (both statements of a fact answer the
+    #: query; further down, similar messages are more often about something else).
+    rank_supersede_depth: int = 10
     #: Each message already picked from a session multiplies the score of the next one
     #: from that session by this, so the top k cover several sessions; 1.0: off.
     rank_session_decay: float = 0.7
@@ -217,5 +221,6 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
             recent_weight=self.rank_recent_weight,
             supersede_similarity=self.rank_supersede_similarity,
             supersede_gap=self.rank_supersede_gap,
+            supersede_depth=self.rank_supersede_depth,
             session_decay=self.rank_session_decay,
         )
