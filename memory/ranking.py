@@ -21,10 +21,15 @@ turns it off):
    message said at least
    ``supersede_gap`` seconds after another of the same speaker that is this
    similar (cosine >= ``supersede_similarity``: they speak to the same thing)
-   takes that older one's score if it is higher, and ranks right above it.
+   takes that older one's score if it is higher, and ranks right above it;
+   with ``supersede_present_only``, only for a question about the present: one
+   in the past tense ("when did I...", "what was...") asks about an event or an
+   earlier state, which the newest mention does not replace.
 4. sessions: the final order is picked greedily, each pick's score multiplied
-   by ``session_decay`` for every message of its session picked before it, so
-   the top k cover distinct sessions rather than near-copies from one.
+   by ``session_decay`` for every message of its session picked before it past
+   the first ``session_free``, so the top k cover distinct sessions rather than
+   near-copies from one (an answer often takes a few turns of one session, so
+   those come free).
 """
 
 from __future__ import annotations
@@ -89,8 +94,9 @@ def rank(
         return []
     _weigh_speakers(scores, found, knobs, about_assistant)
     _weigh_time(scores, found, knobs, anchor)
-    _latest_word(scores, found, knobs, tie)
-    return _cover_sessions(scores, found, knobs.session_decay, k, tie)
+    if not (anchor.past and knobs.supersede_present_only):
+        _latest_word(scores, found, knobs, tie)
+    return _cover_sessions(scores, found, knobs, k, tie)
 
 
 def _weigh_speakers(
@@ -151,12 +157,13 @@ def _latest_word(
 def _cover_sessions(
     scores: Mapping[int, float],
     found: Candidates,
-    decay: float,
+    knobs: Ranking,
     k: int,
     tie: Callable[[int], tuple[float, int]],
 ) -> list[tuple[int, float]]:
     """Greedy picks, each one's score decayed by the picks of its session before it; a
     decayed score only falls, so a stale heap entry is re-scored and pushed back."""
+    decay, free = knobs.session_decay, knobs.session_free
     heap = [(-score, tie(p), p, 0) for p, score in scores.items()]
     heapq.heapify(heap)
     picked: dict[str, int] = {}
@@ -164,7 +171,7 @@ def _cover_sessions(
     while heap and len(out) < k:
         negative, order, position, seen = heapq.heappop(heap)
         session = found.session(position)
-        now = picked.get(session, 0)
+        now = max(0, picked.get(session, 0) - free)
         if now != seen and decay != 1.0:
             score = scores[position] * decay**now
             heapq.heappush(heap, (-score, order, position, now))

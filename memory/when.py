@@ -3,7 +3,9 @@
 "last month", "two weeks ago", "yesterday", "in 2022", "上个月", "三天前" name a
 span of time; "now", "currently", "these days", "最近", "现在" ask for what is
 true at the query's time (``recent``). Pure: the query's time is a parameter
-(the request's, or now). Spans are generous (a person's "two weeks ago" is not
+(the request's, or now). A question in the past tense ("when did...", "what
+was...", "...了") asks about a past event or state (``past``), not what holds
+now. Spans are generous (a person's "two weeks ago" is not
 to the day): each is widened by ``slack`` of its own length on both sides.
 """
 
@@ -91,14 +93,20 @@ _BACK = {
 _CJK_RECENT = ("最近", "现在", "目前", "如今", "当前", "近来", "还在", "仍然")
 
 
+_PAST_TENSE = re.compile(r"\b(did|was|were|had)\b")
+_CJK_PAST = ("了", "过", "当时", "那时")
+
+
 @dataclass(frozen=True, slots=True)
 class TimeAnchor:
     """What a query says about time: the span it names (epoch seconds, both ends
-    included; None: no span) and whether it asks for what is true now."""
+    included; None: no span), whether it asks for what is true now, and whether it
+    asks about the past ("when did...", "what was...") rather than the present."""
 
     start: float | None = None
     end: float | None = None
     recent: bool = False
+    past: bool = False
 
     @property
     def spans(self) -> bool:
@@ -138,6 +146,9 @@ def anchor_of(query: str, now: datetime, *, slack: float = 0.5) -> TimeAnchor:
     text = " ".join(query.casefold().split())
     stamp = now.timestamp()
     recent = bool(_RECENT.search(text)) or any(word in query for word in _CJK_RECENT)
+    past = not recent and (
+        bool(_PAST_TENSE.search(text)) or any(word in query for word in _CJK_PAST)
+    )
     span: tuple[float, float] | None = None
     if match := _AGO.search(text):
         unit = _UNITS[match.group(2)]
@@ -168,5 +179,5 @@ def anchor_of(query: str, now: datetime, *, slack: float = 0.5) -> TimeAnchor:
         start = now.replace(year=year, month=1, day=1, hour=0, minute=0, second=0, microsecond=0)
         span = (start.timestamp(), (start + timedelta(days=366)).timestamp())
     if span is None:
-        return TimeAnchor(recent=recent)
-    return TimeAnchor(span[0], span[1], recent=recent)
+        return TimeAnchor(recent=recent, past=past)
+    return TimeAnchor(span[0], span[1], recent=recent, past=past)

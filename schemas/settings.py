@@ -28,7 +28,9 @@ class Ranking(msgspec.Struct, frozen=True, kw_only=True):
     supersede_similarity: float = 0.7
     supersede_gap: float = 3600.0
     supersede_depth: int = 10
+    supersede_present_only: bool = True
     session_decay: float = 0.7
+    session_free: int = 2
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -207,9 +209,15 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: ... among the best this many candidates (both statements of a fact answer the
     #: query; further down, similar messages are more often about something else).
     rank_supersede_depth: int = 10
+    #: ... and only for a question about the present: one in the past tense ("when did
+    #: I...", "what was...", "...了") asks about an event or an earlier state.
+    rank_supersede_present_only: bool = True
     #: Each message already picked from a session multiplies the score of the next one
     #: from that session by this, so the top k cover several sessions; 1.0: off.
     rank_session_decay: float = 0.7
+    #: ... past the first this many from that session (an answer often takes a few turns
+    #: of one conversation: a question, its answer, a correction).
+    rank_session_free: int = 2
 
     @property
     def ranking(self) -> Ranking:
@@ -222,5 +230,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
             supersede_similarity=self.rank_supersede_similarity,
             supersede_gap=self.rank_supersede_gap,
             supersede_depth=self.rank_supersede_depth,
+            supersede_present_only=self.rank_supersede_present_only,
             session_decay=self.rank_session_decay,
+            session_free=self.rank_session_free,
         )

@@ -110,8 +110,14 @@ def _validate(settings: Settings) -> None:
     for name in shares:
         if not 0.0 <= getattr(settings, name) <= 1.0:
             raise ConfigError(f"MNEMO_{name.upper()} must be between 0 and 1")
-    if settings.rank_span_slack < 0 or settings.rank_supersede_gap < 0:
-        raise ConfigError("MNEMO_RANK_SPAN_SLACK and MNEMO_RANK_SUPERSEDE_GAP must not be negative")
+    for name in (
+        "rank_span_slack",
+        "rank_supersede_gap",
+        "rank_supersede_depth",
+        "rank_session_free",
+    ):
+        if getattr(settings, name) < 0:
+            raise ConfigError(f"MNEMO_{name.upper()} must not be negative")
     kind = settings.embedder
     if kind not in ("onnx-minilm", "hash") and not kind.startswith("ollama:"):
         raise ConfigError(

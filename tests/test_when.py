@@ -83,3 +83,20 @@ def test_questions_about_what_the_assistant_said_are_told_apart(
     query: str, about_assistant: bool
 ) -> None:
     assert asks_assistant(query) is about_assistant
+
+
+@pytest.mark.parametrize(
+    ("query", "past"),
+    [
+        ("When did Caroline go to the support group?", True),
+        ("What was my previous goal?", True),
+        ("我上周买了什么?", True),
+        ("How many bikes do I have?", False),
+        ("How much did I earn on my most recent visit?", False),
+        ("Where do I currently keep my old sneakers?", False),
+    ],
+)
+def test_a_question_in_the_past_tense_asks_about_the_past_unless_it_asks_what_is_recent(
+    query: str, past: bool
+) -> None:
+    assert anchor_of(query, NOW).past is past
