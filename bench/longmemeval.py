@@ -89,6 +89,8 @@ def import_lines(record: dict[str, Any]) -> list[dict[str, Any]]:
     for session_id, date, turns in sessions:
         when = haystack_date(date)
         for index, turn in enumerate(turns):
+            if not turn["content"].strip():
+                continue  # a few turns are empty: nothing to import
             lines.append(
                 {
                     "kind": "turn",
@@ -252,7 +254,15 @@ def run(
         for table, values in ((mnemo, scored), (bm25, baseline)):
             _merge(values, table.setdefault(qtype, {}))
             _merge(values, table.setdefault("overall", {}))
-        per_question.append({"id": record["question_id"], "type": qtype, "mnemo": scored})
+        per_question.append(
+            {
+                "id": record["question_id"],
+                "type": qtype,
+                "mnemo": scored,
+                "sessions": sessions_of(turns)[:10],
+                "turns": turns[:10],
+            }
+        )
         print(f"  {index + 1}/{len(records)} {record['question_id']} {qtype}", file=sys.stderr)
     return {
         "questions": len(records),

@@ -17,11 +17,11 @@ turns it off):
    ("currently", "最近") weighs the older candidates down, linearly to
    ``1 - recent_weight`` for the oldest.
 3. the latest word: among the ``supersede_depth`` best candidates (those that
-   answer the query: the older and the newer statement of a fact both do), a
-   message said at least
-   ``supersede_gap`` seconds after another of the same speaker that is this
-   similar (cosine >= ``supersede_similarity``: they speak to the same thing)
-   takes that older one's score if it is higher, and ranks right above it;
+   answer the query: the older and the newer statement of a fact both do), the
+   message most similar to a better-ranked one (cosine >= ``supersede_similarity``:
+   they speak to the same thing), of the same speaker and said at least
+   ``supersede_gap`` seconds after it, ranks right above it; one newer message
+   replaces at most one older;
    with ``supersede_present_only``, only for a question about the present: one
    in the past tense ("when did I...", "what was...") asks about an event or an
    earlier state, which the newest mention does not replace.
@@ -133,25 +133,37 @@ def _latest_word(
     knobs: Ranking,
     tie: Callable[[int], tuple[float, int]],
 ) -> None:
-    """Lift each message to the score of an older one of the same speaker that it is
-    similar to, from the oldest on (so a third statement lifts past both before it)."""
+    """Lift, for each of the best candidates from the best down, the newer message of the
+    same speaker most similar to it (if similar enough) to just above it. One newer
+    message replaces at most one older: the rest of a later conversation on the same
+    topic is not a newer word on what the older message said, and lifting all of it
+    would push the older statement (the earlier state, still worth seeing) out."""
     if knobs.supersede_similarity > 1.0:
         return
     pool = sorted(scores, key=lambda p: (-scores[p], tie(p)))[: knobs.supersede_depth]
     if len(pool) < 2:
         return
-    similar = found.similarities(pool) >= knobs.supersede_similarity
+    similar = found.similarities(pool)
     at = [found.at(p) for p in pool]
     roles = [found.role(p) for p in pool]
-    for i in sorted(range(len(pool)), key=lambda i: at[i]):
-        newer = pool[i]
-        for j in np.flatnonzero(similar[i]).tolist():
-            older = pool[j]
-            if roles[j] != roles[i] or at[i] - at[j] < knobs.supersede_gap:
-                continue
-            if scores[older] >= scores[newer]:
-                # Just above the older one: equal scores would fall to the tie order.
-                scores[newer] = float(np.nextafter(scores[older], np.inf))
+    used: set[int] = set()
+    for j in sorted(range(len(pool)), key=lambda j: (-scores[pool[j]], tie(pool[j]))):
+        newer = [
+            i
+            for i in range(len(pool))
+            if i not in used
+            and roles[i] == roles[j]
+            and at[i] - at[j] >= knobs.supersede_gap
+            and similar[j, i] >= knobs.supersede_similarity
+        ]
+        if not newer:
+            continue
+        i = max(newer, key=lambda i: similar[j, i])
+        used.add(i)
+        older = pool[j]
+        if scores[older] >= scores[pool[i]]:
+            # Just above the older one: equal scores would fall to the tie order.
+            scores[pool[i]] = float(np.nextafter(scores[older], np.inf))
 
 
 def _cover_sessions(
@@ -171,11 +183,12 @@ def _cover_sessions(
     while heap and len(out) < k:
         negative, order, position, seen = heapq.heappop(heap)
         session = found.session(position)
-        now = max(0, picked.get(session, 0) - free)
+        before = picked.get(session, 0)
+        now = max(0, before - free)
         if now != seen and decay != 1.0:
             score = scores[position] * decay**now
             heapq.heappush(heap, (-score, order, position, now))
             continue
-        picked[session] = now + 1
+        picked[session] = before + 1
         out.append((position, -negative))
     return out

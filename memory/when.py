@@ -68,7 +68,7 @@ _MONTH = re.compile(rf"\b(?:in|during|of) ({'|'.join(_MONTHS)})\b")
 _YEAR = re.compile(r"\b(?:in|during|of) (19\d\d|20\d\d)\b")
 _RECENT = re.compile(
     r"\b(now|currently|current|these days|nowadays|at the moment|right now|lately|"
-    r"recently|most recent|so far|by now|still|anymore|any more)\b"
+    r"recently|recent|so far|by now|still|anymore|any more)\b"
 )
 _CJK_AGO = re.compile(
     r"([一两二三四五六七八九十几半\d]+)\s*(个星期|星期|个月|天|日|周|月|年)(?:以)?前"
@@ -93,7 +93,10 @@ _BACK = {
 _CJK_RECENT = ("最近", "现在", "目前", "如今", "当前", "近来", "还在", "仍然")
 
 
-_PAST_TENSE = re.compile(r"\b(did|was|were|had)\b")
+_PAST_TENSE = re.compile(r"\b(did|was|were)\b")
+#: "had" is past unless it is "have/has ... had" (present perfect: "how long have I had").
+_HAD = re.compile(r"\bhad\b")
+_PERFECT = re.compile(r"\b(have|has|'ve)\b")
 _CJK_PAST = ("了", "过", "当时", "那时")
 
 
@@ -147,7 +150,9 @@ def anchor_of(query: str, now: datetime, *, slack: float = 0.5) -> TimeAnchor:
     stamp = now.timestamp()
     recent = bool(_RECENT.search(text)) or any(word in query for word in _CJK_RECENT)
     past = not recent and (
-        bool(_PAST_TENSE.search(text)) or any(word in query for word in _CJK_PAST)
+        bool(_PAST_TENSE.search(text))
+        or (bool(_HAD.search(text)) and not _PERFECT.search(text))
+        or any(word in query for word in _CJK_PAST)
     )
     span: tuple[float, float] | None = None
     if match := _AGO.search(text):

@@ -24,10 +24,10 @@ class Ranking(msgspec.Struct, frozen=True, kw_only=True):
     assistant_weight: float = 0.5
     outside_span_weight: float = 0.7
     span_slack: float = 0.5
-    recent_weight: float = 0.3
-    supersede_similarity: float = 0.7
+    recent_weight: float = 0.0
+    supersede_similarity: float = 0.4
     supersede_gap: float = 3600.0
-    supersede_depth: int = 10
+    supersede_depth: int = 6
     supersede_present_only: bool = True
     session_decay: float = 0.7
     session_free: int = 2
@@ -200,15 +200,15 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     rank_span_slack: float = 0.5
     #: A query asking what is true now ("currently", "最近") weighs the oldest candidate
     #: down by this share, newer ones less (linear in time); 0.0: off.
-    rank_recent_weight: float = 0.3
+    rank_recent_weight: float = 0.0
     #: A message at least ``rank_supersede_gap`` seconds newer than a better-ranked one of
     #: the same speaker, with at least this cosine similarity to it (they speak to the
     #: same thing), ranks right above it: the latest word wins. Above 1.0: off.
-    rank_supersede_similarity: float = 0.7
+    rank_supersede_similarity: float = 0.4
     rank_supersede_gap: float = 3600.0
     #: ... among the best this many candidates (both statements of a fact answer the
     #: query; further down, similar messages are more often about something else).
-    rank_supersede_depth: int = 10
+    rank_supersede_depth: int = 6
     #: ... and only for a question about the present: one in the past tense ("when did
     #: I...", "what was...", "...了") asks about an event or an earlier state.
     rank_supersede_present_only: bool = True

@@ -100,3 +100,8 @@ def test_a_question_in_the_past_tense_asks_about_the_past_unless_it_asks_what_is
     query: str, past: bool
 ) -> None:
     assert anchor_of(query, NOW).past is past
+
+
+def test_have_had_is_the_present_perfect_not_the_past() -> None:
+    assert not anchor_of("How long have I had my cat, Luna?", NOW).past
+    assert anchor_of("What pet had I as a child?", NOW).past
