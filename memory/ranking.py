@@ -17,9 +17,9 @@ turns it off):
    ("currently", "最近") weighs the older candidates down, linearly to
    ``1 - recent_weight`` for the oldest.
 3. the latest word: among the ``supersede_depth`` best candidates (those that
-   answer the query: the older and the newer statement of a fact both do), the
-   message most similar to a better-ranked one (cosine >= ``supersede_similarity``:
-   they speak to the same thing), of the same speaker and said at least
+   answer the query: the older and the newer statement of a fact both do), each
+   session's best, the message most similar to a better-ranked one (cosine >=
+   ``supersede_similarity``: they speak to the same thing), of the same speaker and said at least
    ``supersede_gap`` seconds after it, ranks right above it; one newer message
    replaces at most one older;
    with ``supersede_present_only``, only for a question about the present: one
@@ -134,13 +134,19 @@ def _latest_word(
     tie: Callable[[int], tuple[float, int]],
 ) -> None:
     """Lift, for each of the best candidates from the best down, the newer message of the
-    same speaker most similar to it (if similar enough) to just above it. One newer
-    message replaces at most one older: the rest of a later conversation on the same
-    topic is not a newer word on what the older message said, and lifting all of it
-    would push the older statement (the earlier state, still worth seeing) out."""
+    same speaker most similar to it (if similar enough) to just above it. Only each
+    session's best-ranked message takes part, and one newer message replaces at most
+    one older: lifting the rest of a later conversation on the same topic would push
+    the older statement (the earlier state, still worth seeing) out."""
     if knobs.supersede_similarity > 1.0:
         return
-    pool = sorted(scores, key=lambda p: (-scores[p], tie(p)))[: knobs.supersede_depth]
+    best = sorted(scores, key=lambda p: (-scores[p], tie(p)))[: knobs.supersede_depth]
+    # What a conversation said on the question is its best-ranked message: the rest of
+    # a later session on the same topic is not a newer word on an older one.
+    sessions: dict[str, int] = {}
+    for position in best:
+        sessions.setdefault(found.session(position), position)
+    pool = list(sessions.values())
     if len(pool) < 2:
         return
     similar = found.similarities(pool)
