@@ -29,7 +29,7 @@ class Ranking(msgspec.Struct, frozen=True, kw_only=True):
     supersede_gap: float = 3600.0
     supersede_depth: int = 6
     supersede_present_only: bool = True
-    session_decay: float = 0.7
+    session_decay: float = 1.0
     session_free: int = 2
 
 
@@ -213,8 +213,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: I...", "what was...", "...了") asks about an event or an earlier state.
     rank_supersede_present_only: bool = True
     #: Each message already picked from a session multiplies the score of the next one
-    #: from that session by this, so the top k cover several sessions; 1.0: off.
-    rank_session_decay: float = 0.7
+    #: from that session by this, so the top k cover several sessions; 1.0: off, the
+    #: default: it helps histories of short one-topic sessions (LongMemEval dev subset,
+    #: turn recall_all@5 0.689 -> 0.733 at 0.7) and hurts long conversations whose answers
+    #: sit in several turns of one session (LoCoMo R@10 0.745 -> 0.677 at 0.7, 0.703 at
+    #: 0.9): docs/performance.md.
+    rank_session_decay: float = 1.0
     #: ... past the first this many from that session (an answer often takes a few turns
     #: of one conversation: a question, its answer, a correction).
     rank_session_free: int = 2
