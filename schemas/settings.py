@@ -199,7 +199,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: is not to the day).
     rank_span_slack: float = 0.5
     #: A query asking what is true now ("currently", "最近") weighs the oldest candidate
-    #: down by this share, newer ones less (linear in time); 0.0: off.
+    #: down by this share, newer ones less (linear in time); 0.0: off, the default: the
+    #: latest word does this better, and weighing every older turn down pushed the earlier
+    #: statement out of the top 5 (LongMemEval dev subset: docs/performance.md).
     rank_recent_weight: float = 0.0
     #: A message at least ``rank_supersede_gap`` seconds newer than a better-ranked one of
     #: the same speaker, with at least this cosine similarity to it (they speak to the
