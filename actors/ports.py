@@ -236,9 +236,11 @@ class Store(Protocol):
         k: int,
         scope: str | None = None,
         mode: SearchMode = "hybrid",
+        at: datetime | None = None,
     ) -> list[ScoredMessage]:
         """Best first. With a ``scope``: messages of ``global`` and that scope only.
-        ``mode`` ``semantic`` scores by cosine similarity alone, ``keyword`` by BM25."""
+        ``mode`` ``semantic`` scores by cosine similarity alone, ``keyword`` by BM25.
+        ``at``: the query's own time (default: now), which "last week" counts from."""
         ...
 
     async def message_similarities(

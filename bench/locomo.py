@@ -1,6 +1,7 @@
 """Retrieval quality on LoCoMo: Recall@1/5/10/20 and MRR per category, beside plain BM25.
 
     python -m bench.locomo [--data ../shared/eval/locomo-dev.json] [--embedder onnx-minilm]
+                           [--data-dir DIR]
 
 Starts ``mnemo serve`` in its own process (real LanceDB in a temp dir, the
 chosen embedder; no Ollama: importing and searching never call it). Each
@@ -171,6 +172,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=_DEFAULT_DATA)
     parser.add_argument("--embedder", default="onnx-minilm")
+    parser.add_argument(
+        "--data-dir", default=None, help="keep the server's data here (a rerun skips the import)"
+    )
     args = parser.parse_args()
     samples = json.loads(args.data.read_text())
     env = {
@@ -178,7 +182,7 @@ def main() -> None:
         "MNEMO_OLLAMA_URL": "http://127.0.0.1:9",  # nothing listens: no model is needed
         "MNEMO_API_KEYS": ",".join(f"k{i}:{s['sample_id']}" for i, s in enumerate(samples)),
     }
-    with server_process(env) as address:
+    with server_process(env, data_dir=args.data_dir) as address:
         result = run(address, samples)
     result["setup"] = {**machine(), "embedder": args.embedder, "data": str(args.data)}
     path = write_result("locomo", result)

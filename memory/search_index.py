@@ -321,6 +321,12 @@ class SearchIndex:
         scores = self._vectors[np.asarray(positions, dtype=np.int64)] @ query
         return [float(score) for score in scores]
 
+    def pairwise(self, positions: Sequence[int]) -> Floats:
+        """Cosine similarities between these positions, a square matrix in their order."""
+        rows = self._vectors[np.asarray(positions, dtype=np.int64)]
+        matrix: Floats = rows @ rows.T
+        return matrix
+
     def dense_top(
         self, vector: npt.ArrayLike, mask: npt.NDArray[np.bool_] | None, k: int
     ) -> list[tuple[int, float]]:

@@ -9,11 +9,28 @@ import msgspec
 from schemas.predicates import PredicateSpec
 from schemas.taxonomy import DEFAULT_CATEGORIES, CategorySpec
 
-__all__ = ["SEARCH_MODES", "SearchMode", "Settings"]
+__all__ = ["SEARCH_MODES", "Ranking", "SearchMode", "Settings"]
 
 #: Seed 002's search modes: vector and full-text fused by reciprocal rank, or one side.
 SearchMode = Literal["hybrid", "semantic", "keyword"]
 SEARCH_MODES: tuple[SearchMode, ...] = ("hybrid", "semantic", "keyword")
+
+
+class Ranking(msgspec.Struct, frozen=True, kw_only=True):
+    """How archived messages are ranked past their relevance (``memory.ranking``); each
+    knob's neutral value (1.0 for weights, 0.0 for ``recent_weight``, above 1.0 for
+    ``supersede_similarity``) turns its step off. Set as ``Settings.rank_*``."""
+
+    assistant_weight: float = 0.5
+    outside_span_weight: float = 0.7
+    span_slack: float = 0.5
+    recent_weight: float = 0.0
+    supersede_similarity: float = 0.4
+    supersede_gap: float = 3600.0
+    supersede_depth: int = 6
+    supersede_present_only: bool = True
+    session_decay: float = 1.0
+    session_free: int = 2
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -170,3 +187,56 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: REST request waits (429 ``rate_limited`` past 5 s), bodies and exports are slowed.
     user_rate: float = 100.0
     user_burst: float = 200.0
+
+    # -- ranking of archived messages (issue 17; ``memory.ranking``) ----------------
+    #: A question about the user ranks the assistant's replies at this share of their
+    #: score (a question about what the assistant said, the user's turns); 1.0: off.
+    rank_assistant_weight: float = 0.5
+    #: A query anchored in time ("last month", "三天前") ranks messages said outside that
+    #: span at this share of their score; 1.0: off ...
+    rank_outside_span_weight: float = 0.7
+    #: ... the span widened by this share of its length on both sides ("two weeks ago"
+    #: is not to the day).
+    rank_span_slack: float = 0.5
+    #: A query asking what is true now ("currently", "最近") weighs the oldest candidate
+    #: down by this share, newer ones less (linear in time); 0.0: off, the default: the
+    #: latest word does this better, and weighing every older turn down pushed the earlier
+    #: statement out of the top 5 (LongMemEval dev subset: docs/performance.md).
+    rank_recent_weight: float = 0.0
+    #: A message at least ``rank_supersede_gap`` seconds newer than a better-ranked one of
+    #: the same speaker, with at least this cosine similarity to it (they speak to the
+    #: same thing), ranks right above it: the latest word wins. Above 1.0: off.
+    rank_supersede_similarity: float = 0.4
+    rank_supersede_gap: float = 3600.0
+    #: ... among the best this many candidates (both statements of a fact answer the
+    #: query; further down, similar messages are more often about something else).
+    rank_supersede_depth: int = 6
+    #: ... and only for a question about the present: one in the past tense ("when did
+    #: I...", "what was...", "...了") asks about an event or an earlier state.
+    rank_supersede_present_only: bool = True
+    #: Each message already picked from a session multiplies the score of the next one
+    #: from that session by this, so the top k cover several sessions; 1.0: off, the
+    #: default: it helps histories of short one-topic sessions (LongMemEval dev subset,
+    #: turn recall_all@5 0.689 -> 0.733 at 0.7) and hurts long conversations whose answers
+    #: sit in several turns of one session (LoCoMo R@10 0.745 -> 0.677 at 0.7, 0.703 at
+    #: 0.9): docs/performance.md.
+    rank_session_decay: float = 1.0
+    #: ... past the first this many from that session (an answer often takes a few turns
+    #: of one conversation: a question, its answer, a correction).
+    rank_session_free: int = 2
+
+    @property
+    def ranking(self) -> Ranking:
+        """The ``rank_*`` knobs as one value."""
+        return Ranking(
+            assistant_weight=self.rank_assistant_weight,
+            outside_span_weight=self.rank_outside_span_weight,
+            span_slack=self.rank_span_slack,
+            recent_weight=self.rank_recent_weight,
+            supersede_similarity=self.rank_supersede_similarity,
+            supersede_gap=self.rank_supersede_gap,
+            supersede_depth=self.rank_supersede_depth,
+            supersede_present_only=self.rank_supersede_present_only,
+            session_decay=self.rank_session_decay,
+            session_free=self.rank_session_free,
+        )

@@ -101,6 +101,23 @@ def _validate(settings: Settings) -> None:
     for name in positive:
         if getattr(settings, name) <= 0:
             raise ConfigError(f"MNEMO_{name.upper()} must be positive")
+    shares = (
+        "rank_assistant_weight",
+        "rank_outside_span_weight",
+        "rank_recent_weight",
+        "rank_session_decay",
+    )
+    for name in shares:
+        if not 0.0 <= getattr(settings, name) <= 1.0:
+            raise ConfigError(f"MNEMO_{name.upper()} must be between 0 and 1")
+    for name in (
+        "rank_span_slack",
+        "rank_supersede_gap",
+        "rank_supersede_depth",
+        "rank_session_free",
+    ):
+        if getattr(settings, name) < 0:
+            raise ConfigError(f"MNEMO_{name.upper()} must not be negative")
     kind = settings.embedder
     if kind not in ("onnx-minilm", "hash") and not kind.startswith("ollama:"):
         raise ConfigError(

@@ -42,6 +42,7 @@ def build_store(settings: Settings, embedder: Embedder) -> LanceStore:
         journal=Path(settings.data_dir) / "journal",
         lance_metadata_bytes=settings.lance_metadata_cache_mb << 20,
         lance_index_bytes=settings.lance_index_cache_mb << 20,
+        ranking=settings.ranking,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import suppress
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
@@ -33,7 +34,9 @@ async def search(request: Request, user_id: str) -> Response:
     alone keeps its own ranking as ``score``: ``mode=hybrid`` (the default,
     ``MNEMO_SEARCH_MODE``): facts by the mean of seed 001's and seed 002's scores, turns by
     the store's hybrid score (reciprocal-rank fusion of vector and BM25 ranks, lifted by
-    their neighbours); ``semantic``: by cosine similarity; ``keyword``: by BM25. Facts
+    their neighbours, then ordered by time, speaker and session: ``memory.ranking``;
+    ``at``, ISO-8601, is the query's own time, default now); ``semantic``: by cosine
+    similarity; ``keyword``: by BM25. Facts
     below ``MNEMO_RECALL_MIN_CONFIDENCE`` (decayed) are left out."""
     query = query_text(request.query_params.get("q"))
     if not query:
@@ -44,6 +47,7 @@ async def search(request: Request, user_id: str) -> Response:
         raise BadRequest(f"kind must be one of {', '.join(_KINDS)}")
     deps: SessionDeps = request.state.deps
     mode = _mode(request.query_params.get("mode", deps.settings.search_mode))
+    at = _time(request.query_params.get("at"))
     scope = request.query_params.get("scope")
     if scope is not None and not SESSION_ID.match(scope):
         raise BadRequest("scope: 1-128 of A-Z a-z 0-9 _ . : -")
@@ -63,7 +67,9 @@ async def search(request: Request, user_id: str) -> Response:
             found["facts"].append(hit | {"relevance": round(relevance, 6)})
 
     async def turns() -> None:
-        hits = await deps.store.search_messages(user_id, query, vector, k=k, scope=scope, mode=mode)
+        hits = await deps.store.search_messages(
+            user_id, query, vector, k=k, scope=scope, mode=mode, at=at
+        )
         near = (
             await deps.store.message_similarities(user_id, [m.id for m, _ in hits], await vector())
             if hits
@@ -94,6 +100,17 @@ async def search(request: Request, user_id: str) -> Response:
     # One scale for both kinds; a stable sort keeps each side's order among equal ones.
     hits = sorted([*found["facts"], *found["turns"]], key=lambda h: -h["relevance"])
     return json({"hits": [h | {"score": h["relevance"]} for h in hits[:k]]})
+
+
+def _time(raw: str | None) -> datetime | None:
+    """The query's own time: ISO-8601, UTC when it names no zone; None: now."""
+    if raw is None:
+        return None
+    try:
+        at = datetime.fromisoformat(raw)
+    except ValueError:
+        raise BadRequest("at must be an ISO-8601 time") from None
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 def _mode(raw: str) -> SearchMode:

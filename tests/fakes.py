@@ -343,6 +343,7 @@ class MemoryStore:
         k: int,
         scope: str | None = None,
         mode: SearchMode = "hybrid",
+        at: datetime | None = None,
     ) -> list[ScoredMessage]:
         """Messages sharing words with ``text``, most shared first (whatever the mode)."""
         if self.search_delay:

@@ -126,6 +126,8 @@ def test_the_client_commands_variables_do_not_stop_the_server() -> None:
         ({"MNEMO_SEARCH_MODE": "fuzzy"}, "search_mode"),
         ({"MNEMO_RECALL_LIMIT": "0"}, "MNEMO_RECALL_LIMIT must be positive"),
         ({"MNEMO_LANCE_INDEX_CACHE_MB": "0"}, "MNEMO_LANCE_INDEX_CACHE_MB must be positive"),
+        ({"MNEMO_RANK_ASSISTANT_WEIGHT": "2"}, "MNEMO_RANK_ASSISTANT_WEIGHT must be between"),
+        ({"MNEMO_RANK_SESSION_FREE": "-1"}, "MNEMO_RANK_SESSION_FREE must not be negative"),
     ],
     ids=[
         "unknown",
@@ -137,6 +139,8 @@ def test_the_client_commands_variables_do_not_stop_the_server() -> None:
         "bad-search-mode",
         "zero-recall-limit",
         "no-lance-cache",
+        "rank-weight-above-one",
+        "negative-session-free",
     ],
 )
 def test_bad_settings_name_the_setting(environ: dict[str, str], message: str) -> None:

@@ -43,7 +43,6 @@ __all__ = [
     "MessageEntry",
     "Ranked",
     "UserCache",
-    "best_first",
     "fused",
     "hybrid_ranks",
     "with_neighbours",
@@ -284,15 +283,6 @@ def fused(ranked: Ranked, *, depth: int) -> dict[int, float]:
     return {p: rrf_score(d, s, limit=depth) for p, (d, s) in ranks.items()}
 
 
-def best_first(
-    scores: Mapping[int, float], ranked: Ranked, *, depth: int, k: int
-) -> list[tuple[int, float]]:
-    """The ``k`` best positions: score desc, then vector rank asc (seed 002), then position."""
-    dense = {p: r for r, p in enumerate(ranked.dense, 1)}
-    order = sorted(scores.items(), key=lambda i: (-i[1], dense.get(i[0], depth + 1), i[0]))
-    return order[:k]
-
-
 def with_neighbours(
     scores: Mapping[int, float],
     neighbours: Callable[[int], tuple[int, int]],
@@ -464,6 +454,16 @@ class MessageEntry:
         """What the keyword fallback matches: who said it and what."""
         speakers, texts = self._strings["speaker"], self._strings["text"]
         return [f"{s}: {t}" for s, t in zip(speakers, texts, strict=True)]
+
+    def at(self, position: int) -> float:
+        """When the message at ``position`` was said, epoch seconds."""
+        return self._at[position]
+
+    def role(self, position: int) -> str:
+        return self._strings["role"][position]
+
+    def session(self, position: int) -> str:
+        return self._strings["session_id"][position]
 
     def row(self, position: int, user_id: str) -> ArchivedMessage:
         strings = {name: values[position] for name, values in self._strings.items()}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from memory.recall import CONTEXT_CHARS, said, search_text
 from memory.search_index import SearchIndex
 from memory.text import indexed_text
 from schemas.records import ArchivedMessage, WorkingMemory
-from schemas.settings import SearchMode
+from schemas.settings import Ranking, SearchMode
 from server.adapters.journal import Journal
 from server.adapters.lance_analyzer import FTS_TOKENIZER, Analyzer, AnalyzerUnavailable
 from server.adapters.lance_cache import (
@@ -85,11 +86,13 @@ class LanceStore:
         journal: Path | None = None,
         lance_metadata_bytes: int = 16 << 20,
         lance_index_bytes: int = 128 << 20,
+        ranking: Ranking | None = None,
     ) -> None:
         """``cache_bytes`` bounds the in-memory search indexes (messages and facts together);
         past it, the least recently used users' indexes are evicted. With a ``journal``
         directory, appended messages are durable once journaled there and reach the table
         at ``flush_messages()``; without one, each append writes the table.
+        ``ranking`` orders found messages (``memory.ranking``; default: ``Ranking()``).
         ``lance_metadata_bytes`` and ``lance_index_bytes`` bound LanceDB's own caches (see
         ``Settings``)."""
         self._uri = str(uri)
@@ -111,7 +114,7 @@ class LanceStore:
         self._gate = PurgeGate()
         #: The working-memory table's own: purging it never holds up other reads.
         self._working_gate = PurgeGate()
-        self._search = MessageSearch(self._budget, self._gate)
+        self._search = MessageSearch(self._budget, self._gate, ranking or Ranking())
 
     @property
     def facts(self) -> LanceFacts:
@@ -376,9 +379,10 @@ class LanceStore:
         k: int,
         scope: str | None = None,
         mode: SearchMode = "hybrid",
+        at: datetime | None = None,
     ) -> list[ScoredMessage]:
         """See ``MessageSearch.search``."""
-        return await self._search.search(user_id, text, vector, k=k, scope=scope, mode=mode)
+        return await self._search.search(user_id, text, vector, k=k, scope=scope, mode=mode, at=at)
 
     async def message_similarities(
         self, user_id: str, ids: Sequence[str], vector: Sequence[float]

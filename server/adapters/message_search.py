@@ -12,6 +12,7 @@ import functools
 import logging
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
@@ -24,19 +25,20 @@ from anyio.abc import TaskStatus
 
 from actors.ports import ScoredMessage, VectorSource
 from memory.keywords import extract_keywords
+from memory.ranking import Candidates, asks_assistant, rank
 from memory.recall import search_text
 from memory.scoring import rrf_score
 from memory.search_index import SearchIndex
 from memory.text import query_text
+from memory.when import anchor_of
 from schemas.records import ArchivedMessage
-from schemas.settings import SearchMode
+from schemas.settings import Ranking, SearchMode
 from server.adapters.index_queue import IndexQueue
 from server.adapters.lance_analyzer import Analyzer, AnalyzerUnavailable
 from server.adapters.lance_cache import (
     Budget,
     MessageEntry,
     UserCache,
-    best_first,
     fused,
     hybrid_ranks,
     with_neighbours,
@@ -102,7 +104,8 @@ def _indexed(table: pa.Table, analyzed: dict[str, list[str]], dim: int) -> Messa
 class MessageSearch:
     """Per-user in-memory indexes of archived messages, within ``budget``."""
 
-    def __init__(self, budget: Budget, gate: PurgeGate) -> None:
+    def __init__(self, budget: Budget, gate: PurgeGate, ranking: Ranking) -> None:
+        self._ranking = ranking
         self._cache = UserCache(self._load_messages, budget=budget)
         self._indexing = IndexQueue(self._index_appended, self._cache.drop)
         self._gate = gate
@@ -225,14 +228,16 @@ class MessageSearch:
         k: int,
         scope: str | None = None,
         mode: SearchMode = "hybrid",
+        at: datetime | None = None,
     ) -> list[ScoredMessage]:
         """Hybrid search of the user's in-memory index: exact cosine and BM25, each to depth
         ``2k``, fused by reciprocal rank (k=60); then each message also scores half of its
-        better neighbour's score in its session. Scores are scaled to 0..1 (1: first on both
-        sides and next to another such message). ``mode`` ``semantic``: by cosine
-        similarity alone, scored by it; ``keyword``: by BM25 alone, scored by it (nothing
-        for a blank query). With a ``scope``, only ``global`` messages and that scope's.
-        ``text`` is cleaned first (``memory.text.query_text``)."""
+        better neighbour's score in its session; then ``memory.ranking`` orders them by
+        time (``at``, the query's own time, default now), speaker and session. Scores are
+        scaled to 0..1 (1: first on both sides and next to another such message). ``mode``
+        ``semantic``: by cosine similarity alone, scored by it; ``keyword``: by BM25 alone,
+        scored by it (nothing for a blank query). With a ``scope``, only ``global`` messages
+        and that scope's. ``text`` is cleaned first (``memory.text.query_text``)."""
         user_filter(user_id)
         text = query_text(text)
         await self._indexing.settled(user_id)
@@ -259,8 +264,18 @@ class MessageSearch:
         scores = with_neighbours(
             fused(ranked, depth=depth), held.neighbours, _NEIGHBOUR_SHARE, ranked.visible
         )
-        best = best_first(scores, ranked, depth=depth, k=k)
-        return [(held.row(p, user_id), score / _BEST_SCORE) for p, score in best]
+        dense = {p: r for r, p in enumerate(ranked.dense, 1)}
+        knobs = self._ranking
+        best = rank(
+            Candidates(scores, held.at, held.role, held.session, held.index.pairwise),
+            knobs=knobs,
+            anchor=anchor_of(text, at or datetime.now(UTC), slack=knobs.span_slack),
+            about_assistant=asks_assistant(text),
+            k=k,
+            # Seed 002: equal scores by vector rank, then position.
+            tie=lambda p: (dense.get(p, depth + 1), p),
+        )
+        return [(held.row(p, user_id), min(1.0, score / _BEST_SCORE)) for p, score in best]
 
     async def similarities(
         self, user_id: str, ids: Sequence[str], vector: Sequence[float]

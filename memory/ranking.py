@@ -1,0 +1,200 @@
+"""Ranking found messages as a person would: the latest word, the user's own words, many sessions.
+
+Pure: it reorders scored candidates (positions of one user's index) by what
+they are — when they were said, by whom, in which session — and by what the
+query asks (``memory.when`` for its time, ``asks_assistant`` for its speaker).
+Four steps, each a knob of ``schemas.settings.Ranking`` (its neutral value
+turns it off):
+
+1. speakers: a question about the user ranks the assistant's replies at
+   ``assistant_weight`` of their score, since a reply that repeats what the
+   user said must not crowd out the user's own words; a question about what
+   the assistant said ("you suggested...") ranks the user's turns that way
+   instead. Other speakers (``role`` ``other``: people in an imported
+   conversation) are never weighed.
+2. time: a query anchored in a span ("last month", "三天前") ranks what was
+   said outside it at ``outside_span_weight``; one that asks what is true now
+   ("currently", "最近") weighs the older candidates down, linearly to
+   ``1 - recent_weight`` for the oldest.
+3. the latest word: among the ``supersede_depth`` best candidates (those that
+   answer the query: the older and the newer statement of a fact both do), each
+   session's best, the message most similar to a better-ranked one (cosine >=
+   ``supersede_similarity``: they speak to the same thing), of the same speaker and said at least
+   ``supersede_gap`` seconds after it, ranks right above it; one newer message
+   replaces at most one older;
+   with ``supersede_present_only``, only for a question about the present: one
+   in the past tense ("when did I...", "what was...") asks about an event or an
+   earlier state, which the newest mention does not replace.
+4. sessions: the final order is picked greedily, each pick's score multiplied
+   by ``session_decay`` for every message of its session picked before it past
+   the first ``session_free``, so the top k cover distinct sessions rather than
+   near-copies from one (an answer often takes a few turns of one session, so
+   those come free).
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from memory.when import TimeAnchor
+from schemas.settings import Ranking
+
+__all__ = ["Candidates", "asks_assistant", "rank"]
+
+_ASSISTANT = re.compile(
+    r"\bdid you\b.{0,30}?\b(say|tell|suggest|recommend|mention|advise|propose|give|provide|"
+    r"list|explain|write|answer|share|offer|describe|call|name)\b"
+    r"|\byou(?:'ve| have| had)?\s+(?:\w+\s+){0,2}?(said|told|suggested|recommended|mentioned|"
+    r"advised|proposed|gave|given|provided|listed|explained|wrote|written|answered|shared|"
+    r"offered|described|came up with)\b"
+    r"|\byour (?:\w+ )?(suggestions?|recommendations?|advice|answer|list|tips?|response|reply)\b"
+)
+_ASSISTANT_CJK = ("你说", "你告诉", "你建议", "你推荐", "你提到", "你给我", "你的建议", "你讲")
+
+
+def asks_assistant(query: str) -> bool:
+    """Whether ``query`` asks what the assistant said ("what did you suggest...",
+    "remind me of your recommendation", "你建议...")."""
+    text = " ".join(query.casefold().split())
+    return bool(_ASSISTANT.search(text)) or any(w in query for w in _ASSISTANT_CJK)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """What ``rank`` needs to know of the positions it reorders."""
+
+    scores: Mapping[int, float]
+    #: Epoch seconds, role and session of a position.
+    at: Callable[[int], float]
+    role: Callable[[int], str]
+    session: Callable[[int], str]
+    #: Cosine similarities between positions (a square matrix, in the order given).
+    similarities: Callable[[Sequence[int]], npt.NDArray[np.float32]]
+
+
+def rank(
+    found: Candidates,
+    *,
+    knobs: Ranking,
+    anchor: TimeAnchor,
+    about_assistant: bool,
+    k: int,
+    tie: Callable[[int], tuple[float, int]],
+) -> list[tuple[int, float]]:
+    """The ``k`` best positions with their scores, reordered as the module docstring says;
+    equal scores are ordered by ``tie`` (ascending)."""
+    scores = dict(found.scores)
+    if not scores:
+        return []
+    _weigh_speakers(scores, found, knobs, about_assistant)
+    _weigh_time(scores, found, knobs, anchor)
+    if not (anchor.past and knobs.supersede_present_only):
+        _latest_word(scores, found, knobs, tie)
+    return _cover_sessions(scores, found, knobs, k, tie)
+
+
+def _weigh_speakers(
+    scores: dict[int, float], found: Candidates, knobs: Ranking, about_assistant: bool
+) -> None:
+    weight = knobs.assistant_weight
+    if weight == 1.0:
+        return
+    other = "user" if about_assistant else "assistant"
+    for position in scores:
+        if found.role(position) == other:
+            scores[position] *= weight
+
+
+def _weigh_time(
+    scores: dict[int, float], found: Candidates, knobs: Ranking, anchor: TimeAnchor
+) -> None:
+    if anchor.spans and knobs.outside_span_weight != 1.0:
+        for position in scores:
+            if not anchor.holds(found.at(position)):
+                scores[position] *= knobs.outside_span_weight
+    if anchor.recent and knobs.recent_weight:
+        times = {p: found.at(p) for p in scores}
+        oldest, newest = min(times.values()), max(times.values())
+        if newest > oldest:
+            for position, at in times.items():
+                age = (newest - at) / (newest - oldest)
+                scores[position] *= 1.0 - knobs.recent_weight * age
+
+
+def _latest_word(
+    scores: dict[int, float],
+    found: Candidates,
+    knobs: Ranking,
+    tie: Callable[[int], tuple[float, int]],
+) -> None:
+    """Lift, for each of the best candidates from the best down, the newer message of the
+    same speaker most similar to it (if similar enough) to just above it. Only each
+    session's best-ranked message takes part, and one newer message replaces at most
+    one older: lifting the rest of a later conversation on the same topic would push
+    the older statement (the earlier state, still worth seeing) out."""
+    if knobs.supersede_similarity > 1.0:
+        return
+    best = sorted(scores, key=lambda p: (-scores[p], tie(p)))[: knobs.supersede_depth]
+    # What a conversation said on the question is its best-ranked message: the rest of
+    # a later session on the same topic is not a newer word on an older one.
+    sessions: dict[str, int] = {}
+    for position in best:
+        sessions.setdefault(found.session(position), position)
+    pool = list(sessions.values())
+    if len(pool) < 2:
+        return
+    similar = found.similarities(pool)
+    at = [found.at(p) for p in pool]
+    roles = [found.role(p) for p in pool]
+    used: set[int] = set()
+    for j in sorted(range(len(pool)), key=lambda j: (-scores[pool[j]], tie(pool[j]))):
+        newer = [
+            i
+            for i in range(len(pool))
+            if i not in used
+            and roles[i] == roles[j]
+            and at[i] - at[j] >= knobs.supersede_gap
+            and similar[j, i] >= knobs.supersede_similarity
+        ]
+        if not newer:
+            continue
+        i = max(newer, key=lambda i: similar[j, i])
+        used.add(i)
+        older = pool[j]
+        if scores[older] >= scores[pool[i]]:
+            # Just above the older one: equal scores would fall to the tie order.
+            scores[pool[i]] = float(np.nextafter(scores[older], np.inf))
+
+
+def _cover_sessions(
+    scores: Mapping[int, float],
+    found: Candidates,
+    knobs: Ranking,
+    k: int,
+    tie: Callable[[int], tuple[float, int]],
+) -> list[tuple[int, float]]:
+    """Greedy picks, each one's score decayed by the picks of its session before it; a
+    decayed score only falls, so a stale heap entry is re-scored and pushed back."""
+    decay, free = knobs.session_decay, knobs.session_free
+    heap = [(-score, tie(p), p, 0) for p, score in scores.items()]
+    heapq.heapify(heap)
+    picked: dict[str, int] = {}
+    out: list[tuple[int, float]] = []
+    while heap and len(out) < k:
+        negative, order, position, seen = heapq.heappop(heap)
+        session = found.session(position)
+        before = picked.get(session, 0)
+        now = max(0, before - free)
+        if now != seen and decay != 1.0:
+            score = scores[position] * decay**now
+            heapq.heappush(heap, (-score, order, position, now))
+            continue
+        picked[session] = before + 1
+        out.append((position, -negative))
+    return out

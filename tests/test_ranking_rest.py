@@ -1,0 +1,257 @@
+"""How ``GET /memory/search`` ranks archived turns: time, speakers, sessions (issue 17).
+
+Each behaviour is shown through the real server (uvicorn, LanceDB on a temp dir, the
+hash embedder) twice: with the ranking knob that causes it, and with that knob at its
+neutral value, where the same history ranks the other way, so the knob is what does it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fake_ollama import FakeOllama
+from tests.harness import make_app, serve, settings_for
+from tests.test_import_rest import http, jsonl, post
+
+pytestmark = pytest.mark.anyio
+
+#: Every step off but the one a test turns on.
+NEUTRAL = {
+    "rank_assistant_weight": 1.0,
+    "rank_outside_span_weight": 1.0,
+    "rank_recent_weight": 0.0,
+    "rank_supersede_similarity": 2.0,
+    "rank_session_decay": 1.0,
+}
+
+FILLER = [
+    ("f1", "Can you recommend a good book about the history of Rome?"),
+    ("f2", "I need help writing a cover letter for a marketing job"),
+    ("f3", "What is a good stretching routine after running?"),
+    ("f4", "Explain how compound interest works in a savings account"),
+]
+
+
+def said(ident: str, text: str, *, session: str, at: str, role: str = "user") -> dict[str, Any]:
+    speaker = "Ann" if role == "user" else "assistant"
+    return {
+        "kind": "turn",
+        "id": ident,
+        "session_id": session,
+        "speaker": speaker,
+        "role": role,
+        "text": text,
+        "at": at,
+    }
+
+
+def filler() -> list[dict[str, Any]]:
+    return [
+        said(ident, text, session=f"other-{ident}", at=f"2024-02-0{n}T10:00:00Z")
+        for n, (ident, text) in enumerate(FILLER, 1)
+    ]
+
+
+async def ranked(
+    tmp_path: Path,
+    fake: FakeOllama,
+    lines: list[dict[str, Any]],
+    query: str,
+    *,
+    k: int = 10,
+    at: str | None = None,
+    **knobs: float,
+) -> list[str]:
+    """Import ``lines`` for a fresh user of a fresh server, ask ``query``: the turns' ids,
+    best first."""
+    settings = settings_for(tmp_path, fake.url, api_keys={"ka": "ann"}, **knobs)
+    async with serve(make_app(settings)) as address:
+        reply = await post(address, jsonl([*lines, *filler()]))
+        assert reply["errors"] == []
+        params: dict[str, Any] = {"q": query, "kind": "turns", "k": k}
+        if at is not None:
+            params["at"] = at
+        async with http(address) as client:
+            response = await client.get("/memory/search", params=params)
+    assert response.status_code == 200, response.text
+    return [hit["source_id"] for hit in response.json()["hits"]]
+
+
+def first_of(order: list[str], *ids: str) -> str:
+    """Which of ``ids`` ranks first in ``order``."""
+    return min(ids, key=order.index)
+
+
+BIKES = [
+    said("old", "I keep three bikes in my garage", session="winter", at="2024-01-10T18:00:00Z"),
+    said(
+        "new",
+        "Update: I keep four bikes in my garage now, I bought a gravel one",
+        session="spring",
+        at="2024-03-12T18:00:00Z",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("knobs", "first"),
+    [({"rank_supersede_similarity": 0.5}, "new"), ({}, "old")],
+    ids=["latest-word-on", "latest-word-off"],
+)
+async def test_the_newer_statement_of_the_same_thing_ranks_above_the_older(
+    tmp_path: Path, fake: FakeOllama, knobs: dict[str, float], first: str
+) -> None:
+    order = await ranked(
+        tmp_path, fake, BIKES, "How many bikes do I keep in my garage?", **(NEUTRAL | knobs)
+    )
+    assert first_of(order, "old", "new") == first
+
+
+async def test_statements_said_close_together_are_not_superseded(
+    tmp_path: Path, fake: FakeOllama
+) -> None:
+    close = [line | {"at": "2024-01-10T18:00:00Z"} for line in BIKES]
+    close[1]["at"] = "2024-01-10T18:00:30Z"  # the same conversation, 30 s later
+    order = await ranked(
+        tmp_path,
+        fake,
+        close,
+        "How many bikes do I keep in my garage?",
+        **(NEUTRAL | {"rank_supersede_similarity": 0.5}),
+    )
+    assert first_of(order, "old", "new") == "old"
+
+
+SISTER = [
+    said("user", "My sister Maya moved to Porto", session="s1", at="2024-02-20T09:00:00Z"),
+    said(
+        "echo",
+        "Porto! So your sister Maya lives in Porto now. Maya will love Porto.",
+        session="s1",
+        at="2024-02-20T09:00:30Z",
+        role="assistant",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("knobs", "first"),
+    [({"rank_assistant_weight": 0.5}, "user"), ({}, "echo")],
+    ids=["speakers-on", "speakers-off"],
+)
+async def test_the_users_own_words_outrank_the_assistant_repeating_them(
+    tmp_path: Path, fake: FakeOllama, knobs: dict[str, float], first: str
+) -> None:
+    order = await ranked(
+        tmp_path, fake, SISTER, "Where does my sister Maya live, Porto?", **(NEUTRAL | knobs)
+    )
+    assert first_of(order, "user", "echo") == first
+
+
+PUPPY = [
+    said(
+        "ask",
+        "Please suggest a name for my new puppy, a name for a puppy",
+        session="s1",
+        at="2024-02-21T09:00:00Z",
+    ),
+    said(
+        "answer",
+        "For the puppy: Biscuit",
+        session="s1",
+        at="2024-02-21T09:00:30Z",
+        role="assistant",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("query", "first"),
+    [
+        ("What name did you suggest for my new puppy?", "answer"),
+        ("Which name did I want for my new puppy?", "ask"),
+    ],
+    ids=["asks-what-the-assistant-said", "asks-about-the-user"],
+)
+async def test_the_assistants_turn_wins_when_asked_what_the_assistant_said(
+    tmp_path: Path, fake: FakeOllama, query: str, first: str
+) -> None:
+    order = await ranked(tmp_path, fake, PUPPY, query, **(NEUTRAL | {"rank_assistant_weight": 0.5}))
+    assert first_of(order, "ask", "answer") == first
+
+
+BEACH = [
+    said(
+        "a1", "We spent the whole day at the beach in Nice", session="a", at="2024-02-10T10:00:00Z"
+    ),
+    said(
+        "a2",
+        "The beach in Nice was crowded, the beach bar too",
+        session="a",
+        at="2024-02-10T10:01:00Z",
+    ),
+    said("a3", "Back at the beach in Nice for sunset", session="a", at="2024-02-10T10:02:00Z"),
+    said(
+        "b1",
+        "Another day at a beach, this time in Brittany",
+        session="b",
+        at="2024-02-14T10:00:00Z",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("knobs", "sessions"),
+    [({"rank_session_decay": 0.5, "rank_session_free": 1}, {"a", "b"}), ({}, {"a"})],
+    ids=["coverage-on", "coverage-off"],
+)
+async def test_the_top_hits_cover_distinct_sessions_rather_than_one(
+    tmp_path: Path, fake: FakeOllama, knobs: dict[str, float], sessions: set[str]
+) -> None:
+    order = await ranked(tmp_path, fake, BEACH, "days at the beach in Nice", **(NEUTRAL | knobs))
+    assert {ident[0] for ident in order[:3]} == sessions
+
+
+COOKING = [
+    said("autumn", "I cooked a curry for dinner", session="nov", at="2023-11-02T19:00:00Z"),
+    said(
+        "lately",
+        "On Tuesday I cooked a big lasagna for dinner with friends",
+        session="mar",
+        at="2024-03-12T19:00:00Z",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("knobs", "first"),
+    [({"rank_outside_span_weight": 0.5}, "lately"), ({}, "autumn")],
+    ids=["anchor-on", "anchor-off"],
+)
+async def test_a_query_anchored_in_time_ranks_what_was_said_then_first(
+    tmp_path: Path, fake: FakeOllama, knobs: dict[str, float], first: str
+) -> None:
+    order = await ranked(
+        tmp_path,
+        fake,
+        COOKING,
+        "What did I cook for dinner last week?",
+        at="2024-03-18T12:00:00Z",
+        **(NEUTRAL | knobs),
+    )
+    assert first_of(order, "autumn", "lately") == first
+
+
+async def test_the_query_time_defaults_to_now_and_a_bad_one_is_refused(
+    tmp_path: Path, fake: FakeOllama
+) -> None:
+    # Asked now, "last week" is long after both: the anchor ranks neither up.
+    now = await ranked(tmp_path, fake, COOKING, "What did I cook for dinner last week?", **NEUTRAL)
+    assert first_of(now, "autumn", "lately") == "autumn"
+    settings = settings_for(tmp_path / "b", fake.url, api_keys={"ka": "ann"})
+    async with serve(make_app(settings)) as address, http(address) as client:
+        response = await client.get("/memory/search", params={"q": "dinner", "at": "soon"})
+    assert response.status_code == 400
