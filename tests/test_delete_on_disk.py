@@ -82,12 +82,12 @@ async def test_a_deleted_message_is_gone_from_disk_and_from_the_reply_that_answe
     async with rest(server) as client:
         deleted = await client.delete(f"/memory/long-term/{asked['id']}")
         found = await client.get("/memory/search", params={"q": "zqsecret", "mode": "keyword"})
-        reply = await client.get("/memory/search", params={"q": "keep in mind", "k": 1})
+        reply = await client.get("/memory/search", params={"q": "keep in mind", "k": 5})
     assert deleted.status_code == 200
     assert secret.encode() not in on_disk(tmp_path)
     assert b"zqsecret" not in on_disk(tmp_path)
     assert found.json()["hits"] == []
-    assert reply.json()["hits"][0]["text"] == "I will keep that in mind"
+    assert "I will keep that in mind" in [hit["text"] for hit in reply.json()["hits"]]
     assert b"I will keep that in mind" in on_disk(tmp_path)  # its neighbour stays
 
 
