@@ -79,20 +79,27 @@ def test_gold_of_a_chinese_turn_is_written_in_chinese() -> None:
     for text, fact in GOLD_FACTS:
         if _cjk(text):
             assert _cjk(fact["content"]), text
-            # Latin letters only in identifiers the user typed ("lily_chen88").
+            # Latin letters only in what the user typed ("lily_chen88", "iPhone 13"), never
+            # an English rendering of their Chinese.
             words = re.findall(r"[A-Za-z][\w.@-]*", fact["value"])
-            assert all(re.search(r"[\d_@.]", w) or w.isupper() for w in words), text
+            assert all(w in text for w in words), text
 
 
-def test_a_turn_that_is_only_a_question_has_no_gold_facts() -> None:
+def test_a_turn_that_is_only_a_question_gives_at_most_what_it_takes_for_granted() -> None:
+    """ "what's a good film?" gives nothing; "is it normal to be burnt out after 5 years in
+    marketing?" takes for granted that the user works in marketing, and a careful model
+    says so. What is asked about is never a fact: no gold content is a question."""
     questions = [
         text
         for text in GOLD
         if text.rstrip().endswith(("?", "\uff1f")) and not re.search(r"[.!\u3002\uff01]\s*\S", text)
     ]
     assert questions
+    assert sum(GOLD[text] == [] for text in questions) > 0.9 * len(questions)
     for text in questions:
-        assert GOLD[text] == [], text
+        for fact in GOLD[text]:
+            assert not fact["content"].rstrip().endswith(("?", "\uff1f")), text
+            assert fact["subject"] == "user", text
 
 
 def test_missing_gold_names_the_dialogue_session_and_turn() -> None:
