@@ -595,17 +595,25 @@ async def test_note_write_failing_is_retried_once_then_skipped(failures: int, no
         assert w.deps.learning.notes.stats.skipped == 1 - notes
 
 
-async def test_note_creation_times_out_after_30_seconds_and_is_skipped() -> None:
+@pytest.mark.parametrize(
+    ("delay", "notes"), [(31.0, 0), (29.0, 1)], ids=["31s-skipped", "29s-written"]
+)
+async def test_note_creation_times_out_after_30_seconds_and_is_skipped(
+    delay: float, notes: int
+) -> None:
     async with world() as w:
         await w.registry.open("u1", "s1", scope="calendar")
         w.llm.json_script = [extraction()]
         await w.ask(Turn(id="t1", user="Plan lunch", assistant="Done"))
         await w.settle()
-        w.llm.json_delay = 31.0
+        # A valid note, late: only the 30-second timeout keeps it out.
+        w.llm.json_script = [json.dumps({"content": "User plans lunch."})]
+        w.llm.json_delay = delay
         started = anyio.current_time()
         await w.ask(End())
         ended_after = anyio.current_time() - started
         await anyio.sleep(120)
-        assert await w.store.facts.notes_of("u1", "calendar") == []
-        assert w.deps.learning.notes.stats.skipped == 1
+        stored = await w.store.facts.notes_of("u1", "calendar")
+        assert [n.content for n in stored] == ["User plans lunch."] * notes
+        assert w.deps.learning.notes.stats.skipped == 1 - notes
     assert ended_after < 1.0  # the end did not wait for the note
