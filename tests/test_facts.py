@@ -603,7 +603,18 @@ def test_same_subject_and_predicate_supersedes_in_any_category(
             vector=E2,
         ),
     )
-    assert len(changes.superseded) == (1 if superseded else 0)
+    new = only_added(changes)
+    if superseded:
+        # seed 002: the old fact is superseded and both rows link to each other.
+        [old_now] = changes.superseded
+        assert (old_now.id, old_now.validity, old_now.superseded_by) == (
+            old.id,
+            "superseded",
+            new.id,
+        )
+        assert new.supersedes_id == old.id
+    else:
+        assert (changes.superseded, new.supersedes_id) == ([], None)
 
 
 def test_every_active_fact_with_the_statement_key_is_superseded_newest_linked() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -229,12 +230,60 @@ async def test_facts_with_unknown_categories_are_rejected_and_others_kept() -> N
     assert [s.fact.content for s in stored] == ["User likes tea"]
 
 
-async def test_fact_below_the_confidence_threshold_is_not_stored() -> None:
+def _skip_logs(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "mnemo.facts" and r.getMessage().startswith("skipped fact")
+    ]
+
+
+async def test_fact_below_the_confidence_threshold_is_not_stored(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="mnemo.facts")
     async with world() as w:
         w.llm.json_script = [extraction(fact("User might like golf", "preference", 0.4))]
         await w.ask(Turn(id="t1", user="maybe golf?", assistant="ok"))
         await w.settle()
         assert await w.store.facts.facts_of("u1") == []
+    # seed 000: a "low-confidence fact skipped" log line
+    assert _skip_logs(caplog) == ["skipped fact (low confidence): User might like golf"]
+
+
+async def test_a_duplicate_under_the_unchanged_policy_is_skipped_logged_and_left_alone(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="mnemo.facts")
+    async with world(duplicate_policy="unchanged") as w:
+        w.llm.json_script = [
+            extraction(fact("User plays chess", "preference", 0.8)),
+            extraction(fact("user plays CHESS", "preference", 0.95)),
+        ]
+        await w.ask(Turn(id="t1", user="I play chess", assistant="ok"))
+        await w.settle()
+        [before] = await w.store.facts.facts_of("u1")
+        await w.ask(Turn(id="t2", user="I play chess, really", assistant="ok"))
+        await w.settle()
+        [after] = await w.store.facts.facts_of("u1")
+    assert after.fact == before.fact  # seed 000: the existing fact stays unchanged
+    assert _skip_logs(caplog) == ["skipped fact (duplicate): user plays CHESS"]
+
+
+@pytest.mark.parametrize(
+    ("confidence", "source"), [(0.9, "user_stated"), (0.85, "inferred")], ids=["0.9", "0.85"]
+)
+async def test_only_a_fact_extracted_at_0_9_or_more_counts_as_user_stated(
+    confidence: float, source: str
+) -> None:
+    # seed 001: what the user stated explicitly is stored with source user_stated and
+    # confidence >= 0.9; mnemo reads that from each fact's confidence.
+    async with world() as w:
+        w.llm.json_script = [extraction(fact("User lives in Lyon", confidence=confidence))]
+        await w.ask(Turn(id="t1", user="I live in Lyon", assistant="Nice"))
+        await w.settle()
+        [only] = await w.store.facts.facts_of("u1")
+    assert (only.fact.source, only.fact.confidence) == (source, confidence)
 
 
 async def test_unreachable_model_falls_back_to_rules_and_keeps_turns_pending() -> None:
