@@ -10,14 +10,18 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 import httpx
 import pytest
 
+from actors.errors import ArchiveUnavailable
 from memory.hashing import HashEmbedder
 from memory.tokens import estimate_tokens
+from server.adapters.ollama import OllamaLlm
+from server.app import create_app
+from server.main import build_store
 from tests.fake_ollama import FakeOllama
 from tests.harness import Client, chat_bodies, make_app, serve, settings_for
 
@@ -89,7 +93,6 @@ async def _memory(
 ) -> str:
     """What memory ``path`` ("context" or "chat") gives for ``query``: the block's text, or
     the system prompt the model received."""
-    fake.script("Sure.")
     async with Client.connect(server, session) as client:
         await client.receive()
         if topic is not None:
@@ -99,6 +102,7 @@ async def _memory(
             block, _ = await client.until("context")
             text: str = block["text"]
             return text
+        fake.script("Sure.")
         await client.send(type="chat", id="c", content=query)
         await client.until("done")
     system: str = chat_bodies(fake)[-1]["messages"][0]["content"]
@@ -194,3 +198,46 @@ async def test_the_prompt_sent_to_the_model_fits_its_context_with_the_rendered_m
     sent = chat_bodies(fake)[-1]["messages"]
     assert "- User builds compiler part" in sent[0]["content"]  # memory was there to fit
     assert sum(estimate_tokens(m["content"]) for m in sent) <= 2048
+
+
+async def test_a_failing_store_search_leaves_both_paths_working_without_memory_and_is_logged(
+    tmp_path: Path,
+    fake: FakeOllama,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # seed 002: a storage error during context retrieval is logged and the session is not
+    # blocked (fail-open).
+    settings = settings_for(tmp_path, fake.url)
+    embedder = HashEmbedder()
+    store = build_store(settings, embedder)
+    app = create_app(
+        settings,
+        llm=OllamaLlm(settings.ollama_url, timeout=settings.llm_timeout),
+        store=store,
+        embedder=embedder,
+    )
+
+    async def unavailable(*args: object, **kwargs: object) -> NoReturn:
+        raise ArchiveUnavailable("disk gone")
+
+    async with serve(app) as server:
+        await _import(server, [("User likes green tea", "preference")])
+        assert "green tea" in await _memory(server, fake, "context", "green tea?")
+        # The store's searches fail from here on (LanceDB errors arrive as this one).
+        monkeypatch.setattr(store.facts, "search_facts", unavailable)
+        monkeypatch.setattr(store, "search_messages", unavailable)
+        fake.script("Tea is nice.")
+        async with Client.connect(server, "s2") as client:
+            await client.receive()
+            await client.send(type="context", id="q", query="green tea?", format="about-user")
+            block = await client.receive()
+            await client.send(type="chat", id="c", content="green tea?")
+            done, deltas = await client.until("done")
+    assert block == {"type": "context", "id": "q", "text": "", "tokens": 0, "memory_ids": []}
+    assert "".join(d["text"] for d in deltas) == "Tea is nice."
+    assert done["id"] == "c"
+    assert "green tea" not in chat_bodies(fake)[-1]["messages"][0]["content"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "mnemo.context"]
+    assert any("degraded to empty" in w for w in warnings)
+    assert any("no facts for chat" in w for w in warnings)
