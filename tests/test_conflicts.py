@@ -445,6 +445,8 @@ def test_a_correction_replaces_the_most_similar_fact_once() -> None:
         pytest.param(("likes", "running"), ("hobby", "running"), True, id="family-same"),
         pytest.param(("likes", "running"), ("hobby", "chess"), False, id="family-other"),
         pytest.param(("likes", "fish"), ("eats", "fish"), False, id="taste-is-not-amount"),
+        pytest.param(("eats", "fish"), ("likes", "fish"), False, id="amount-is-not-taste"),
+        pytest.param(("likes", "jazz"), ("likes", "Jazz"), True, id="many-same-value"),
         pytest.param(("works_at", "Acme"), ("works_at", "Acme Corp"), True, id="one-more-words"),
         pytest.param(("likes", "jazz"), ("likes", "jazz music"), False, id="many-more-words"),
         pytest.param(("has_pet", "a dog"), ("has_pet", "a dog named Rex"), True, id="refines"),
@@ -456,6 +458,12 @@ def test_which_structured_statements_repeat_a_stored_one(
     stored_fact = said(OLD, f"User {old[0]} {old[1]}", *old, vector=E1)
     cand = says(f"User {new[0]} {new[1]}!", *new, vector=E2)
     assert _duplicate(stored_fact, cand) == (OLD if duplicate else None)
+
+
+def test_a_negation_is_not_implied_by_another_persons_diet() -> None:
+    old = said(OLD, "Ana is vegetarian", "diet", "vegetarian", subject="Ana", vector=E1)
+    cand = says("User does not eat meat", "eats", "meat", negated=True, vector=E2)
+    assert _duplicate(old, cand) is None
 
 
 @pytest.mark.parametrize(
@@ -482,6 +490,25 @@ def test_a_negation_is_implied_only_by_a_diet_or_an_allergy(
         pytest.param({"subject": "Ana", "relation": "sister"}, {}, True, id="other-person"),
         pytest.param({"negated": True}, {}, True, id="other-polarity"),
         pytest.param({"value": "Lisbon"}, {"value": "Porto"}, True, id="other-value-one-slot"),
+        pytest.param(
+            {"predicate": "likes", "value": "jazz"},
+            {"predicate": "likes", "value": "jazz music"},
+            True,
+            id="other-value-many-slot",
+        ),
+        pytest.param(
+            {"predicate": "likes", "value": "jazz"},
+            {"predicate": "dislikes", "value": "jazz music"},
+            True,
+            id="opposite-slot",
+        ),
+        pytest.param(
+            {"subject": "Ana", "relation": "sister"},
+            {"subject": "sister", "relation": "sister"},
+            False,
+            id="sister-by-name-and-by-relation",
+        ),
+        pytest.param({"subject": None}, {"subject": "Ana"}, False, id="subject-unknown"),
     ],
 )
 def test_look_alike_embeddings_merge_only_what_structure_cannot_tell_apart(
@@ -491,16 +518,16 @@ def test_look_alike_embeddings_merge_only_what_structure_cannot_tell_apart(
     old = StoredFact(msgspec.structs.replace(old.fact, **old_fields), old.vector)
     cand = says("User resides in Lisbon city", "based", "Lisbon", vector=E1)
     if new_fields:
-        cand = dataclasses.replace(cand, predicate="lives_in", **new_fields)
+        cand = dataclasses.replace(cand, **({"predicate": "lives_in"} | new_fields))
     assert _duplicate(old, cand) == (None if distinct else OLD)
 
 
 def test_the_near_duplicate_floor_is_inclusive() -> None:
     # No predicate: structure cannot tell them apart, the embeddings decide.
-    old = said(OLD, "User likes tea", None, "tea", vector=toward_e1(0.92))
+    old = said(OLD, "User likes tea", None, "tea", vector=toward_e1(0.5))  # exactly 0.5
     cand = says("Tea, always tea", None, "tea", vector=E1)
-    assert _duplicate(old, cand, floor=0.92) == OLD
-    assert _duplicate(old, cand, floor=0.93) is None
+    assert _duplicate(old, cand, floor=0.5) == OLD
+    assert _duplicate(old, cand, floor=0.51) is None
 
 
 @pytest.mark.parametrize(
@@ -534,3 +561,16 @@ def test_who_stated_a_fact_decides_whether_an_inferred_one_replaces_it(
     fields = {"source": "inferred", "extractor": "llm", "confidence": 0.7} | new_fields
     cand = says("User lives in Porto", "lives_in", "Porto", **fields)
     assert kept_because(cand, old) == kept
+
+
+@pytest.mark.parametrize(
+    ("old_key", "new_key", "contradicts"),
+    [("home", "Home", True), ("home", "work", False), (None, None, True)],
+    ids=["same-key", "other-key", "no-key"],
+)
+def test_a_keyed_slot_is_replaced_only_by_a_value_of_the_same_key(
+    old_key: str | None, new_key: str | None, contradicts: bool
+) -> None:
+    old = said(OLD, "User lives in Lisbon", "lives_in", "Lisbon", key=old_key)
+    cand = says("User lives in Porto", "lives_in", "Porto", key=new_key)
+    assert _contradicted(old, cand) == ([OLD] if contradicts else [])
