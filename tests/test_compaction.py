@@ -318,7 +318,39 @@ def test_stage_3_drops_old_messages_until_the_rest_fits_exactly() -> None:
     result = compact(history, [], system_tokens=60, context_tokens=100, keep_last=6)
     assert result.stage == 3
     assert result.history == [history[2]]  # 60 + 40 = 100: fits, nothing clipped
-    assert result.tokens == 100
+    assert (result.tokens, result.trimmed_messages, result.dropped_facts) == (100, 2, 0)
+
+
+def test_stage_3_keeps_facts_that_fit_exactly_once_the_optional_blocks_are_gone() -> None:
+    project = fact("p0", "project")  # 10 tokens
+    result = compact(
+        [_said("user", 20)], [project], system_tokens=50, context_tokens=80, extra_tokens=20
+    )
+    assert (result.stage, result.keep_extra, result.facts) == (3, False, [project])
+    assert (result.tokens, result.dropped_facts) == (80, 0)
+
+
+def test_stage_3_drops_every_fact_when_the_newest_message_alone_fills_the_context() -> None:
+    facts = [fact("p0", "project"), fact("p1", "project")]
+    result = compact([_said("user", 40)], facts, system_tokens=60, context_tokens=100)
+    assert (result.facts, result.dropped_facts, result.tokens) == ([], 2, 100)
+
+
+def test_a_prompt_one_token_over_gets_its_newest_message_clipped() -> None:
+    result = compact([_said("user", 41)], [], system_tokens=60, context_tokens=100)
+    [last] = result.history
+    assert estimate_tokens(last.content) == 40
+
+
+def test_a_system_prompt_filling_the_context_leaves_the_newest_message_empty() -> None:
+    result = compact([_said("user", 10)], [], system_tokens=100, context_tokens=100)
+    assert [m.content for m in result.history] == [""]
+
+
+def test_trimming_down_to_exactly_the_threshold_goes_on_to_stage_2() -> None:
+    history = [_said("user", 10), *(_said("assistant", 10) for _ in range(8))]  # 90 tokens
+    result = compact(history, [], system_tokens=20, context_tokens=125, threshold=0.8)
+    assert (result.stage, result.tokens) == (2, 100)  # 20 + 80 = 100 = 0.8 x 125
 
 
 def test_stage_3_clips_the_newest_message_to_the_room_left_keeping_its_role() -> None:
