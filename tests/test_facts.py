@@ -1040,3 +1040,24 @@ def test_a_pinned_contradicted_fact_does_not_stop_the_others_being_replaced() ->
     )
     assert [f.id for f in changes.superseded] == ["fact_00000002"]
     assert [c.kept_id for c in changes.conflicts] == ["fact_00000001"]
+
+
+def test_a_candidate_keeps_who_polarity_and_cardinality_and_defaults_to_global() -> None:
+    extracted = ExtractedFact(
+        content="User's sister Ana no longer lives in Rome",
+        category="knowledge",
+        confidence=0.8,
+        subject="Ana",
+        relation="sister",
+        predicate="lives_in",
+        value="Rome",
+        negated=True,
+        cardinality="one",
+    )
+    made = candidate_from_extracted(extracted, category="knowledge", vector=E1, user_id="u1")
+    assert (made.relation, made.negated, made.cardinality, made.scope) == (
+        "sister",
+        True,
+        "one",
+        "global",
+    )

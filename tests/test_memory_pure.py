@@ -152,3 +152,14 @@ def test_each_cjk_range_counts_from_its_first_to_its_last_character(first: int, 
     assert outside
     for code in outside:
         assert not is_cjk(chr(code))
+
+
+def test_a_set_on_a_new_session_starts_its_working_memory_and_stamps_it() -> None:
+    now = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+    memory = apply_set(None, "s7", now, variables={"city": "Oslo", "gone": None})
+    assert (memory.session_id, memory.created_at, memory.updated_at) == ("s7", now, now)
+    assert memory.context_variables == {"city": "Oslo"}
+    later = now + timedelta(minutes=5)
+    again = apply_set(memory, "s7", later, emotion="calm", variables={"city": None})
+    assert (again.context_variables, again.last_emotion, again.updated_at) == ({}, "calm", later)
+    assert apply_set(again, "s7", later).last_emotion == "calm"
