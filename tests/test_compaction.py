@@ -360,3 +360,10 @@ def test_stage_3_clips_the_newest_message_to_the_room_left_keeping_its_role() ->
     assert last.role == "user"
     assert estimate_tokens(last.content) == 40
     assert result.tokens == 100
+
+
+def test_stage_3_stops_dropping_messages_once_the_rest_fits_exactly() -> None:
+    history = [_said("user", 30), _said("assistant", 20), _said("user", 20)]
+    result = compact(history, [], system_tokens=60, context_tokens=100, keep_last=6)
+    assert result.history == history[1:]  # 60 + 20 + 20 = 100
+    assert (result.stage, result.tokens, result.trimmed_messages) == (3, 100, 1)

@@ -526,6 +526,8 @@ def test_about_user_budget_is_a_quarter_of_the_remaining_context_within_150_to_5
         ("one two, three four", "one two…"),  # cut at the last word, punctuation dropped
         ("abcdefghijklmnop", "abcdefghijkl…"),  # no space in the second half: cut mid-word
         ("abcdefghij klmnopq", "abcdefghij…"),
+        ("abcde fghijklmnop", "abcde fghijk…"),  # a space in the first half is not used
+        ("abcdefghijkXmnopq", "abcdefghijkX…"),  # only spaces and , ; : are trimmed
     ],
 )
 def test_a_note_is_clipped_at_a_word_to_the_limit_with_an_ellipsis(text: str, clipped: str) -> None:
