@@ -367,3 +367,11 @@ def test_stage_3_stops_dropping_messages_once_the_rest_fits_exactly() -> None:
     result = compact(history, [], system_tokens=60, context_tokens=100, keep_last=6)
     assert result.history == history[1:]  # 60 + 20 + 20 = 100
     assert (result.stage, result.tokens, result.trimmed_messages) == (3, 100, 1)
+
+
+def test_preferences_are_halved_when_dropping_identity_lands_exactly_on_the_threshold() -> None:
+    facts = [fact("i0", "identity"), fact("p0", "preference", 0.9), fact("p1", "preference", 0.8)]
+    # 50 + 10 + 3 x 10 = 90 >= 80; without identity 80: still at the threshold, so halve.
+    result = compact([_said("user", 10)], facts, system_tokens=50, context_tokens=100)
+    assert [f.id for f in result.facts] == ["p0"]
+    assert (result.stage, result.tokens) == (2, 70)
