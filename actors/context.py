@@ -401,10 +401,26 @@ async def chat_context(
         threshold=settings.compaction_threshold,
         extra_tokens=welcome.tokens + notes_block.tokens + recalled.tokens,
     )
-    block = formats.about_user(compacted.facts, settings.categories, budget)
-    builder.touch(user_id, block.memory_ids)
+    # Compaction counts fact contents; the rendered block adds headings and bullets.
+    # Seed 004's "never overflows" is about the prompt sent: while the rendered memory
+    # does not fit beside the system prompt and history, the optional blocks go, then
+    # the lowest-ranked facts. ("\n\n" joins it to the system prompt; the estimate of
+    # a concatenation is at most the sum of its parts'.)
+    room = (
+        context_tokens - system_tokens - sum(estimate_tokens(m.content) for m in compacted.history)
+    )
+    shown = list(compacted.facts)
     extras = (welcome, notes_block, recalled) if compacted.keep_extra else ()
-    text = "\n\n".join(b.text for b in (block, *extras) if b.text)
+    while True:
+        block = formats.about_user(shown, settings.categories, budget)
+        text = "\n\n".join(b.text for b in (block, *extras) if b.text)
+        if not text or estimate_tokens(f"\n\n{text}") <= room or not (extras or shown):
+            break
+        if extras:
+            extras = ()
+        else:
+            shown.pop()  # the facts come best first
+    builder.touch(user_id, block.memory_ids)
     tokens = block.tokens + sum(b.tokens for b in extras)
-    notes_shown = len(notes_block.memory_ids) if compacted.keep_extra else 0
+    notes_shown = len(notes_block.memory_ids) if extras else 0
     return ChatContext(text, compacted.history, tokens, compacted.stage, notes_shown)

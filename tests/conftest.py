@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import AsyncIterator
 
 import pytest
@@ -12,6 +14,19 @@ from tests.test_app_notes import NoteModel
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_memory_caches() -> None:
+    """Under mutmut (scripts/mutation.py), every test starts with memory/'s memoization
+    caches empty: a result cached by an earlier test would hide the mutant, and the
+    call from mutmut's map of which tests reach which function."""
+    if "MUTANT_UNDER_TEST" in os.environ:
+        for name, module in list(sys.modules.items()):
+            if name.startswith("memory."):
+                for value in list(vars(module).values()):
+                    if callable(getattr(value, "cache_clear", None)):
+                        value.cache_clear()
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.compaction import Compacted, compact, trim_history
+from memory.compaction import Compacted, clip_middle, compact, trim_history
 from memory.tokens import estimate_tokens
 from schemas.llm import PromptMessage
 from schemas.records import Fact
@@ -237,3 +237,141 @@ def test_invalid_threshold_or_keep_last_is_rejected(threshold: float, keep_last:
         compact(
             [], [], system_tokens=0, context_tokens=100, threshold=threshold, keep_last=keep_last
         )
+
+
+# -- boundaries, one by one --------------------------------------------------------------
+
+
+def _said(role: str, tokens: int) -> PromptMessage:
+    return PromptMessage(role, "abcd" * tokens)  # four ASCII characters a token
+
+
+def test_clipping_keeps_the_longest_head_and_tail_that_fit_around_the_ellipsis() -> None:
+    text = "0123456789" * 4  # 10 tokens
+    # 5 tokens hold 20 characters: 19 of the text (10 head, 9 tail) and the ellipsis.
+    assert clip_middle(text, 5) == "0123456789…123456789"
+    assert clip_middle(text, 10) == text  # exactly fits: untouched
+    assert clip_middle(text, 0) == ""
+
+
+def test_the_first_message_stays_when_the_history_is_shorter_than_keep_last() -> None:
+    history = [_said("assistant", 1), _said("user", 1), _said("assistant", 1)]
+    assert trim_history(history, keep_last=6) == history
+
+
+def test_the_first_exchange_stays_even_with_nothing_else_kept() -> None:
+    history = [_said("user", 1), _said("assistant", 2)]
+    assert trim_history(history, keep_last=0) == history
+
+
+def test_a_threshold_of_one_and_keep_last_of_zero_are_allowed() -> None:
+    result = compact([], [], system_tokens=0, context_tokens=100, threshold=1.0, keep_last=0)
+    assert result.stage == 0
+
+
+def test_a_prompt_exactly_at_the_threshold_is_compacted() -> None:
+    history = [_said("user", 10), *(_said("assistant", 10) for _ in range(8))]  # 90 tokens
+    at = compact(history, [], system_tokens=10, context_tokens=125, threshold=0.8)
+    assert (at.stage, at.tokens) == (1, 90)  # 100 = 0.8 x 125: the third message goes
+    below = compact(history, [], system_tokens=9, context_tokens=125, threshold=0.8)
+    assert below.stage == 0
+
+
+def test_three_unpinned_preferences_are_halved_to_the_two_surest() -> None:
+    prefs = [fact(f"p{n}", "preference", confidence=c) for n, c in enumerate([0.9, 0.6, 0.8])]
+    result = compact(
+        [_said("user", 10)], prefs, system_tokens=60, context_tokens=120, threshold=0.5
+    )
+    assert [f.id for f in result.facts] == ["p0", "p2"]
+    assert result.stage == 2
+
+
+def test_memory_that_fills_the_context_exactly_stops_at_stage_2() -> None:
+    prefs = [fact("p0", "project")]  # 10 tokens, never dropped
+    result = compact(
+        [_said("user", 10)], prefs, system_tokens=80, context_tokens=100, extra_tokens=0
+    )
+    assert (result.stage, result.tokens, result.keep_extra) == (2, 100, True)
+
+
+def test_optional_blocks_that_fill_the_context_exactly_are_kept() -> None:
+    result = compact(
+        [_said("user", 10), _said("assistant", 10)],
+        [],
+        system_tokens=70,
+        context_tokens=100,
+        extra_tokens=30,
+    )
+    assert result.keep_extra is False  # 110 > 100: they go
+    fits = compact(
+        [_said("user", 10), _said("assistant", 10)],
+        [],
+        system_tokens=60,
+        context_tokens=100,
+        extra_tokens=20,
+    )
+    assert (fits.keep_extra, fits.tokens, len(fits.history)) == (True, 100, 2)
+
+
+def test_stage_3_drops_old_messages_until_the_rest_fits_exactly() -> None:
+    history = [_said("user", 30), _said("assistant", 30), _said("user", 40)]
+    result = compact(history, [], system_tokens=60, context_tokens=100, keep_last=6)
+    assert result.stage == 3
+    assert result.history == [history[2]]  # 60 + 40 = 100: fits, nothing clipped
+    assert (result.tokens, result.trimmed_messages, result.dropped_facts) == (100, 2, 0)
+
+
+def test_stage_3_keeps_facts_that_fit_exactly_once_the_optional_blocks_are_gone() -> None:
+    project = fact("p0", "project")  # 10 tokens
+    result = compact(
+        [_said("user", 20)], [project], system_tokens=50, context_tokens=80, extra_tokens=20
+    )
+    assert (result.stage, result.keep_extra, result.facts) == (3, False, [project])
+    assert (result.tokens, result.dropped_facts) == (80, 0)
+
+
+def test_stage_3_drops_every_fact_when_the_newest_message_alone_fills_the_context() -> None:
+    facts = [fact("p0", "project"), fact("p1", "project")]
+    result = compact([_said("user", 40)], facts, system_tokens=60, context_tokens=100)
+    assert (result.facts, result.dropped_facts, result.tokens) == ([], 2, 100)
+
+
+def test_a_prompt_one_token_over_gets_its_newest_message_clipped() -> None:
+    result = compact([_said("user", 41)], [], system_tokens=60, context_tokens=100)
+    [last] = result.history
+    assert estimate_tokens(last.content) == 40
+
+
+def test_a_system_prompt_filling_the_context_leaves_the_newest_message_empty() -> None:
+    result = compact([_said("user", 10)], [], system_tokens=100, context_tokens=100)
+    assert [m.content for m in result.history] == [""]
+
+
+def test_trimming_down_to_exactly_the_threshold_goes_on_to_stage_2() -> None:
+    history = [_said("user", 10), *(_said("assistant", 10) for _ in range(8))]  # 90 tokens
+    result = compact(history, [], system_tokens=20, context_tokens=125, threshold=0.8)
+    assert (result.stage, result.tokens) == (2, 100)  # 20 + 80 = 100 = 0.8 x 125
+
+
+def test_stage_3_clips_the_newest_message_to_the_room_left_keeping_its_role() -> None:
+    history = [_said("assistant", 30), _said("user", 50)]
+    result = compact(history, [], system_tokens=60, context_tokens=100, keep_last=6)
+    [last] = result.history
+    assert last.role == "user"
+    assert estimate_tokens(last.content) == 40
+    assert result.tokens == 100
+
+
+def test_stage_3_stops_dropping_messages_once_the_rest_fits_exactly() -> None:
+    history = [_said("user", 30), _said("assistant", 20), _said("user", 20)]
+    result = compact(history, [], system_tokens=60, context_tokens=100, keep_last=6)
+    assert result.history == history[1:]  # 60 + 20 + 20 = 100
+    assert (result.stage, result.tokens, result.trimmed_messages) == (3, 100, 1)
+
+
+def test_preferences_are_halved_when_dropping_identity_lands_exactly_on_the_threshold() -> None:
+    facts = [fact("i0", "identity"), fact("p0", "preference", 0.9), fact("p1", "preference", 0.8)]
+    # 50 + 10 + 3 x 10 = 90 >= 80; without identity 80: still at the threshold, so halve.
+    result = compact([_said("user", 10)], facts, system_tokens=50, context_tokens=100)
+    assert [f.id for f in result.facts] == ["p0"]
+    assert (result.stage, result.tokens) == (2, 70)

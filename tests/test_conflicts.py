@@ -2,19 +2,42 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+import msgspec
 import pytest
 
-from memory.conflicts import KEPT_PINNED, KEPT_STATED
+from memory.conflicts import (
+    KEPT_PINNED,
+    KEPT_STATED,
+    find_contradicted,
+    find_duplicate,
+    kept_because,
+    similarity,
+)
 from memory.facts import Conflict, FactPolicy, apply_candidates
 from memory.facts import Stored as StoredFact
+from memory.predicates import Vocabulary
 from schemas.predicates import PredicateSpec
 from schemas.settings import Settings
-from tests.test_facts import E1, NOW, apply, candidate, draws, make_fact, only_added, stored
+from tests.test_facts import (
+    E1,
+    E2,
+    NOW,
+    apply,
+    candidate,
+    draws,
+    make_fact,
+    only_added,
+    stored,
+    toward_e1,
+)
 
 
-def said(fact_id: str, content: str, predicate: str, value: str, **fields: Any) -> StoredFact:
+def said(
+    fact_id: str, content: str, predicate: str | None, value: str, **fields: Any
+) -> StoredFact:
     """A stored, user-stated fact about the user with this structure (vector E1)."""
     vector = fields.pop("vector", E1)
     base: dict[str, Any] = {
@@ -28,7 +51,7 @@ def said(fact_id: str, content: str, predicate: str, value: str, **fields: Any) 
     return stored(make_fact(fact_id, **(base | fields)), vector)
 
 
-def says(content: str, predicate: str, value: str, **fields: Any) -> Any:
+def says(content: str, predicate: str | None, value: str, **fields: Any) -> Any:
     """A candidate stated by the user (rule-extracted) with this structure (vector E2)."""
     base: dict[str, Any] = {
         "subject": "user",
@@ -319,3 +342,242 @@ def test_two_pets_with_different_names_are_two_facts() -> None:
     rex = said("fact_0000000a", "User has a dog named Rex", "has_pet", "a dog named Rex")
     changes = apply([rex], says("User has a dog named Max", "has_pet", "a dog named Max"))
     assert only_added(changes).value == "a dog named Max"
+
+
+# -- the rules one by one (memory.conflicts), so each clause has a test of its own -------
+
+
+def _contradicted(old: StoredFact, new: Any, **options: float) -> list[str]:
+    limits = {"update_similarity": 0.5, "correction_similarity": 0.6} | options
+    return [f.id for f in find_contradicted([old], new, Vocabulary(), **limits)]
+
+
+def _duplicate(old: StoredFact, new: Any, floor: float = 0.92) -> str | None:
+    found = find_duplicate([old], new, Vocabulary(), floor)
+    return found.id if found is not None else None
+
+
+OLD = "fact_0000000a"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "contradicts"),
+    [
+        pytest.param(("diet", "vegan"), ("eats", "fish"), True, id="eating-ends-a-diet"),
+        pytest.param(("diet", "vegan"), ("drinks", "milk"), True, id="drinking-ends-a-diet"),
+        pytest.param(("diet", "vegetarian"), ("eats", "cheese"), False, id="diet-allows-it"),
+        pytest.param(("diet", "vegan"), ("likes", "fish"), False, id="liking-is-not-eating"),
+        pytest.param(("likes", "Paris"), ("lives_in", "Paris"), False, id="other-slot-same-value"),
+        pytest.param(("likes", "jazz"), ("dislikes", "jazz"), True, id="opposite-predicate"),
+        pytest.param(("likes", "jazz"), ("dislikes", "opera"), False, id="opposite-other-value"),
+        pytest.param(("likes", "running"), ("hobby", "running"), False, id="family-positive"),
+        pytest.param(("lives_in", "Lisbon"), ("lives_in", "Porto"), True, id="one-valued"),
+        pytest.param(("lives_in", "Lisbon"), ("lives_in", "Lisbon"), False, id="repeated"),
+    ],
+)
+def test_which_structured_statements_contradict_a_stored_one(
+    old: tuple[str, str], new: tuple[str, str], contradicts: bool
+) -> None:
+    stored_fact = said(OLD, f"User {old[0]} {old[1]}", *old)
+    cand = says(f"User {new[0]} {new[1]}", *new)
+    assert _contradicted(stored_fact, cand) == ([OLD] if contradicts else [])
+
+
+def test_a_negated_diet_is_not_ended_by_eating() -> None:
+    old = said(OLD, "User is not vegan", "diet", "vegan", negated=True)
+    assert _contradicted(old, says("User eats fish", "eats", "fish")) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "contradicts"),
+    [
+        pytest.param("running", "running", True, id="same-value"),
+        pytest.param("trail running", "running", True, id="covered-value"),
+        pytest.param("chess", "running", False, id="other-value"),
+    ],
+)
+def test_a_negation_in_the_family_retracts_only_the_activity_it_names(
+    old: str, new: str, contradicts: bool
+) -> None:
+    stored_fact = said(OLD, f"User likes {old}", "likes", old)
+    cand = says(f"User no longer does {new}", "hobby", new, negated=True)
+    assert _contradicted(stored_fact, cand) == ([OLD] if contradicts else [])
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "same"),
+    [
+        pytest.param(("Ana", "sister"), ("Eva", "sister"), False, id="two-named-sisters"),
+        pytest.param(("sister", "sister"), ("brother", "brother"), False, id="sister-brother"),
+        pytest.param(("sister", "sister"), ("Ana", "sister"), True, id="unnamed-then-named"),
+        pytest.param(("Ana", "sister"), ("sister", "sister"), True, id="named-then-unnamed"),
+        pytest.param(("user", None), ("sister", "sister"), False, id="user-and-sister"),
+    ],
+)
+def test_who_a_fact_is_about_decides_whether_a_new_value_replaces_it(
+    old: tuple[str, str | None], new: tuple[str, str | None], same: bool
+) -> None:
+    stored_fact = said(OLD, "lives in Rome", "lives_in", "Rome", subject=old[0], relation=old[1])
+    cand = says("lives in Paris", "lives_in", "Paris", subject=new[0], relation=new[1])
+    assert _contradicted(stored_fact, cand) == ([OLD] if same else [])
+
+
+def test_updates_previous_replaces_the_most_similar_fact_of_the_slot_only() -> None:
+    same_slot = said(OLD, "User speaks French", "speaks", "French", vector=E1)
+    other_slot = said("fact_0000000b", "User likes French", "likes", "French", vector=E1)
+    plain = says("User speaks German", "speaks", "German", vector=E1)
+    assert _contradicted(same_slot, plain) == []  # many-valued: it accumulates
+    cand = dataclasses.replace(plain, updates_previous=True)
+    found = find_contradicted(
+        [other_slot, same_slot],
+        cand,
+        Vocabulary(),
+        update_similarity=0.5,
+        correction_similarity=0.6,
+    )
+    assert [f.id for f in found] == [OLD]
+
+
+def test_a_correction_replaces_the_most_similar_fact_once() -> None:
+    old = said(OLD, "User lives in Lisbon", "lives_in", "Lisbon", vector=E1)
+    cand = says("User lives in Porto", "lives_in", "Porto", category="correction", vector=E1)
+    assert _contradicted(old, cand) == [OLD]
+    far = dataclasses.replace(cand, vector=E2, predicate="likes", value="Porto")
+    assert _contradicted(old, far) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "duplicate"),
+    [
+        pytest.param(("likes", "running"), ("hobby", "running"), True, id="family-same"),
+        pytest.param(("likes", "running"), ("hobby", "chess"), False, id="family-other"),
+        pytest.param(("likes", "fish"), ("eats", "fish"), False, id="taste-is-not-amount"),
+        pytest.param(("eats", "fish"), ("likes", "fish"), False, id="amount-is-not-taste"),
+        pytest.param(("likes", "jazz"), ("likes", "Jazz"), True, id="many-same-value"),
+        pytest.param(("works_at", "Acme"), ("works_at", "Acme Corp"), True, id="one-more-words"),
+        pytest.param(("likes", "jazz"), ("likes", "jazz music"), False, id="many-more-words"),
+        pytest.param(("has_pet", "a dog"), ("has_pet", "a dog named Rex"), True, id="refines"),
+    ],
+)
+def test_which_structured_statements_repeat_a_stored_one(
+    old: tuple[str, str], new: tuple[str, str], duplicate: bool
+) -> None:
+    stored_fact = said(OLD, f"User {old[0]} {old[1]}", *old, vector=E1)
+    cand = says(f"User {new[0]} {new[1]}!", *new, vector=E2)
+    assert _duplicate(stored_fact, cand) == (OLD if duplicate else None)
+
+
+def test_a_negation_is_not_implied_by_another_persons_diet() -> None:
+    old = said(OLD, "Ana is vegetarian", "diet", "vegetarian", subject="Ana", vector=E1)
+    cand = says("User does not eat meat", "eats", "meat", negated=True, vector=E2)
+    assert _duplicate(old, cand) is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "implied"),
+    [
+        pytest.param(("diet", "vegetarian"), ("drinks", "meat"), True, id="drinks"),
+        pytest.param(("diet", "vegetarian"), ("likes", "meat"), False, id="not-eating"),
+        pytest.param(("allergic_to", "seafood"), ("eats", "shrimp"), True, id="allergy"),
+        pytest.param(("likes", "seafood"), ("eats", "shrimp"), False, id="not-an-allergy"),
+    ],
+)
+def test_a_negation_is_implied_only_by_a_diet_or_an_allergy(
+    old: tuple[str, str], new: tuple[str, str], implied: bool
+) -> None:
+    stored_fact = said(OLD, f"User {old[0]} {old[1]}", *old, vector=E1)
+    cand = says(f"User does not {new[0]} {new[1]}", *new, negated=True, vector=E2)
+    assert _duplicate(stored_fact, cand) == (OLD if implied else None)
+
+
+@pytest.mark.parametrize(
+    ("old_fields", "new_fields", "distinct"),
+    [
+        pytest.param({}, {}, False, id="look-alike-paraphrase"),
+        pytest.param({"subject": "Ana", "relation": "sister"}, {}, True, id="other-person"),
+        pytest.param({"negated": True}, {}, True, id="other-polarity"),
+        pytest.param({"value": "Lisbon"}, {"value": "Porto"}, True, id="other-value-one-slot"),
+        pytest.param(
+            {"predicate": "likes", "value": "jazz"},
+            {"predicate": "likes", "value": "jazz music"},
+            True,
+            id="other-value-many-slot",
+        ),
+        pytest.param(
+            {"predicate": "likes", "value": "jazz"},
+            {"predicate": "dislikes", "value": "jazz music"},
+            True,
+            id="opposite-slot",
+        ),
+        pytest.param(
+            {"subject": "Ana", "relation": "sister"},
+            {"subject": "sister", "relation": "sister"},
+            False,
+            id="sister-by-name-and-by-relation",
+        ),
+        pytest.param({"subject": None}, {"subject": "Ana"}, False, id="subject-unknown"),
+    ],
+)
+def test_look_alike_embeddings_merge_only_what_structure_cannot_tell_apart(
+    old_fields: dict[str, Any], new_fields: dict[str, Any], distinct: bool
+) -> None:
+    old = said(OLD, "User lives in Lisbon", "lives_in", "Lisbon", vector=E1)
+    old = StoredFact(msgspec.structs.replace(old.fact, **old_fields), old.vector)
+    cand = says("User resides in Lisbon city", "based", "Lisbon", vector=E1)
+    if new_fields:
+        cand = dataclasses.replace(cand, **({"predicate": "lives_in"} | new_fields))
+    assert _duplicate(old, cand) == (None if distinct else OLD)
+
+
+def test_the_near_duplicate_floor_is_inclusive() -> None:
+    # No predicate: structure cannot tell them apart, the embeddings decide.
+    old = said(OLD, "User likes tea", None, "tea", vector=toward_e1(0.5))  # exactly 0.5
+    cand = says("Tea, always tea", None, "tea", vector=E1)
+    assert _duplicate(old, cand, floor=0.5) == OLD
+    assert _duplicate(old, cand, floor=0.51) is None
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        pytest.param((1.0,), (1.0,), 1.0, id="one-dimension"),
+        pytest.param((), (), 0.0, id="empty"),
+        pytest.param((1.0, 0.0), (1.0,), 0.0, id="other-embedder"),
+        pytest.param((0.6, 0.8), (0.8, 0.6), 0.96, id="dot-product"),
+    ],
+)
+def test_similarity_is_the_dot_product_of_same_length_vectors(
+    a: tuple[float, ...], b: tuple[float, ...], expected: float
+) -> None:
+    assert similarity(a, b) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("old_fields", "new_fields", "kept"),
+    [
+        pytest.param({"source": "inferred", "confidence": 0.8}, {}, KEPT_STATED, id="surer"),
+        pytest.param({"source": "inferred", "confidence": 0.7}, {}, None, id="as-sure"),
+        pytest.param({"source": "inferred", "extractor": "manual"}, {}, KEPT_STATED, id="manual"),
+        pytest.param({}, {"source": "inferred", "extractor": "manual"}, None, id="by-hand"),
+    ],
+)
+def test_who_stated_a_fact_decides_whether_an_inferred_one_replaces_it(
+    old_fields: dict[str, Any], new_fields: dict[str, Any], kept: str | None
+) -> None:
+    old = said(OLD, "User lives in Lisbon", "lives_in", "Lisbon", **old_fields).fact
+    fields = {"source": "inferred", "extractor": "llm", "confidence": 0.7} | new_fields
+    cand = says("User lives in Porto", "lives_in", "Porto", **fields)
+    assert kept_because(cand, old) == kept
+
+
+@pytest.mark.parametrize(
+    ("old_key", "new_key", "contradicts"),
+    [("home", "Home", True), ("home", "work", False), (None, None, True)],
+    ids=["same-key", "other-key", "no-key"],
+)
+def test_a_keyed_slot_is_replaced_only_by_a_value_of_the_same_key(
+    old_key: str | None, new_key: str | None, contradicts: bool
+) -> None:
+    old = said(OLD, "User lives in Lisbon", "lives_in", "Lisbon", key=old_key)
+    cand = says("User lives in Porto", "lives_in", "Porto", key=new_key)
+    assert _contradicted(old, cand) == ([OLD] if contradicts else [])

@@ -344,3 +344,14 @@ def test_pinning_a_pinned_fact_at_the_cap_changes_nothing() -> None:
 def test_pin_without_now_keeps_updated_at() -> None:
     fact = make_fact()
     assert pin(fact, True, 0, 10).updated_at == fact.updated_at
+
+
+def test_a_fast_decaying_fact_loses_a_factor_of_e_a_day() -> None:
+    fact = make_fact(decay_rate=1.0, confidence=0.8, last_confirmed_at=NOW - timedelta(days=1))
+    assert effective_confidence(fact, NOW) == pytest.approx(0.8 * math.exp(-1.0))
+
+
+def test_a_permanent_fact_is_never_swept_whatever_its_decay_rate() -> None:
+    old = NOW - timedelta(days=3000)
+    fact = make_fact(permanence="permanent", decay_rate=0.5, last_confirmed_at=old, last_seen=old)
+    assert sweep_fact(fact, expiry_days=None, now=NOW) is None

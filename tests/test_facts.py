@@ -603,7 +603,18 @@ def test_same_subject_and_predicate_supersedes_in_any_category(
             vector=E2,
         ),
     )
-    assert len(changes.superseded) == (1 if superseded else 0)
+    new = only_added(changes)
+    if superseded:
+        # seed 002: the old fact is superseded and both rows link to each other.
+        [old_now] = changes.superseded
+        assert (old_now.id, old_now.validity, old_now.superseded_by) == (
+            old.id,
+            "superseded",
+            new.id,
+        )
+        assert new.supersedes_id == old.id
+    else:
+        assert (changes.superseded, new.supersedes_id) == ([], None)
 
 
 def test_every_active_fact_with_the_statement_key_is_superseded_newest_linked() -> None:
@@ -953,3 +964,100 @@ def test_batch_reports_skips_in_order_with_reasons() -> None:
         ("likes tea", SKIP_DUPLICATE),
         ("Perhaps", SKIP_LOW_CONFIDENCE),
     ]
+
+
+# -- what a new fact row carries, and imports -------------------------------------------
+
+
+def test_a_category_name_of_several_words_is_matched_across_spacing_and_case() -> None:
+    side = [CategorySpec(name="side project", heading="Side projects:", priority=1)]
+    assert normalize_category("  Side   Project ", side) == "side project"
+
+
+@pytest.mark.parametrize(
+    ("at", "created"),
+    [(NOW - 3 * DAY, NOW - 3 * DAY), (NOW + 3 * DAY, NOW), (None, NOW)],
+    ids=["past-kept", "future-clipped-to-now", "unknown-is-now"],
+)
+def test_a_fact_is_created_when_it_was_said_never_in_the_future(
+    at: datetime | None, created: datetime
+) -> None:
+    added = only_added(apply([], candidate(at=at)))
+    assert (added.created_at, added.updated_at) == (created, NOW)
+
+
+@pytest.mark.parametrize(
+    ("subject", "stored_subject"),
+    [("I", "user"), ("User", "user"), ("Ana", "Ana"), (None, None)],
+    ids=["pronoun", "user", "other-person", "none"],
+)
+def test_every_way_of_naming_the_user_is_stored_as_user(
+    subject: str | None, stored_subject: str | None
+) -> None:
+    assert only_added(apply([], candidate(subject=subject))).subject == stored_subject
+
+
+def test_a_new_fact_keeps_the_relation_meta_and_source_of_its_candidate() -> None:
+    added = only_added(
+        apply(
+            [],
+            candidate(
+                "Sister Ana lives in Rome",
+                subject="Ana",
+                relation="sister",
+                meta={"k": "v"},
+                source_id="msg_1",
+            ),
+        )
+    )
+    assert (added.relation, added.meta, added.source_id) == ("sister", {"k": "v"}, "msg_1")
+
+
+def test_an_imported_fact_is_kept_below_the_threshold_and_never_reinforces() -> None:
+    imported = candidate("Likes tea", extractor="import", confidence=0.2)
+    assert only_added(apply([], imported)).confidence == 0.2
+    existing = stored(make_fact(content="Likes tea"))
+    assert apply([existing], imported) == Changes(skipped=[("Likes tea", SKIP_DUPLICATE)])
+
+
+def test_a_pinned_contradicted_fact_does_not_stop_the_others_being_replaced() -> None:
+    facts = [
+        stored(
+            make_fact(
+                f"fact_0000000{n}",
+                content=f"Lives in {city}",
+                subject="user",
+                predicate="lives_in",
+                value=city,
+                pinned=pinned,
+                updated_at=NOW - n * DAY,
+            )
+        )
+        for n, (city, pinned) in enumerate([("Lisbon", True), ("Madrid", False)], start=1)
+    ]
+    changes = apply(
+        facts, candidate("Lives in Porto", subject="user", predicate="lives_in", value="Porto")
+    )
+    assert [f.id for f in changes.superseded] == ["fact_00000002"]
+    assert [c.kept_id for c in changes.conflicts] == ["fact_00000001"]
+
+
+def test_a_candidate_keeps_who_polarity_and_cardinality_and_defaults_to_global() -> None:
+    extracted = ExtractedFact(
+        content="User's sister Ana no longer lives in Rome",
+        category="knowledge",
+        confidence=0.8,
+        subject="Ana",
+        relation="sister",
+        predicate="lives_in",
+        value="Rome",
+        negated=True,
+        cardinality="one",
+    )
+    made = candidate_from_extracted(extracted, category="knowledge", vector=E1, user_id="u1")
+    assert (made.relation, made.negated, made.cardinality, made.scope) == (
+        "sister",
+        True,
+        "one",
+        "global",
+    )

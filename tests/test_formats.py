@@ -13,7 +13,9 @@ from memory.formats import (
     about_user,
     about_user_budget,
     app_memories,
+    clip_note,
     memory_context,
+    newest_notes,
     rank_key,
     user_context,
 )
@@ -515,3 +517,47 @@ def test_about_user_budget_is_a_quarter_of_the_remaining_context_within_150_to_5
     context: int | None, used: int, reserve: int, budget: int
 ) -> None:
     assert about_user_budget(context, used, reserve) == budget
+
+
+@pytest.mark.parametrize(
+    ("text", "clipped"),
+    [
+        ("one two three", "one two three"),  # exactly the limit: kept whole
+        ("one two, three four", "one two…"),  # cut at the last word, punctuation dropped
+        ("abcdefghijklmnop", "abcdefghijkl…"),  # no space in the second half: cut mid-word
+        ("abcdefghij klmnopq", "abcdefghij…"),
+        ("abcde fghijklmnop", "abcde fghijk…"),  # a space in the first half is not used
+        ("abcdefghijkXmnopq", "abcdefghijkX…"),  # only spaces and , ; : are trimmed
+    ],
+)
+def test_a_note_is_clipped_at_a_word_to_the_limit_with_an_ellipsis(text: str, clipped: str) -> None:
+    assert clip_note(text, 13) == clipped
+    assert len(clip_note(text, 13)) <= 13
+
+
+def test_an_app_block_exactly_at_its_character_cap_keeps_every_note() -> None:
+    day = datetime(2025, 10, 10, tzinfo=UTC)
+    notes = [note("n_a", "First.", day), note("n_b", "Second.", day)]
+    whole = app_memories("Chat", notes)
+    assert app_memories("Chat", notes, max_chars=len(whole.text)).memory_ids == ["n_a", "n_b"]
+    assert len(app_memories("Chat", notes, max_chars=len(whole.text) - 1).memory_ids) == 1
+
+
+def test_newest_notes_break_update_ties_by_newest_creation_then_limit() -> None:
+    day = datetime(2025, 10, 10, tzinfo=UTC)
+    older = note("n_a", "Older.", day - timedelta(days=1))
+    newer = note("n_b", "Newer.", day)
+    same_update = [AppNote(**{**_fields(n), "updated_at": day}) for n in (older, newer)]
+    assert [n.id for n in newest_notes(same_update)] == ["n_b", "n_a"]
+    assert [n.id for n in newest_notes(same_update, limit=1)] == ["n_b"]
+
+
+def _fields(n: AppNote) -> dict[str, object]:
+    return {f: getattr(n, f) for f in n.__struct_fields__}
+
+
+def test_the_about_user_budget_is_a_whole_number_of_tokens() -> None:
+    budget = about_user_budget(4096, 1000, reserve_for_reply=1024)  # 2072 / 4 = 518 -> 500
+    assert budget == 500
+    odd = about_user_budget(3000, 1000, reserve_for_reply=1)  # 1999 // 4 = 499
+    assert (odd, type(odd)) == (499, int)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -229,12 +230,60 @@ async def test_facts_with_unknown_categories_are_rejected_and_others_kept() -> N
     assert [s.fact.content for s in stored] == ["User likes tea"]
 
 
-async def test_fact_below_the_confidence_threshold_is_not_stored() -> None:
+def _skip_logs(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "mnemo.facts" and r.getMessage().startswith("skipped fact")
+    ]
+
+
+async def test_fact_below_the_confidence_threshold_is_not_stored(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="mnemo.facts")
     async with world() as w:
         w.llm.json_script = [extraction(fact("User might like golf", "preference", 0.4))]
         await w.ask(Turn(id="t1", user="maybe golf?", assistant="ok"))
         await w.settle()
         assert await w.store.facts.facts_of("u1") == []
+    # seed 000: a "low-confidence fact skipped" log line
+    assert _skip_logs(caplog) == ["skipped fact (low confidence): User might like golf"]
+
+
+async def test_a_duplicate_under_the_unchanged_policy_is_skipped_logged_and_left_alone(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="mnemo.facts")
+    async with world(duplicate_policy="unchanged") as w:
+        w.llm.json_script = [
+            extraction(fact("User plays chess", "preference", 0.8)),
+            extraction(fact("user plays CHESS", "preference", 0.95)),
+        ]
+        await w.ask(Turn(id="t1", user="I play chess", assistant="ok"))
+        await w.settle()
+        [before] = await w.store.facts.facts_of("u1")
+        await w.ask(Turn(id="t2", user="I play chess, really", assistant="ok"))
+        await w.settle()
+        [after] = await w.store.facts.facts_of("u1")
+    assert after.fact == before.fact  # seed 000: the existing fact stays unchanged
+    assert _skip_logs(caplog) == ["skipped fact (duplicate): user plays CHESS"]
+
+
+@pytest.mark.parametrize(
+    ("confidence", "source"), [(0.9, "user_stated"), (0.85, "inferred")], ids=["0.9", "0.85"]
+)
+async def test_only_a_fact_extracted_at_0_9_or_more_counts_as_user_stated(
+    confidence: float, source: str
+) -> None:
+    # seed 001: what the user stated explicitly is stored with source user_stated and
+    # confidence >= 0.9; mnemo reads that from each fact's confidence.
+    async with world() as w:
+        w.llm.json_script = [extraction(fact("User lives in Lyon", confidence=confidence))]
+        await w.ask(Turn(id="t1", user="I live in Lyon", assistant="Nice"))
+        await w.settle()
+        [only] = await w.store.facts.facts_of("u1")
+    assert (only.fact.source, only.fact.confidence) == (source, confidence)
 
 
 async def test_unreachable_model_falls_back_to_rules_and_keeps_turns_pending() -> None:
@@ -595,17 +644,25 @@ async def test_note_write_failing_is_retried_once_then_skipped(failures: int, no
         assert w.deps.learning.notes.stats.skipped == 1 - notes
 
 
-async def test_note_creation_times_out_after_30_seconds_and_is_skipped() -> None:
+@pytest.mark.parametrize(
+    ("delay", "notes"), [(31.0, 0), (29.0, 1)], ids=["31s-skipped", "29s-written"]
+)
+async def test_note_creation_times_out_after_30_seconds_and_is_skipped(
+    delay: float, notes: int
+) -> None:
     async with world() as w:
         await w.registry.open("u1", "s1", scope="calendar")
         w.llm.json_script = [extraction()]
         await w.ask(Turn(id="t1", user="Plan lunch", assistant="Done"))
         await w.settle()
-        w.llm.json_delay = 31.0
+        # A valid note, late: only the 30-second timeout keeps it out.
+        w.llm.json_script = [json.dumps({"content": "User plans lunch."})]
+        w.llm.json_delay = delay
         started = anyio.current_time()
         await w.ask(End())
         ended_after = anyio.current_time() - started
         await anyio.sleep(120)
-        assert await w.store.facts.notes_of("u1", "calendar") == []
-        assert w.deps.learning.notes.stats.skipped == 1
+        stored = await w.store.facts.notes_of("u1", "calendar")
+        assert [n.content for n in stored] == ["User plans lunch."] * notes
+        assert w.deps.learning.notes.stats.skipped == 1 - notes
     assert ended_after < 1.0  # the end did not wait for the note

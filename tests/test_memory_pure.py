@@ -9,7 +9,7 @@ import pytest
 
 from memory.ratelimit import TokenBucket
 from memory.recall import CONTEXT_CHARS, HEADING, format_recalled, search_text
-from memory.tokens import estimate_tokens
+from memory.tokens import estimate_tokens, is_cjk
 from memory.working import apply_set, new_working_memory, record_message
 from schemas.records import ArchivedMessage
 
@@ -129,3 +129,37 @@ def test_a_search_text_says_when_who_spoke_and_what_it_answered() -> None:
     assert len(text) == len(head) + CONTEXT_CHARS + 1
     alone = msgspec.structs.replace(answered, context="")
     assert search_text(alone) == "[8 May 2023] Caroline: Yes, last week!"
+
+
+_CJK_RANGES = [
+    (0x4E00, 0x9FFF),  # unified ideographs
+    (0x3400, 0x4DBF),  # extension A
+    (0x3040, 0x30FF),  # hiragana, katakana
+    (0xAC00, 0xD7AF),  # hangul syllables
+    (0xF900, 0xFAFF),  # compatibility ideographs
+    (0x3000, 0x303F),  # CJK punctuation
+    (0xFF00, 0xFFEF),  # full-width forms
+]
+
+
+@pytest.mark.parametrize(("first", "last"), _CJK_RANGES, ids=[hex(a) for a, _ in _CJK_RANGES])
+def test_each_cjk_range_counts_from_its_first_to_its_last_character(first: int, last: int) -> None:
+    assert is_cjk(chr(first))
+    assert is_cjk(chr(last))
+    # Both ends count one token each, as the estimator's character class says.
+    assert estimate_tokens(chr(first) + chr(last)) == 2
+    outside = [c for c in (first - 1, last + 1) if not any(a <= c <= b for a, b in _CJK_RANGES)]
+    assert outside
+    for code in outside:
+        assert not is_cjk(chr(code))
+
+
+def test_a_set_on_a_new_session_starts_its_working_memory_and_stamps_it() -> None:
+    now = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+    memory = apply_set(None, "s7", now, variables={"city": "Oslo", "gone": None})
+    assert (memory.session_id, memory.created_at, memory.updated_at) == ("s7", now, now)
+    assert memory.context_variables == {"city": "Oslo"}
+    later = now + timedelta(minutes=5)
+    again = apply_set(memory, "s7", later, emotion="calm", variables={"city": None})
+    assert (again.context_variables, again.last_emotion, again.updated_at) == ({}, "calm", later)
+    assert apply_set(again, "s7", later).last_emotion == "calm"

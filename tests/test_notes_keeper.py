@@ -14,7 +14,7 @@ import pytest
 
 from actors.notes import NoteKeeper
 from actors.writer import ArchiveWriter
-from memory.formats import NOTE_MAX_CHARS, app_memories
+from memory.formats import app_memories
 from memory.hashing import HashEmbedder
 from memory.prompts import Exchange
 from schemas.records import AppNote
@@ -96,12 +96,17 @@ async def test_a_note_with_invalid_metadata_is_skipped(bad: dict[str, object]) -
 
 
 async def test_a_long_note_is_clipped_to_about_200_characters_at_a_word() -> None:
+    # seed 003: notes of ~200 characters. The model is asked for about 200; a longer
+    # answer is clipped at a word under the hard cap of 280.
     words = " ".join(f"word{i}" for i in range(100))
     llm = ScriptedLlm(json_script=[note_json(words)])
     async with keeper(llm, MemoryStore()) as notes:
         note = await notes.create_note("u1", "cal", "s9", talk())
     assert note is not None
-    assert len(note.content) <= NOTE_MAX_CHARS
+    assert 270 <= len(note.content) <= 280
+    system = llm.json_prompts[0][0]
+    assert system is not None
+    assert "about 200 characters" in system
     assert note.content.endswith("…")
     assert words.startswith(note.content[:-1])
     assert note.content[:-1].split()[-1] in words.split()

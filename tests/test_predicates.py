@@ -16,6 +16,7 @@ from memory.predicates import (
     excluded_by_diet,
     normalize_predicate,
     overlap,
+    refines,
     same_value,
 )
 from schemas.predicates import DEFAULT_PREDICATES, PredicateSpec
@@ -86,7 +87,7 @@ def test_an_alias_never_shadows_another_predicates_own_name() -> None:
 
 
 @pytest.mark.parametrize(
-    "subject", ["user", "User", "the user", "I", "me", "用户", "我", None, "  user "]
+    "subject", ["user", "User", "the user", "I", "me", "Myself", "用户", "我", None, "  user ", ""]
 )
 def test_every_way_of_naming_the_user_is_one_subject(subject: str | None) -> None:
     assert canonical_subject(subject) == "user"
@@ -182,3 +183,51 @@ def test_a_predicate_with_an_unknown_field_stops_the_server_with_its_name(tmp_pa
     config.write_text('[[predicates]]\nname = "team"\ncardinality = "two"\ncategory = "identity"\n')
     with pytest.raises(ConfigError, match="cardinality"):
         load_settings({"MNEMO_CONFIG": str(config)})
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("cats", "cat", True),
+        ("berries", "berry", True),
+        ("skies", "sky", True),
+        ("boxes", "box", True),
+        ("axes", "ax", True),
+        ("buses", "bus", True),
+        ("glasses", "glass", True),
+        ("ties", "tie", True),
+        ("toes", "toe", True),
+        ("Red  Wine", "red wine", True),
+        ("pies", "py", False),
+        ("hoes", "ho", False),
+        ("dress", "dres", False),
+        ("class", "clas", False),
+        ("bus", "bu", False),
+        ("yes", "ye", False),
+        ("a dog", "", False),
+        ("", "", False),
+    ],
+)
+def test_values_are_the_same_across_english_plurals_case_and_spacing_only(
+    a: str, b: str, same: bool
+) -> None:
+    assert same_value(a, b) is same
+    assert same_value(b, a) is same
+
+
+def test_a_person_is_known_by_their_casefolded_name() -> None:
+    assert canonical_subject(" Ana ") == "ana"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "refined"),
+    [
+        ("a dog", "a dog named Rex", True),
+        ("a dog", "a dog", False),
+        ("a dog", "", False),
+        ("", "a dog named Rex", False),
+        ("a dog named Rex", "a dog named Max", False),
+    ],
+)
+def test_a_value_is_refined_only_by_one_that_adds_a_name(old: str, new: str, refined: bool) -> None:
+    assert refines(old, new) is refined

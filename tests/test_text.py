@@ -51,3 +51,15 @@ def test_an_empty_text_is_embedded_as_a_single_space() -> None:
     assert embedding_text("") == " "
     assert embedding_text(None) == " "
     assert embedding_text("tea") == "tea"
+
+
+def test_a_cut_never_splits_a_four_byte_character_and_drops_trailing_space() -> None:
+    emoji = indexed_text("x" + "😀" * (MAX_INDEXED_BYTES // 4 + 3))
+    assert emoji == "x" + "😀" * ((MAX_INDEXED_BYTES - 1) // 4)
+    spaced = indexed_text("a" * (MAX_INDEXED_BYTES - 1) + " " + "b" * 20)
+    assert spaced == "a" * (MAX_INDEXED_BYTES - 1)
+
+
+def test_a_lone_surrogate_in_a_long_text_is_kept_not_an_error() -> None:
+    text = indexed_text("\ud800" + "a" * MAX_INDEXED_BYTES)
+    assert text == "\ud800" + "a" * (MAX_INDEXED_BYTES - 3)
