@@ -147,9 +147,19 @@ class _Slot:
                 return True
         if fact.negated != self.cand.negated:
             return True
-        if self.relation_to(fact) in ("same", "opposite", "other") and not self.repeats(fact):
+        relation = self.relation_to(fact)
+        if relation in ("same", "opposite") and not self.repeats(fact):
+            return True
+        if relation == "other" and self._known(fact):
             return True  # "allergic to cat hair" is not "likes cats", however alike
         return not overlap(fact.value, self.cand.value)
+
+    def _known(self, fact: Fact) -> bool:
+        """Both predicates are in the vocabulary: two named slots, not a made-up name."""
+        other = self.vocabulary.canonical(fact.predicate)
+        return self.vocabulary.spec(self.predicate) is not None and (
+            self.vocabulary.spec(other) is not None
+        )
 
     def implied(self, fact: Fact) -> bool:
         """A negation the stored fact already says: a diet or an allergy that leaves the

@@ -165,15 +165,19 @@ async def test_a_preference_message_recalls_preference_facts_no_search_side_foun
     # seed 001: a message expressing a preference recalls preference memories as
     # candidates. Found by neither search side, such a fact then competes on its score
     # (1.5x boost): chat shows 20 facts here, as a context request does by default.
-    settings = settings_for(tmp_path, fake.url, retrieval_limit=20)
-    async with serve(make_app(settings)) as server:
-        await _import(
-            server, [*((f, "knowledge") for f in FILLER), ("User loves spicy food", "preference")]
-        )
-        # Neither message shares a word with it, and both rank it last of 61 by embedding.
-        told = "Tell me about trains and rockets"
-        assert "User loves spicy food" not in await _memory(server, fake, path, told)
-        text = await _memory(server, fake, path, "I like trains and rockets", session="s2")
+    facts = [*((f, "knowledge") for f in FILLER), ("User loves spicy food", "preference")]
+
+    async def recalled(data: str, message: str) -> str:
+        # A fresh store each: what one message showed counts as accessed for the next.
+        settings = settings_for(tmp_path / data, fake.url, retrieval_limit=20)
+        async with serve(make_app(settings)) as server:
+            await _import(server, facts)
+            return await _memory(server, fake, path, message)
+
+    # Neither message shares a word with it, and both rank it last of 61 by embedding.
+    told = "Tell me about trains and rockets"
+    assert "User loves spicy food" not in await recalled("a", told)
+    text = await recalled("b", "I like trains and rockets")
     assert "- User loves spicy food" in text
 
 
