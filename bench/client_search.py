@@ -33,7 +33,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +41,8 @@ import httpx
 from websockets.sync.client import connect
 
 from bench.common import machine, percentiles, served, write_result
+from bench.longmemeval import DATA, haystack_date
 
-_DATA = Path("/work/shared/eval/longmemeval-dev.json.gz")
 _CHUNK = 1 << 16
 _BIG_USER = "big"
 
@@ -57,7 +57,7 @@ def _turn_lines(record: dict[str, Any], *, copy: int = 0) -> list[str]:
         strict=True,
     )
     for session_id, date, turns in sessions:
-        started = datetime.strptime(f"{date[:10]} {date[-5:]}", "%Y/%m/%d %H:%M")
+        started = haystack_date(date).replace(tzinfo=None)
         sid = f"{session_id}.{copy}"[:128]
         for n, turn in enumerate(turns):
             line = {
@@ -225,7 +225,7 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=200)
     parser.add_argument("--big", type=int, default=100_000, help="0: skip")
     parser.add_argument("--big-data", help="keep the big user's data directory here")
-    parser.add_argument("--data", default=str(_DATA))
+    parser.add_argument("--data", default=str(DATA))
     parser.add_argument("--stand-in", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.stand_in:

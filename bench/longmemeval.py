@@ -47,6 +47,8 @@ from bench.common import machine, percentiles, server_process, write_result
 from bench.locomo import Bm25
 
 _EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval"
+#: The dev split, beside the project as ``../shared/eval``.
+DATA = _EVAL / "longmemeval-dev.json.gz"
 _KS = (5, 10)
 _DEPTH = 100
 _TYPES = (
@@ -325,7 +327,7 @@ def print_table(result: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=_EVAL / "longmemeval-dev.json.gz")
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--labels", type=Path, default=_EVAL / "longmemeval-dev-ku-labels.json")
     parser.add_argument("--limit", type=int, default=None, help="questions per type, at most")
     parser.add_argument("--types", default="", help="question types: a,b=3 (3 of b)")

@@ -32,6 +32,8 @@ class _TimedH11(H11Protocol):
         #: The request scope when the deadline was set: a new one means a head arrived.
         self._waiting_since: object = None
 
+    # uvicorn's H11Protocol narrows asyncio's BaseTransport parameter to Transport, so
+    # mypy reports the override of asyncio.Protocol's signature; the narrowing is uvicorn's.
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._arm()
