@@ -16,10 +16,13 @@ turns it off):
    said outside it at ``outside_span_weight``; one that asks what is true now
    ("currently", "最近") weighs the older candidates down, linearly to
    ``1 - recent_weight`` for the oldest.
-3. the latest word: among the ``supersede_depth`` best candidates (those that
-   answer the query: the older and the newer statement of a fact both do), each
-   session's best, the message most similar to a better-ranked one (cosine >=
-   ``supersede_similarity``: they speak to the same thing), of the same speaker and said at least
+3. the latest word: in the ``supersede_depth`` best sessions (those that answer
+   the query: the older and the newer statement of a fact both do), each
+   session's statement is its best message not of the speaker step 1 weighs
+   down (not the assistant's reply repeating the user, for a question about
+   the user); the newer statement of the same speaker most similar to a
+   better-ranked one (cosine >= ``supersede_similarity``: they speak to the
+   same thing), said at least
    ``supersede_gap`` seconds after it, ranks right above it; one newer message
    replaces at most one older;
    with ``supersede_present_only``, only for a question about the present: one
@@ -95,7 +98,7 @@ def rank(
     _weigh_speakers(scores, found, knobs, about_assistant)
     _weigh_time(scores, found, knobs, anchor)
     if not (anchor.past and knobs.supersede_present_only):
-        _latest_word(scores, found, knobs, tie)
+        _latest_word(scores, found, knobs, "user" if about_assistant else "assistant", tie)
     return _cover_sessions(scores, found, knobs, k, tie)
 
 
@@ -131,21 +134,26 @@ def _latest_word(
     scores: dict[int, float],
     found: Candidates,
     knobs: Ranking,
+    echo: str,
     tie: Callable[[int], tuple[float, int]],
 ) -> None:
-    """Lift, for each of the best candidates from the best down, the newer message of the
-    same speaker most similar to it (if similar enough) to just above it. Only each
-    session's best-ranked message takes part, and one newer message replaces at most
-    one older: lifting the rest of a later conversation on the same topic would push
-    the older statement (the earlier state, still worth seeing) out."""
+    """Lift, for each of the best sessions from the best down, the newer statement of the
+    same speaker most similar to its statement (if similar enough) to just above it. A
+    session's statement is its best-ranked message not of the ``echo`` role (the
+    assistant's, for a question about the user): the rest of a later session on the same
+    topic is not a newer word on an older one, and a reply that repeats a statement is
+    not the statement. One newer message replaces at
+    most one older: lifting the rest of a later conversation on the same topic would
+    push the older statement (the earlier state, still worth seeing) out."""
     if knobs.supersede_similarity > 1.0:
         return
-    best = sorted(scores, key=lambda p: (-scores[p], tie(p)))[: knobs.supersede_depth]
-    # What a conversation said on the question is its best-ranked message: the rest of
-    # a later session on the same topic is not a newer word on an older one.
     sessions: dict[str, int] = {}
-    for position in best:
+    for position in sorted(scores, key=lambda p: (-scores[p], tie(p))):
+        if found.role(position) == echo:
+            continue
         sessions.setdefault(found.session(position), position)
+        if len(sessions) == knobs.supersede_depth:
+            break
     pool = list(sessions.values())
     if len(pool) < 2:
         return
@@ -153,7 +161,7 @@ def _latest_word(
     at = [found.at(p) for p in pool]
     roles = [found.role(p) for p in pool]
     used: set[int] = set()
-    for j in sorted(range(len(pool)), key=lambda j: (-scores[pool[j]], tie(pool[j]))):
+    for j in range(len(pool)):
         newer = [
             i
             for i in range(len(pool))

@@ -25,9 +25,9 @@ class Ranking(msgspec.Struct, frozen=True, kw_only=True):
     outside_span_weight: float = 0.7
     span_slack: float = 0.5
     recent_weight: float = 0.0
-    supersede_similarity: float = 0.4
+    supersede_similarity: float = 0.3
     supersede_gap: float = 3600.0
-    supersede_depth: int = 6
+    supersede_depth: int = 3
     supersede_present_only: bool = True
     session_decay: float = 1.0
     session_free: int = 2

@@ -110,6 +110,30 @@ async def test_the_newer_statement_of_the_same_thing_ranks_above_the_older(
     assert first_of(order, "old", "new") == first
 
 
+async def test_the_newer_statement_wins_over_an_older_one_the_assistant_echoed(
+    tmp_path: Path, fake: FakeOllama
+) -> None:
+    # The winter conversation's best match is the assistant's echo of the statement:
+    # the latest word compares the user's statements, not the echo with the new one.
+    echo = said(
+        "echo",
+        "Three bikes in your garage! How many bikes do you keep in the garage, and do I"
+        " keep count of which bikes you ride?",
+        session="winter",
+        at="2024-01-10T18:00:30Z",
+        role="assistant",
+    )
+    order = await ranked(
+        tmp_path,
+        fake,
+        [*BIKES, echo],
+        "How many bikes do I keep in my garage?",
+        **(NEUTRAL | {"rank_supersede_similarity": 0.3}),
+    )
+    assert order[0] == "echo"
+    assert first_of(order, "old", "new") == "new"
+
+
 async def test_statements_said_close_together_are_not_superseded(
     tmp_path: Path, fake: FakeOllama
 ) -> None:
