@@ -28,11 +28,13 @@ turns it off):
    with ``supersede_present_only``, only for a question about the present: one
    in the past tense ("when did I...", "what was...") asks about an event or an
    earlier state, which the newest mention does not replace.
-4. sessions: the final order is picked greedily, each pick's score multiplied
-   by ``session_decay`` for every message of its session picked before it past
-   the first ``session_free``, so the top k cover distinct sessions rather than
-   near-copies from one (an answer often takes a few turns of one session, so
-   those come free).
+4. sessions: for a question that gathers what several conversations said
+   (``gathers``: "how many... in total", "which did I do first, A or B", "what
+   is the order of...", "compared to"), the final order is picked greedily,
+   each pick's score multiplied by ``session_decay`` for every message of its
+   session picked before it past the first ``session_free``, so the top k
+   cover distinct sessions rather than near-copies from one. Other questions
+   keep their order: their answer often takes a few turns of one session.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ import numpy.typing as npt
 from memory.when import TimeAnchor
 from schemas.settings import Ranking
 
-__all__ = ["Candidates", "asks_assistant", "rank"]
+__all__ = ["Candidates", "asks_assistant", "gathers", "rank"]
 
 _ASSISTANT = re.compile(
     r"\bdid you\b.{0,30}?\b(say|tell|suggest|recommend|mention|advise|propose|give|provide|"
@@ -61,11 +63,47 @@ _ASSISTANT = re.compile(
 _ASSISTANT_CJK = ("你说", "你告诉", "你建议", "你推荐", "你提到", "你给我", "你的建议", "你讲")
 
 
+_GATHERS = re.compile(
+    r"\bhow many\b(?!.*\bago\b)"
+    r"|\bhow much (?:more|less|longer|shorter|earlier|later|older|younger|further)\b"
+    r"|\b(?:in total|total|altogether|combined|in all|sum|average)\b"
+    r"|\b(?:compared? (?:to|with)|versus|difference|between)\b"
+    r"|\b(?:the|what|which) order\b|\b(?:earliest|latest)\b"
+    r"|\b(?:first|before|after|earlier|later)\b.*\bor\b"
+    r"|\b(?:each|every|all) (?:of )?(?:the|my)\b"
+)
+_GATHERS_CJK = (
+    "一共",
+    "总共",
+    "总数",
+    "合计",
+    "平均",
+    "几次",
+    "多少次",
+    "先后",
+    "顺序",
+    "相比",
+    "比较",
+)
+
+
+def gathers(query: str) -> bool:
+    """Whether ``query`` gathers what several conversations said: a count or total
+    ("how many...", "in total"), an order or comparison ("which did I do first, A or
+    B", "compared to", "一共", "先后")."""
+    text = " ".join(query.casefold().split())
+    return bool(_GATHERS.search(text)) or any(w in query for w in _GATHERS_CJK)
+
+
 def asks_assistant(query: str) -> bool:
     """Whether ``query`` asks what the assistant said ("what did you suggest...",
     "remind me of your recommendation", "你建议...")."""
     text = " ".join(query.casefold().split())
     return bool(_ASSISTANT.search(text)) or any(w in query for w in _ASSISTANT_CJK)
+
+
+#: Step 4 off: the order as scored.
+_KEEP = Ranking(session_decay=1.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,19 +125,22 @@ def rank(
     knobs: Ranking,
     anchor: TimeAnchor,
     about_assistant: bool,
+    several: bool,
     k: int,
     tie: Callable[[int], tuple[float, int]],
 ) -> list[tuple[int, float]]:
-    """The ``k`` best positions with their scores, reordered as the module docstring says;
-    equal scores are ordered by ``tie`` (ascending)."""
+    """The ``k`` best positions with their scores, reordered as the module docstring says
+    (``several``: the query ``gathers``); equal scores are ordered by ``tie``
+    (ascending)."""
     scores = dict(found.scores)
     if not scores:
         return []
     _weigh_speakers(scores, found, knobs, about_assistant)
     _weigh_time(scores, found, knobs, anchor)
+    echo = "user" if about_assistant else "assistant"
     if not (anchor.past and knobs.supersede_present_only):
-        _latest_word(scores, found, knobs, "user" if about_assistant else "assistant", tie)
-    return _cover_sessions(scores, found, knobs, k, tie)
+        _latest_word(scores, found, knobs, echo, tie)
+    return _cover_sessions(scores, found, knobs if several else _KEEP, echo, k, tie)
 
 
 def _weigh_speakers(
@@ -184,11 +225,13 @@ def _cover_sessions(
     scores: Mapping[int, float],
     found: Candidates,
     knobs: Ranking,
+    echo: str,
     k: int,
     tie: Callable[[int], tuple[float, int]],
 ) -> list[tuple[int, float]]:
     """Greedy picks, each one's score decayed by the picks of its session before it; a
-    decayed score only falls, so a stale heap entry is re-scored and pushed back."""
+    decayed score only falls, so a stale heap entry is re-scored and pushed back. The
+    ``echo`` role's messages (already weighed down) neither count nor are decayed."""
     decay, free = knobs.session_decay, knobs.session_free
     heap = [(-score, tie(p), p, 0) for p, score in scores.items()]
     heapq.heapify(heap)
@@ -196,6 +239,9 @@ def _cover_sessions(
     out: list[tuple[int, float]] = []
     while heap and len(out) < k:
         negative, order, position, seen = heapq.heappop(heap)
+        if found.role(position) == echo:
+            out.append((position, -negative))
+            continue
         session = found.session(position)
         before = picked.get(session, 0)
         now = max(0, before - free)

@@ -153,7 +153,8 @@ SISTER = [
     said("user", "My sister Maya moved to Porto", session="s1", at="2024-02-20T09:00:00Z"),
     said(
         "echo",
-        "Porto! So your sister Maya lives in Porto now. Maya will love Porto.",
+        "Porto! So your sister Maya lives in Porto now: where does my sister Maya live?"
+        " Porto. Maya will love Porto.",
         session="s1",
         at="2024-02-20T09:00:30Z",
         role="assistant",
@@ -227,15 +228,22 @@ BEACH = [
 ]
 
 
+COVER = {"rank_session_decay": 0.5, "rank_session_free": 1}
+
+
 @pytest.mark.parametrize(
-    ("knobs", "sessions"),
-    [({"rank_session_decay": 0.5, "rank_session_free": 1}, {"a", "b"}), ({}, {"a"})],
-    ids=["coverage-on", "coverage-off"],
+    ("query", "knobs", "sessions"),
+    [
+        ("How many days did I spend at the beach in Nice in total?", COVER, {"a", "b"}),
+        ("How many days did I spend at the beach in Nice in total?", {}, {"a"}),
+        ("What was the beach in Nice like?", COVER, {"a"}),
+    ],
+    ids=["gathers-coverage-on", "gathers-coverage-off", "one-conversation"],
 )
-async def test_the_top_hits_cover_distinct_sessions_rather_than_one(
-    tmp_path: Path, fake: FakeOllama, knobs: dict[str, float], sessions: set[str]
+async def test_a_question_that_gathers_gets_hits_from_distinct_sessions_rather_than_one(
+    tmp_path: Path, fake: FakeOllama, query: str, knobs: dict[str, float], sessions: set[str]
 ) -> None:
-    order = await ranked(tmp_path, fake, BEACH, "days at the beach in Nice", **(NEUTRAL | knobs))
+    order = await ranked(tmp_path, fake, BEACH, query, **(NEUTRAL | knobs))
     assert {ident[0] for ident in order[:3]} == sessions
 
 

@@ -25,7 +25,7 @@ from anyio.abc import TaskStatus
 
 from actors.ports import ScoredMessage, VectorSource
 from memory.keywords import extract_keywords
-from memory.ranking import Candidates, asks_assistant, rank
+from memory.ranking import Candidates, asks_assistant, gathers, rank
 from memory.recall import search_text
 from memory.scoring import rrf_score
 from memory.search_index import SearchIndex
@@ -271,6 +271,7 @@ class MessageSearch:
             knobs=knobs,
             anchor=anchor_of(text, at or datetime.now(UTC), slack=knobs.span_slack),
             about_assistant=asks_assistant(text),
+            several=gathers(text),
             k=k,
             # Seed 002: equal scores by vector rank, then position.
             tie=lambda p: (dense.get(p, depth + 1), p),
