@@ -66,7 +66,7 @@ async def turn(server: str, session: str, user: str, assistant: str, app: str = 
 
 async def messages(server: str) -> list[dict[str, Any]]:
     async with rest(server) as client:
-        listed = await client.get("/memory/long-term", params={"kind": "messages"})
+        listed = await client.get("/memory/long-term", params={"kind": "turns"})
     items: list[dict[str, Any]] = listed.json()["items"]
     return items
 
