@@ -37,8 +37,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -98,16 +97,10 @@ class Servers:
             if ollama == "fake":
                 fake = FakeOllama(models=["llama3.2"], json_default=EXTRACTION)
                 fake.default_reply = REPLY
-                url = (await self.stack.enter_async_context(_running(fake))).url
+                url = (await self.stack.enter_async_context(fake)).url
             app = make_app(settings_for(data, url))
             self.addresses[ollama] = await self.stack.enter_async_context(serve(app))
         return self.addresses[ollama]
-
-
-@asynccontextmanager
-async def _running(fake: FakeOllama) -> AsyncIterator[FakeOllama]:
-    async with fake:
-        yield fake
 
 
 def _options(block: Block) -> tuple[str, list[str], dict[str, str]]:
