@@ -82,7 +82,7 @@ async def test_a_deleted_message_is_gone_from_disk_and_from_the_reply_that_answe
     async with rest(server) as client:
         deleted = await client.delete(f"/memory/long-term/{asked['id']}")
         found = await client.get("/memory/search", params={"q": "zqsecret", "mode": "keyword"})
-        reply = await client.get("/memory/search", params={"q": "keep in mind", "k": 5})
+        reply = await client.get("/memory/search", params={"q": "keep in mind", "limit": 5})
     assert deleted.status_code == 200
     assert secret.encode() not in on_disk(tmp_path)
     assert b"zqsecret" not in on_disk(tmp_path)
