@@ -78,7 +78,7 @@ EXTRACTION = {
         }
     ],
     "memory_update": {"should_store": True},
-    "analysis": {"current_topic": "tea"},
+    "analysis": {},
 }
 
 
