@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "EXTRACTION",
+    "REPLY",
     "ROOT",
     "Block",
     "Transcript",
@@ -24,6 +26,23 @@ __all__ = [
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
+#: What the fake Ollama of the docs' examples answers: a chat reply, and an extraction.
+REPLY = "Hello, Ada!"
+EXTRACTION = {
+    "facts": [
+        {
+            "content": "User loves green tea",
+            "category": "preference",
+            "confidence": 0.9,
+            "subject": "user",
+            "predicate": "likes",
+            "value": "green tea",
+        }
+    ],
+    "memory_update": {"should_store": True},
+    "analysis": {},
+}
+
 _MARKER = re.compile(r"^<!-- (example|not-executed): (.+?) -->$")
 #: ``...`` where a JSON value would be: any value (a wildcard the docs write as is).
 _ELLIPSIS = re.compile(r"(?<=[:\[,])(\s*)\.\.\.(?=\s*[,\]}])")

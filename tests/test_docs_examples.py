@@ -50,6 +50,8 @@ from websockets.exceptions import ConnectionClosed
 from server.cli import main
 from server.config import load_settings
 from tests.docs_examples import (
+    EXTRACTION,
+    REPLY,
     ROOT,
     Block,
     blocks_of,
@@ -65,21 +67,6 @@ from tests.harness import make_app, serve, settings_for
 pytestmark = pytest.mark.anyio
 
 KINDS = ("ws", "sh", "shape", "file", "config", "tail")
-REPLY = "Hello, Ada!"
-EXTRACTION = {
-    "facts": [
-        {
-            "content": "User loves green tea",
-            "category": "preference",
-            "confidence": 0.9,
-            "subject": "user",
-            "predicate": "likes",
-            "value": "green tea",
-        }
-    ],
-    "memory_update": {"should_store": True},
-    "analysis": {},
-}
 
 
 class Servers:

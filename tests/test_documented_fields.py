@@ -14,10 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.docs_examples import ROOT, blocks_of, loads_shown
+from tests.docs_examples import EXTRACTION, REPLY, ROOT, blocks_of, loads_shown
 from tests.fake_ollama import FakeOllama
 from tests.harness import Client, make_app, serve, settings_for
-from tests.test_docs_examples import EXTRACTION, REPLY
 
 pytestmark = pytest.mark.anyio
 
