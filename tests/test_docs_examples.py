@@ -27,9 +27,10 @@ so chats answer ``llm_unavailable`` and the rule-based reader learns). Kinds:
 - ``file NAME``: the block is saved as ``NAME`` for the examples after it.
 - ``config``: a TOML settings file the server must accept.
 
-Shown output matches up to what changes from run to run: times, dates and ids are
-normalized; ``...`` as a JSON value matches any value, inside a string any text;
-objects must show every key the server sends (or a ``"...": "..."`` entry).
+Shown output matches up to what changes from run to run: times, dates, ids and
+uuids are normalized, latencies (``ms``, ``*_ms``) match any number; ``...`` as a
+JSON value matches any value (``[...]`` any list), inside a string any text. An
+object must show every key the server sends, unless it ends in ``, ...}``.
 """
 
 from __future__ import annotations
