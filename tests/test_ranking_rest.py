@@ -71,7 +71,7 @@ async def ranked(
     async with serve(make_app(settings)) as address:
         reply = await post(address, jsonl([*lines, *filler()]))
         assert reply["errors"] == []
-        params: dict[str, Any] = {"q": query, "kind": "turns", "k": k}
+        params: dict[str, Any] = {"q": query, "kind": "turns", "limit": k}
         if at is not None:
             params["at"] = at
         async with http(address) as client:
