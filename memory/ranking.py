@@ -43,6 +43,7 @@ import heapq
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -50,7 +51,7 @@ import numpy.typing as npt
 from memory.when import TimeAnchor
 from schemas.settings import Ranking
 
-__all__ = ["Candidates", "asks_assistant", "gathers", "rank"]
+__all__ = ["Candidates", "Pick", "asks_assistant", "gathers", "rank"]
 
 _ASSISTANT = re.compile(
     r"\bdid you\b.{0,30}?\b(say|tell|suggest|recommend|mention|advise|propose|give|provide|"
@@ -106,6 +107,15 @@ def asks_assistant(query: str) -> bool:
 _KEEP = Ranking(session_decay=1.0)
 
 
+class Pick(NamedTuple):
+    """A ranked position, its score, and the newer position that superseded it (the
+    latest word ranked it right above), if any."""
+
+    position: int
+    score: float
+    superseded_by: int | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class Candidates:
     """What ``rank`` needs to know of the positions it reorders."""
@@ -128,7 +138,7 @@ def rank(
     several: bool,
     k: int,
     tie: Callable[[int], tuple[float, int]],
-) -> list[tuple[int, float]]:
+) -> list[Pick]:
     """The ``k`` best positions with their scores, reordered as the module docstring says
     (``several``: the query ``gathers``); equal scores are ordered by ``tie``
     (ascending)."""
@@ -138,9 +148,11 @@ def rank(
     _weigh_speakers(scores, found, knobs, about_assistant)
     _weigh_time(scores, found, knobs, anchor)
     echo = "user" if about_assistant else "assistant"
+    newer: dict[int, int] = {}
     if not (anchor.past and knobs.supersede_present_only):
-        _latest_word(scores, found, knobs, echo, tie)
-    return _cover_sessions(scores, found, knobs if several else _KEEP, echo, k, tie)
+        newer = _latest_word(scores, found, knobs, echo, tie)
+    picks = _cover_sessions(scores, found, knobs if several else _KEEP, echo, k, tie)
+    return [Pick(p, score, newer.get(p)) for p, score in picks]
 
 
 def _weigh_speakers(
@@ -177,7 +189,7 @@ def _latest_word(
     knobs: Ranking,
     echo: str,
     tie: Callable[[int], tuple[float, int]],
-) -> None:
+) -> dict[int, int]:
     """Lift, for each of the best sessions from the best down, the newer statement of the
     same speaker most similar to its statement (if similar enough) to just above it. A
     session's statement is its best-ranked message not of the ``echo`` role (the
@@ -185,9 +197,10 @@ def _latest_word(
     topic is not a newer word on an older one, and a reply that repeats a statement is
     not the statement. One newer message replaces at
     most one older: lifting the rest of a later conversation on the same topic would
-    push the older statement (the earlier state, still worth seeing) out."""
+    push the older statement (the earlier state, still worth seeing) out. Returns each
+    older statement's newer one."""
     if knobs.supersede_similarity > 1.0:
-        return
+        return {}
     sessions: dict[str, int] = {}
     for position in sorted(scores, key=lambda p: (-scores[p], tie(p))):
         if found.role(position) == echo:
@@ -197,11 +210,12 @@ def _latest_word(
             break
     pool = list(sessions.values())
     if len(pool) < 2:
-        return
+        return {}
     similar = found.similarities(pool)
     at = [found.at(p) for p in pool]
     roles = [found.role(p) for p in pool]
     used: set[int] = set()
+    superseded: dict[int, int] = {}
     for j in range(len(pool)):
         newer = [
             i
@@ -216,9 +230,11 @@ def _latest_word(
         i = max(newer, key=lambda i: similar[j, i])
         used.add(i)
         older = pool[j]
+        superseded[older] = pool[i]
         if scores[older] >= scores[pool[i]]:
             # Just above the older one: equal scores would fall to the tie order.
             scores[pool[i]] = float(np.nextafter(scores[older], np.inf))
+    return superseded
 
 
 def _cover_sessions(

@@ -56,7 +56,7 @@ class FactPatch(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 def _message_item(message: ArchivedMessage) -> dict[str, Any]:
     """An archived turn as clients see it (``kind: "turn"``; its search text stays inside)."""
     item: dict[str, Any] = msgspec.to_builtins(message)
-    del item["user_id"], item["context"]
+    del item["user_id"], item["context"], item["superseded_by"]
     return {"kind": "turn", **item}
 
 

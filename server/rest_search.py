@@ -79,6 +79,7 @@ async def search(request: Request, user_id: str) -> Response:
         for message, score in hits:
             item = msgspec.to_builtins(message)
             del item["user_id"], item["context"]
+            item["superseded_by"] = message.superseded_by or None
             coverage = keyword_coverage(keywords, f"{message.speaker}: {message.text}")
             relevance = round(answer_relevance(near.get(message.id), coverage), 6)
             found["turns"].append({**item, "kind": "turn", "score": score, "relevance": relevance})

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.fake_ollama import FakeOllama
-from tests.harness import make_app, serve, settings_for
+from tests.harness import Client, make_app, serve, settings_for
 from tests.test_import_rest import http, jsonl, post
 
 pytestmark = pytest.mark.anyio
@@ -55,6 +55,31 @@ def filler() -> list[dict[str, Any]]:
     ]
 
 
+async def searched(
+    tmp_path: Path,
+    fake: FakeOllama,
+    lines: list[dict[str, Any]],
+    query: str,
+    *,
+    k: int = 10,
+    at: str | None = None,
+    **knobs: float,
+) -> list[dict[str, Any]]:
+    """Import ``lines`` for a fresh user of a fresh server, ask ``query``: the hits."""
+    settings = settings_for(tmp_path, fake.url, api_keys={"ka": "ann"}, **knobs)
+    async with serve(make_app(settings)) as address:
+        reply = await post(address, jsonl([*lines, *filler()]))
+        assert reply["errors"] == []
+        params: dict[str, Any] = {"q": query, "kind": "turns", "limit": k}
+        if at is not None:
+            params["at"] = at
+        async with http(address) as client:
+            response = await client.get("/memory/search", params=params)
+    assert response.status_code == 200, response.text
+    hits: list[dict[str, Any]] = response.json()["hits"]
+    return hits
+
+
 async def ranked(
     tmp_path: Path,
     fake: FakeOllama,
@@ -67,17 +92,8 @@ async def ranked(
 ) -> list[str]:
     """Import ``lines`` for a fresh user of a fresh server, ask ``query``: the turns' ids,
     best first."""
-    settings = settings_for(tmp_path, fake.url, api_keys={"ka": "ann"}, **knobs)
-    async with serve(make_app(settings)) as address:
-        reply = await post(address, jsonl([*lines, *filler()]))
-        assert reply["errors"] == []
-        params: dict[str, Any] = {"q": query, "kind": "turns", "limit": k}
-        if at is not None:
-            params["at"] = at
-        async with http(address) as client:
-            response = await client.get("/memory/search", params=params)
-    assert response.status_code == 200, response.text
-    return [hit["source_id"] for hit in response.json()["hits"]]
+    hits = await searched(tmp_path, fake, lines, query, k=k, at=at, **knobs)
+    return [hit["source_id"] for hit in hits]
 
 
 def first_of(order: list[str], *ids: str) -> str:
@@ -132,6 +148,39 @@ async def test_the_newer_statement_wins_over_an_older_one_the_assistant_echoed(
     )
     assert order[0] == "echo"
     assert first_of(order, "old", "new") == "new"
+
+
+@pytest.mark.parametrize("on", [True, False], ids=["latest-word-on", "latest-word-off"])
+async def test_a_search_hit_says_which_newer_turn_superseded_it(
+    tmp_path: Path, fake: FakeOllama, on: bool
+) -> None:
+    knobs = NEUTRAL | ({"rank_supersede_similarity": 0.5} if on else {})
+    hits = await searched(tmp_path, fake, BIKES, "How many bikes do I keep in my garage?", **knobs)
+    by_source = {hit["source_id"]: hit for hit in hits}
+    old, new = by_source["old"], by_source["new"]
+    assert old["superseded_by"] == (new["id"] if on else None)
+    assert new["superseded_by"] is None
+
+
+async def test_a_conversation_context_shows_the_older_statement_as_the_earlier_state(
+    tmp_path: Path, fake: FakeOllama
+) -> None:
+    knobs = NEUTRAL | {"rank_supersede_similarity": 0.5}
+    settings = settings_for(tmp_path, fake.url, api_keys={"ka": "ann"}, **knobs)
+    async with serve(make_app(settings)) as address:
+        reply = await post(address, jsonl([*BIKES, *filler()]))
+        assert reply["errors"] == []
+        async with Client.connect(address, "now", token="ka") as client:
+            await client.receive()  # ready
+            query = "How many bikes do I keep in my garage?"
+            await client.send(type="context", id="q", query=query, format="conversation")
+            block = await client.receive()
+    lines = block["text"].split("\n")
+    new = next(i for i, line in enumerate(lines) if "four bikes" in line)
+    old = next(i for i, line in enumerate(lines) if "three bikes" in line)
+    assert new < old
+    assert lines[new].startswith("- [2024-03-12] Ann: ")
+    assert lines[old].startswith("- [2024-01-10] Ann (earlier: said otherwise on 2024-03-12): ")
 
 
 async def test_statements_said_close_together_are_not_superseded(

@@ -465,7 +465,7 @@ class MessageEntry:
     def session(self, position: int) -> str:
         return self._strings["session_id"][position]
 
-    def row(self, position: int, user_id: str) -> ArchivedMessage:
+    def row(self, position: int, user_id: str, *, superseded_by: str = "") -> ArchivedMessage:
         strings = {name: values[position] for name, values in self._strings.items()}
         return ArchivedMessage(
             id=self.ids[position],
@@ -479,6 +479,7 @@ class MessageEntry:
             at=datetime.fromtimestamp(self._at[position], UTC),
             meta=_meta_decoder.decode(strings["meta"]),
             source_id=strings["source_id"],
+            superseded_by=superseded_by,
         )
 
 

@@ -276,7 +276,13 @@ class MessageSearch:
             # Seed 002: equal scores by vector rank, then position.
             tie=lambda p: (dense.get(p, depth + 1), p),
         )
-        return [(held.row(p, user_id), min(1.0, score / _BEST_SCORE)) for p, score in best]
+        return [
+            (
+                held.row(p, user_id, superseded_by="" if newer is None else held.ids[newer]),
+                min(1.0, score / _BEST_SCORE),
+            )
+            for p, score, newer in best
+        ]
 
     async def similarities(
         self, user_id: str, ids: Sequence[str], vector: Sequence[float]
