@@ -81,19 +81,10 @@ async def searched(
 
 
 async def ranked(
-    tmp_path: Path,
-    fake: FakeOllama,
-    lines: list[dict[str, Any]],
-    query: str,
-    *,
-    k: int = 10,
-    at: str | None = None,
-    **knobs: float,
+    tmp_path: Path, fake: FakeOllama, lines: list[dict[str, Any]], query: str, **options: Any
 ) -> list[str]:
-    """Import ``lines`` for a fresh user of a fresh server, ask ``query``: the turns' ids,
-    best first."""
-    hits = await searched(tmp_path, fake, lines, query, k=k, at=at, **knobs)
-    return [hit["source_id"] for hit in hits]
+    """``searched``'s turns' ids, best first."""
+    return [hit["source_id"] for hit in await searched(tmp_path, fake, lines, query, **options)]
 
 
 def first_of(order: list[str], *ids: str) -> str:
