@@ -216,6 +216,32 @@ async def test_the_users_own_words_outrank_the_assistant_repeating_them(
     assert first_of(order, "user", "echo") == first
 
 
+WEEK = [
+    said("chat", "Let's talk about my week", session="s1", at="2024-02-20T09:00:00Z"),
+    said(
+        "reply",
+        "Your bikes! How many bikes do you keep in your garage? Bikes in a garage need room.",
+        session="s1",
+        at="2024-02-20T09:00:30Z",
+        role="assistant",
+    ),
+    said("bikes", "I keep three bikes in my garage", session="s2", at="2024-02-21T09:00:00Z"),
+]
+
+
+@pytest.mark.parametrize(
+    ("knobs", "first"),
+    [({"rank_assistant_weight": 0.5}, "bikes"), ({}, "chat")],
+    ids=["speakers-on", "speakers-off"],
+)
+async def test_a_users_turn_is_not_lifted_by_the_assistants_reply_beside_it(
+    tmp_path: Path, fake: FakeOllama, knobs: dict[str, float], first: str
+) -> None:
+    query = "How many bikes do I keep in my garage?"
+    order = await ranked(tmp_path, fake, WEEK, query, **(NEUTRAL | knobs))
+    assert first_of(order, "chat", "bikes") == first
+
+
 PUPPY = [
     said(
         "ask",

@@ -261,16 +261,26 @@ class MessageSearch:
             return [(held.row(p, user_id), ranked.similarity[p]) for p in ranked.dense[:k]]
         if mode == "keyword":
             return [(held.row(p, user_id), ranked.text_score[p]) for p in ranked.sparse[:k]]
+        knobs = self._ranking
+        about_assistant = asks_assistant(text)
+        # With speakers weighed, the weighed-down speaker's messages do not lift the
+        # other's: a user's turn ranks by what the user said, not by the reply beside it.
+        echo = "user" if about_assistant else "assistant"
         scores = with_neighbours(
-            fused(ranked, depth=depth), held.neighbours, _NEIGHBOUR_SHARE, ranked.visible
+            fused(ranked, depth=depth),
+            held.neighbours,
+            _NEIGHBOUR_SHARE,
+            ranked.visible,
+            None
+            if knobs.assistant_weight == 1.0
+            else lambda p, n: held.role(p) != echo or held.role(n) == echo,
         )
         dense = {p: r for r, p in enumerate(ranked.dense, 1)}
-        knobs = self._ranking
         best = rank(
             Candidates(scores, held.at, held.role, held.session, held.index.pairwise),
             knobs=knobs,
             anchor=anchor_of(text, at or datetime.now(UTC), slack=knobs.span_slack),
-            about_assistant=asks_assistant(text),
+            about_assistant=about_assistant,
             several=gathers(text),
             k=k,
             # Seed 002: equal scores by vector rank, then position.
