@@ -20,11 +20,11 @@ turns it off):
    the query: the older and the newer statement of a fact both do), each
    session's statement is its best message not of the speaker step 1 weighs
    down (not the assistant's reply repeating the user, for a question about
-   the user); the newer statement of the same speaker most similar to a
+   the user); of the newer statements of the same speaker similar to a
    better-ranked one (cosine >= ``supersede_similarity``: they speak to the
-   same thing), said at least
-   ``supersede_gap`` seconds after it, ranks right above it; one newer message
-   replaces at most one older;
+   same thing) and said at least ``supersede_gap`` seconds after it, the
+   best-ranked (the one that answers the query best) ranks right above it;
+   one newer message replaces at most one older;
    with ``supersede_present_only``, only for a question about the present: one
    in the past tense ("when did I...", "what was...") asks about an event or an
    earlier state, which the newest mention does not replace.
@@ -190,8 +190,8 @@ def _latest_word(
     echo: str,
     tie: Callable[[int], tuple[float, int]],
 ) -> dict[int, int]:
-    """Lift, for each of the best sessions from the best down, the newer statement of the
-    same speaker most similar to its statement (if similar enough) to just above it. A
+    """Lift, for each of the best sessions from the best down, the best-ranked newer
+    statement of the same speaker similar enough to its statement to just above it. A
     session's statement is its best-ranked message not of the ``echo`` role (the
     assistant's, for a question about the user): the rest of a later session on the same
     topic is not a newer word on an older one, and a reply that repeats a statement is
@@ -227,7 +227,7 @@ def _latest_word(
         ]
         if not newer:
             continue
-        i = max(newer, key=lambda i: similar[j, i])
+        i = max(newer, key=lambda i: (scores[pool[i]], similar[j, i]))
         used.add(i)
         older = pool[j]
         superseded[older] = pool[i]
