@@ -27,11 +27,21 @@ FACT_WEIGHT = 0.5
 
 def fact_text(message: ArchivedMessage) -> str:
     """The facts the reader finds in ``message``, as sentences ("" for none, and for
-    the assistant's messages)."""
+    the assistant's messages); another speaker's are about them, by name."""
     if message.role == "assistant":
         return ""
-    facts = extract_facts(message.text)
-    return " ".join(fact.content.rstrip(".") + "." for fact in facts)
+    sentences = [fact.content.rstrip(".") + "." for fact in extract_facts(message.text)]
+    if message.role != "user":
+        # Another person of an imported conversation: their "I" is them, not the user.
+        sentences = [_named(sentence, message.speaker) for sentence in sentences]
+    return " ".join(sentences)
+
+
+def _named(sentence: str, speaker: str) -> str:
+    for own, name in (("User's ", f"{speaker}'s "), ("User ", f"{speaker} "), ("用户", speaker)):
+        if sentence.startswith(own):
+            return name + sentence[len(own) :]
+    return sentence
 
 
 def mixed(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -42,6 +43,10 @@ def test_a_users_message_is_keyed_by_the_facts_read_in_it_and_a_reply_by_none() 
     assert "User attends yoga classes three times a week." in fact_text(message())
     assert fact_text(message("assistant", "You attend yoga classes three times a week.")) == ""
     assert fact_text(message(text="Can you help me plan my week?")) == ""
+    other = msgspec.structs.replace(
+        message(text="I moved to Porto."), role="other", speaker="Caroline"
+    )
+    assert fact_text(other) == "Caroline lives in Porto."
 
 
 def test_the_facts_vector_is_added_at_its_weight_and_the_sum_is_unit_length() -> None:
