@@ -462,7 +462,11 @@ class SessionActor:
         await send_reply(
             reply,
             ContextBlock(
-                id=request.id, text=block.text, tokens=block.tokens, memory_ids=block.memory_ids
+                id=request.id,
+                text=block.text,
+                tokens=block.tokens,
+                memory_ids=block.memory_ids,
+                budget_needed=block.needed or None,
             ),
         )
 

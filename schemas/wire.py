@@ -171,6 +171,9 @@ class ContextBlock(_Wire, frozen=True, tag="context"):
     text: str
     tokens: int
     memory_ids: list[str] = []
+    #: Memories matched but none fit ``budget``: the budget the smallest of them needs
+    #: (with its heading). None when the block holds what matched, or nothing matched.
+    budget_needed: int | None = None
 
 
 class FactView(msgspec.Struct, frozen=True, kw_only=True):

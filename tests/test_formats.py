@@ -221,8 +221,11 @@ def test_user_context_truncation_does_not_leave_trailing_whitespace_before_the_m
     assert block.tokens == 8
 
 
-def test_user_context_with_no_room_even_for_the_mark_is_empty() -> None:
-    assert user_context(FULL_PROFILE, [fact("f1", "x")], max_tokens=0) == Block("", 0, [])
+def test_user_context_with_no_room_even_for_the_mark_is_empty_and_names_the_room_needed() -> None:
+    block = user_context(FULL_PROFILE, [fact("f1", "x")], max_tokens=0)
+    assert (block.text, block.tokens, block.memory_ids) == ("", 0, [])
+    assert block.needed > 0
+    assert user_context(FULL_PROFILE, [fact("f1", "x")], max_tokens=block.needed).text
 
 
 def test_user_context_default_budget_is_2000_tokens() -> None:
