@@ -16,6 +16,7 @@ from schemas.records import ArchivedMessage, Fact
 from schemas.settings import Settings
 from tests.fake_ollama import FakeOllama
 from tests.harness import Client, make_app, serve, settings_for
+from tests.test_formats import fact
 
 pytestmark = pytest.mark.anyio
 
@@ -23,17 +24,7 @@ NOW = datetime(2024, 6, 2, 12, tzinfo=UTC)
 
 
 def _fact(content: str) -> Fact:
-    return Fact(
-        id="fact_1",
-        user_id="u",
-        content=content,
-        category="preference",
-        confidence=0.9,
-        created_at=NOW,
-        updated_at=NOW,
-        last_seen=NOW,
-        last_confirmed_at=NOW,
-    )
+    return fact("fact_1", content)
 
 
 def _message(text: str) -> ArchivedMessage:
