@@ -273,9 +273,10 @@ def decode_client(frame: str | bytes) -> ClientMessage:
 
 
 def _text_problem(message: ClientMessage) -> str | None:
-    """A chat's content or a turn's sides that could not be archived: a turn may leave one
-    side blank (that side is not archived), never both."""
-    if isinstance(message, Chat):
+    """A chat's or a fact's content, or a turn's sides, that could not be stored (and so
+    exported and imported again): a turn may leave one side blank (that side is not
+    archived), never both."""
+    if isinstance(message, Chat | Remember):
         problem = text_problem(message.content)
         return None if problem is None else f"`content` {problem}"
     if isinstance(message, Turn):

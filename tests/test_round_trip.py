@@ -21,11 +21,15 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import httpx
+import msgspec
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from websockets.asyncio.client import connect
 
+from memory.transfer import parse_line
+from schemas.settings import Settings
+from schemas.wire import MAX_TEXT, decode_client
 from server.cli import main
 from tests.fake_ollama import FakeOllama
 from tests.harness import EMPTY_EXTRACTION, Client, make_app, serve, settings_for
@@ -243,3 +247,23 @@ async def test_a_turn_with_both_sides_blank_is_refused_and_one_blank_side_is_not
     assert "both are blank" in refused["message"]
     assert acked == {"type": "ack", "id": "t2", "turn": 1}
     assert [json.loads(t)["text"] for t in exported["turns"]] == ["Welcome back!"]
+
+
+def test_the_socket_refuses_what_an_import_would_refuse_with_the_same_check() -> None:
+    long = "x" * (MAX_TEXT + 1)
+    refused = {
+        '{"type": "chat", "id": "c", "content": " "}': "`content` is blank",
+        '{"type": "remember", "id": "r", "content": "\\n"}': "`content` is blank",
+        f'{{"type": "remember", "id": "r", "content": "{long}"}}': "`content` is longer",
+        f'{{"type": "turn", "id": "t", "user": "{long}", "assistant": "ok"}}': "`user` is longer",
+        '{"type": "turn", "id": "t", "user": "", "assistant": "\\t"}': "both are blank",
+    }
+    for frame, message in refused.items():
+        with pytest.raises(msgspec.ValidationError, match=message):
+            decode_client(frame)
+    assert decode_client('{"type": "turn", "id": "t", "user": "", "assistant": "Hi!"}')
+    for text in ("", " \n", "x" * (MAX_TEXT + 1)):
+        line = {"kind": "turn", "id": "l", "session_id": "s", "speaker": "user", "role": "user"}
+        raw = json.dumps(line | {"text": text, "at": "2024-06-02T12:00:00Z"}).encode()
+        with pytest.raises(ValueError, match="text"):
+            parse_line(raw, Settings().categories)
