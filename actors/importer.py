@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from actors.keys import key_vectors
 from actors.mailbox import SessionDeps
-from memory.recall import said, search_text
+from memory.recall import said
 from memory.transfer import message_from_line
 from schemas.records import ArchivedMessage
 from schemas.transfer import FactLine, ImportLine, TurnLine
@@ -70,7 +71,7 @@ async def _import_turns(
     vectors = dict(
         zip(
             (m.id for m in fresh),
-            await deps.embedder.embed([search_text(m) for m in fresh]),
+            await key_vectors(deps.embedder, fresh),
             strict=True,
         )
     )

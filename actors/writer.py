@@ -23,8 +23,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from actors.channels import receive, send
 from actors.errors import ArchiveUnavailable, MnemoError, Rejected
 from actors.events import EventBus
+from actors.keys import key_vectors
 from actors.ports import Embedder, Store
-from memory.recall import search_text
 from schemas.records import ArchivedMessage, WorkingMemory
 
 __all__ = ["ArchiveWriter", "WriterStats"]
@@ -338,7 +338,7 @@ class ArchiveWriter:
         started = anyio.current_time()
         while True:
             try:
-                vectors = await self._embedder.embed([search_text(r) for r in rows])
+                vectors = await key_vectors(self._embedder, rows)
                 await self._store.append_messages(rows, vectors)
                 break
             except Rejected as exc:

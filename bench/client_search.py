@@ -99,7 +99,7 @@ def _search(client: httpx.Client, key: str, query: str) -> float:
     started = time.perf_counter()
     response = client.get(
         "/memory/search",
-        params={"q": query, "k": 10},
+        params={"q": query, "limit": 10},
         headers={"Authorization": f"Bearer {key}"},
     )
     response.raise_for_status()

@@ -130,7 +130,7 @@ def _http() -> dict[str, Callable[[httpx.AsyncClient, int], Awaitable[httpx.Resp
         return json.dumps(row).encode() + b"\n"
 
     async def search(client: httpx.AsyncClient, n: int) -> httpx.Response:
-        return await client.get("/memory/search", params={"q": q, "k": 100})
+        return await client.get("/memory/search", params={"q": q, "limit": 100})
 
     async def import_line(client: httpx.AsyncClient, n: int) -> httpx.Response:
         return await client.post(

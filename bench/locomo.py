@@ -9,7 +9,7 @@ conversation becomes one user: its turns go in through ``POST
 /memory/import`` (``meta.dia_id`` carries LoCoMo's turn id, the session's date
 is the timestamp, a shared image's caption is part of the text). Every
 question of categories 1-4 (those with evidence) is asked through ``GET
-/memory/search?kind=turns&k=20``. Recall@k is the share of a question's
+/memory/search?kind=turns&limit=20``. Recall@k is the share of a question's
 evidence turns among the first k hits; MRR uses the first evidence hit. The
 baseline is plain BM25 (k1 1.2, b 0.75, lower-cased word tokens) over the same
 turn texts, computed here in the same run. Writes ``bench/results/locomo.json``.
@@ -146,7 +146,7 @@ def run(address: str, samples: list[dict[str, Any]]) -> dict[str, Any]:
             category = qa.get("category")
             if category not in _CATEGORIES or not qa.get("evidence"):
                 continue
-            query = urllib.parse.urlencode({"q": qa["question"], "k": 20, "kind": "turns"})
+            query = urllib.parse.urlencode({"q": qa["question"], "limit": 20, "kind": "turns"})
             started = time.perf_counter()
             hits = _request(address, key, f"/memory/search?{query}")["hits"]
             search_ms.append((time.perf_counter() - started) * 1000)

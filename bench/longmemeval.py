@@ -7,7 +7,7 @@ Starts ``mnemo serve`` in its own process (real LanceDB, the chosen embedder; no
 Ollama: importing and searching never call it). Each question's haystack becomes
 its own user: its turns go in through ``POST /memory/import`` (the session's date
 is each turn's time, 30 s apart), then the question is asked through ``GET
-/memory/search?kind=turns&k=100`` with the question's date as the query's time.
+/memory/search?kind=turns&limit=100`` with the question's date as the query's time.
 
 Scoring follows the benchmark's own code (``../shared/eval/README.md``): only user
 turns with ``has_answer`` are turn evidence, so turns are ranked among the user
@@ -236,7 +236,7 @@ def run(
             import_seconds += time.perf_counter() - started
             imported += reply["imported"]
         asked = haystack_date(record["question_date"]).isoformat()
-        params = {"q": record["question"], "k": _DEPTH, "kind": "turns", "at": asked}
+        params = {"q": record["question"], "limit": _DEPTH, "kind": "turns", "at": asked}
         started = time.perf_counter()
         hits = _request(address, key, f"/memory/search?{urllib.parse.urlencode(params)}")["hits"]
         search_ms.append((time.perf_counter() - started) * 1000)

@@ -16,20 +16,25 @@ turns it off):
    said outside it at ``outside_span_weight``; one that asks what is true now
    ("currently", "最近") weighs the older candidates down, linearly to
    ``1 - recent_weight`` for the oldest.
-3. the latest word: among the ``supersede_depth`` best candidates (those that
-   answer the query: the older and the newer statement of a fact both do), each
-   session's best, the message most similar to a better-ranked one (cosine >=
-   ``supersede_similarity``: they speak to the same thing), of the same speaker and said at least
+3. the latest word: in the ``supersede_depth`` best sessions (those that answer
+   the query: the older and the newer statement of a fact both do), each
+   session's statement is its best message not of the speaker step 1 weighs
+   down (not the assistant's reply repeating the user, for a question about
+   the user); the newer statement of the same speaker most similar to a
+   better-ranked one (cosine >= ``supersede_similarity``: they speak to the
+   same thing), said at least
    ``supersede_gap`` seconds after it, ranks right above it; one newer message
    replaces at most one older;
    with ``supersede_present_only``, only for a question about the present: one
    in the past tense ("when did I...", "what was...") asks about an event or an
    earlier state, which the newest mention does not replace.
-4. sessions: the final order is picked greedily, each pick's score multiplied
-   by ``session_decay`` for every message of its session picked before it past
-   the first ``session_free``, so the top k cover distinct sessions rather than
-   near-copies from one (an answer often takes a few turns of one session, so
-   those come free).
+4. sessions: for a question that gathers what several conversations said
+   (``gathers``: "how many... in total", "which did I do first, A or B", "what
+   is the order of...", "compared to"), the final order is picked greedily,
+   each pick's score multiplied by ``session_decay`` for every message of its
+   session picked before it past the first ``session_free``, so the top k
+   cover distinct sessions rather than near-copies from one. Other questions
+   keep their order: their answer often takes a few turns of one session.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import heapq
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -45,7 +51,7 @@ import numpy.typing as npt
 from memory.when import TimeAnchor
 from schemas.settings import Ranking
 
-__all__ = ["Candidates", "asks_assistant", "rank"]
+__all__ = ["Candidates", "Pick", "asks_assistant", "gathers", "rank"]
 
 _ASSISTANT = re.compile(
     r"\bdid you\b.{0,30}?\b(say|tell|suggest|recommend|mention|advise|propose|give|provide|"
@@ -58,11 +64,56 @@ _ASSISTANT = re.compile(
 _ASSISTANT_CJK = ("你说", "你告诉", "你建议", "你推荐", "你提到", "你给我", "你的建议", "你讲")
 
 
+_GATHERS = re.compile(
+    r"\bhow many\b(?!.*\bago\b)"
+    r"|\bhow much (?:more|less|longer|shorter|earlier|later|older|younger|further)\b"
+    r"|\b(?:in total|total|altogether|combined|in all|sum|average)\b"
+    r"|\b(?:compared? (?:to|with)|versus|difference|between)\b"
+    r"|\b(?:the|what|which) order\b|\b(?:earliest|latest)\b"
+    r"|\b(?:first|before|after|earlier|later)\b.*\bor\b"
+    r"|\b(?:each|every|all) (?:of )?(?:the|my)\b"
+)
+_GATHERS_CJK = (
+    "一共",
+    "总共",
+    "总数",
+    "合计",
+    "平均",
+    "几次",
+    "多少次",
+    "先后",
+    "顺序",
+    "相比",
+    "比较",
+)
+
+
+def gathers(query: str) -> bool:
+    """Whether ``query`` gathers what several conversations said: a count or total
+    ("how many...", "in total"), an order or comparison ("which did I do first, A or
+    B", "compared to", "一共", "先后")."""
+    text = " ".join(query.casefold().split())
+    return bool(_GATHERS.search(text)) or any(w in query for w in _GATHERS_CJK)
+
+
 def asks_assistant(query: str) -> bool:
     """Whether ``query`` asks what the assistant said ("what did you suggest...",
     "remind me of your recommendation", "你建议...")."""
     text = " ".join(query.casefold().split())
     return bool(_ASSISTANT.search(text)) or any(w in query for w in _ASSISTANT_CJK)
+
+
+#: Step 4 off: the order as scored.
+_KEEP = Ranking(session_decay=1.0)
+
+
+class Pick(NamedTuple):
+    """A ranked position, its score, and the newer position that superseded it (the
+    latest word ranked it right above), if any."""
+
+    position: int
+    score: float
+    superseded_by: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,19 +135,24 @@ def rank(
     knobs: Ranking,
     anchor: TimeAnchor,
     about_assistant: bool,
+    several: bool,
     k: int,
     tie: Callable[[int], tuple[float, int]],
-) -> list[tuple[int, float]]:
-    """The ``k`` best positions with their scores, reordered as the module docstring says;
-    equal scores are ordered by ``tie`` (ascending)."""
+) -> list[Pick]:
+    """The ``k`` best positions with their scores, reordered as the module docstring says
+    (``several``: the query ``gathers``); equal scores are ordered by ``tie``
+    (ascending)."""
     scores = dict(found.scores)
     if not scores:
         return []
     _weigh_speakers(scores, found, knobs, about_assistant)
     _weigh_time(scores, found, knobs, anchor)
+    echo = "user" if about_assistant else "assistant"
+    newer: dict[int, int] = {}
     if not (anchor.past and knobs.supersede_present_only):
-        _latest_word(scores, found, knobs, tie)
-    return _cover_sessions(scores, found, knobs, k, tie)
+        newer = _latest_word(scores, found, knobs, echo, tie)
+    picks = _cover_sessions(scores, found, knobs if several else _KEEP, echo, k, tie)
+    return [Pick(p, score, newer.get(p)) for p, score in picks]
 
 
 def _weigh_speakers(
@@ -131,29 +187,36 @@ def _latest_word(
     scores: dict[int, float],
     found: Candidates,
     knobs: Ranking,
+    echo: str,
     tie: Callable[[int], tuple[float, int]],
-) -> None:
-    """Lift, for each of the best candidates from the best down, the newer message of the
-    same speaker most similar to it (if similar enough) to just above it. Only each
-    session's best-ranked message takes part, and one newer message replaces at most
-    one older: lifting the rest of a later conversation on the same topic would push
-    the older statement (the earlier state, still worth seeing) out."""
+) -> dict[int, int]:
+    """Lift, for each of the best sessions from the best down, the newer statement of the
+    same speaker most similar to its statement (if similar enough) to just above it. A
+    session's statement is its best-ranked message not of the ``echo`` role (the
+    assistant's, for a question about the user): the rest of a later session on the same
+    topic is not a newer word on an older one, and a reply that repeats a statement is
+    not the statement. One newer message replaces at
+    most one older: lifting the rest of a later conversation on the same topic would
+    push the older statement (the earlier state, still worth seeing) out. Returns each
+    older statement's newer one."""
     if knobs.supersede_similarity > 1.0:
-        return
-    best = sorted(scores, key=lambda p: (-scores[p], tie(p)))[: knobs.supersede_depth]
-    # What a conversation said on the question is its best-ranked message: the rest of
-    # a later session on the same topic is not a newer word on an older one.
+        return {}
     sessions: dict[str, int] = {}
-    for position in best:
+    for position in sorted(scores, key=lambda p: (-scores[p], tie(p))):
+        if found.role(position) == echo:
+            continue
         sessions.setdefault(found.session(position), position)
+        if len(sessions) == knobs.supersede_depth:
+            break
     pool = list(sessions.values())
     if len(pool) < 2:
-        return
+        return {}
     similar = found.similarities(pool)
     at = [found.at(p) for p in pool]
     roles = [found.role(p) for p in pool]
     used: set[int] = set()
-    for j in sorted(range(len(pool)), key=lambda j: (-scores[pool[j]], tie(pool[j]))):
+    superseded: dict[int, int] = {}
+    for j in range(len(pool)):
         newer = [
             i
             for i in range(len(pool))
@@ -167,20 +230,24 @@ def _latest_word(
         i = max(newer, key=lambda i: similar[j, i])
         used.add(i)
         older = pool[j]
+        superseded[older] = pool[i]
         if scores[older] >= scores[pool[i]]:
             # Just above the older one: equal scores would fall to the tie order.
             scores[pool[i]] = float(np.nextafter(scores[older], np.inf))
+    return superseded
 
 
 def _cover_sessions(
     scores: Mapping[int, float],
     found: Candidates,
     knobs: Ranking,
+    echo: str,
     k: int,
     tie: Callable[[int], tuple[float, int]],
 ) -> list[tuple[int, float]]:
     """Greedy picks, each one's score decayed by the picks of its session before it; a
-    decayed score only falls, so a stale heap entry is re-scored and pushed back."""
+    decayed score only falls, so a stale heap entry is re-scored and pushed back. The
+    ``echo`` role's messages (already weighed down) neither count nor are decayed."""
     decay, free = knobs.session_decay, knobs.session_free
     heap = [(-score, tie(p), p, 0) for p, score in scores.items()]
     heapq.heapify(heap)
@@ -188,6 +255,9 @@ def _cover_sessions(
     out: list[tuple[int, float]] = []
     while heap and len(out) < k:
         negative, order, position, seen = heapq.heappop(heap)
+        if found.role(position) == echo:
+            out.append((position, -negative))
+            continue
         session = found.session(position)
         before = picked.get(session, 0)
         now = max(0, before - free)

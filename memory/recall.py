@@ -70,23 +70,30 @@ def search_text(message: ArchivedMessage) -> str:
     return indexed_text(text)
 
 
-def _line(message: ArchivedMessage) -> str:
+def _line(message: ArchivedMessage, newer: datetime | None) -> str:
     text = " ".join(message.text.split())
-    return f"- [{message.at.date().isoformat()}] {message.speaker}: {text}"
+    earlier = ""
+    if message.superseded_by:
+        since = f" on {newer.date().isoformat()}" if newer is not None else " since"
+        earlier = f" (earlier: said otherwise{since})"
+    return f"- [{message.at.date().isoformat()}] {message.speaker}{earlier}: {text}"
 
 
 def format_recalled(messages: Sequence[ArchivedMessage], budget: int) -> RecalledBlock:
     """Best-first messages as dated lines under a heading, stopping before the budget.
 
     ``messages`` is already ranked; a message that does not fit is skipped and a
-    shorter one further down may still go in. No messages: an empty block.
+    shorter one further down may still go in. A message a newer one superseded (its
+    ``superseded_by``) is shown as the earlier state it is, with the newer one's date
+    when that one is among ``messages``. No messages: an empty block.
     """
     lines = [HEADING]
     used = estimate_tokens(HEADING)
     ids: list[str] = []
     cheapest = 0
+    dates = {message.id: message.at for message in messages}
     for message in messages:
-        line = _line(message)
+        line = _line(message, dates.get(message.superseded_by))
         cost = estimate_tokens(line) + 1  # the newline
         cheapest = min(cheapest or cost, cost)
         if used + cost > budget:

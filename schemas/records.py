@@ -39,6 +39,9 @@ class ArchivedMessage(msgspec.Struct, frozen=True, kw_only=True):
     #: The message before it in its conversation (``speaker: text``), indexed with it for
     #: search (``memory.recall.search_text``); not stored on its own, empty when read back.
     context: str = ""
+    #: Set by a search only: the id of a newer message of the same speaker on the same
+    #: thing that ranks right above it (``memory.ranking``'s latest word); not stored.
+    superseded_by: str = ""
 
 
 class WorkingMemory(msgspec.Struct, frozen=True, kw_only=True):

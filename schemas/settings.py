@@ -25,12 +25,15 @@ class Ranking(msgspec.Struct, frozen=True, kw_only=True):
     outside_span_weight: float = 0.7
     span_slack: float = 0.5
     recent_weight: float = 0.0
-    supersede_similarity: float = 0.4
+    supersede_similarity: float = 0.3
     supersede_gap: float = 3600.0
-    supersede_depth: int = 6
+    supersede_depth: int = 3
     supersede_present_only: bool = True
-    session_decay: float = 1.0
+    session_decay: float = 0.7
     session_free: int = 2
+
+
+_RANKING = Ranking()
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -193,41 +196,41 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     user_burst: float = 200.0
 
     # -- ranking of archived messages (issue 17; ``memory.ranking``) ----------------
+    # The defaults are ``Ranking``'s (one place).
     #: A question about the user ranks the assistant's replies at this share of their
     #: score (a question about what the assistant said, the user's turns); 1.0: off.
-    rank_assistant_weight: float = 0.5
+    rank_assistant_weight: float = _RANKING.assistant_weight
     #: A query anchored in time ("last month", "三天前") ranks messages said outside that
     #: span at this share of their score; 1.0: off ...
-    rank_outside_span_weight: float = 0.7
+    rank_outside_span_weight: float = _RANKING.outside_span_weight
     #: ... the span widened by this share of its length on both sides ("two weeks ago"
     #: is not to the day).
-    rank_span_slack: float = 0.5
+    rank_span_slack: float = _RANKING.span_slack
     #: A query asking what is true now ("currently", "最近") weighs the oldest candidate
     #: down by this share, newer ones less (linear in time); 0.0: off, the default: the
     #: latest word does this better, and weighing every older turn down pushed the earlier
     #: statement out of the top 5 (LongMemEval dev subset: docs/performance.md).
-    rank_recent_weight: float = 0.0
-    #: A message at least ``rank_supersede_gap`` seconds newer than a better-ranked one of
-    #: the same speaker, with at least this cosine similarity to it (they speak to the
-    #: same thing), ranks right above it: the latest word wins. Above 1.0: off.
-    rank_supersede_similarity: float = 0.4
-    rank_supersede_gap: float = 3600.0
-    #: ... among the best this many candidates (both statements of a fact answer the
+    rank_recent_weight: float = _RANKING.recent_weight
+    #: Of the best sessions' statements (each session's best message not of the speaker
+    #: weighed down), one at least ``rank_supersede_gap`` seconds newer than a
+    #: better-ranked one of the same speaker, with at least this cosine similarity to it
+    #: (they speak to the same thing), ranks right above it: the latest word wins. Above
+    #: 1.0: off.
+    rank_supersede_similarity: float = _RANKING.supersede_similarity
+    rank_supersede_gap: float = _RANKING.supersede_gap
+    #: ... among the best this many sessions (both statements of a fact answer the
     #: query; further down, similar messages are more often about something else).
-    rank_supersede_depth: int = 6
+    rank_supersede_depth: int = _RANKING.supersede_depth
     #: ... and only for a question about the present: one in the past tense ("when did
     #: I...", "what was...", "...了") asks about an event or an earlier state.
-    rank_supersede_present_only: bool = True
-    #: Each message already picked from a session multiplies the score of the next one
-    #: from that session by this, so the top k cover several sessions; 1.0: off, the
-    #: default: it helps histories of short one-topic sessions (LongMemEval dev subset,
-    #: turn recall_all@5 0.689 -> 0.733 at 0.7) and hurts long conversations whose answers
-    #: sit in several turns of one session (LoCoMo R@10 0.745 -> 0.677 at 0.7, 0.703 at
-    #: 0.9): docs/performance.md.
-    rank_session_decay: float = 1.0
-    #: ... past the first this many from that session (an answer often takes a few turns
-    #: of one conversation: a question, its answer, a correction).
-    rank_session_free: int = 2
+    rank_supersede_present_only: bool = _RANKING.supersede_present_only
+    #: For a question that gathers what several conversations said ("how many... in
+    #: total", "which did I do first, A or B"), each message already picked from a
+    #: session multiplies the score of the next one from that session by this, so the
+    #: top k cover several sessions; 1.0: off. Other questions keep their order.
+    rank_session_decay: float = _RANKING.session_decay
+    #: ... past the first this many from that session.
+    rank_session_free: int = _RANKING.session_free
 
     @property
     def ranking(self) -> Ranking:

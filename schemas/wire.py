@@ -166,13 +166,14 @@ class Ack(_Wire, frozen=True, tag="ack"):
     turn: int
 
 
-class ContextBlock(_Wire, frozen=True, tag="context"):
+class ContextBlock(_Wire, frozen=True, tag="context", omit_defaults=True):
     id: str
     text: str
     tokens: int
-    memory_ids: list[str] = []
+    memory_ids: list[str]
     #: Memories matched but none fit ``budget``: the budget the smallest of them needs
-    #: (with its heading). None when the block holds what matched, or nothing matched.
+    #: (with its heading). Left out of the frame when the block holds what matched, or
+    #: nothing matched.
     budget_needed: int | None = None
 
 

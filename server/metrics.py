@@ -29,8 +29,11 @@ class Metrics:
     def __init__(self, live_actors: Callable[[], int]) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
-        gauge = Gauge("mnemo_live_actors", "Session actors alive now.", registry=r)
+        gauge = Gauge("mnemo_live_sessions", "Live sessions (actors) now.", registry=r)
         gauge.set_function(lambda: float(live_actors()))
+        # The series' name before /healthz's ``live_sessions`` named it: one release more.
+        old = Gauge("mnemo_live_actors", "Deprecated: mnemo_live_sessions.", registry=r)
+        old.set_function(lambda: float(live_actors()))
         self.actor_events = Counter(
             "mnemo_actor_events", "Actor lifecycle events by kind.", ["kind"], registry=r
         )

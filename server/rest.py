@@ -31,7 +31,9 @@ __all__ = ["routes"]
 _MESSAGE_ID = re.compile(r"^msg_[0-9a-f]{16}\Z")
 _FACT_ID = re.compile(r"^fact_[0-9a-f]{8}\Z")
 _MAX_LIMIT = 200
-_KINDS = ("all", "facts", "messages")
+_KINDS = ("all", "facts", "turns")
+#: Deprecated names still accepted for one release: ``kind=messages`` is ``kind=turns``.
+_KIND_ALIASES = {"messages": "turns"}
 
 
 _Content = Annotated[str, msgspec.Meta(max_length=MAX_TEXT)]
@@ -52,9 +54,10 @@ class FactPatch(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 def _message_item(message: ArchivedMessage) -> dict[str, Any]:
+    """An archived turn as clients see it (``kind: "turn"``; its search text stays inside)."""
     item: dict[str, Any] = msgspec.to_builtins(message)
-    del item["user_id"]
-    return {"kind": "message", **item}
+    del item["user_id"], item["context"], item["superseded_by"]
+    return {"kind": "turn", **item}
 
 
 def _deps(request: Request) -> SessionDeps:
@@ -80,10 +83,11 @@ async def healthz(request: Request) -> Response:
 
 
 async def list_long_term(request: Request, user_id: str) -> Response:
-    """Facts and archived messages, newest first; ``kind`` picks one of them."""
+    """Facts and archived turns, newest first; ``kind`` picks one of them."""
     limit = int_param(request, "limit", 50, 1, _MAX_LIMIT)
     offset = int_param(request, "offset", 0, 0, 2**31)
-    kind = request.query_params.get("kind", "all")
+    raw_kind = request.query_params.get("kind", "all")
+    kind = _KIND_ALIASES.get(raw_kind, raw_kind)
     if kind not in _KINDS:
         raise BadRequest(f"kind must be one of {', '.join(_KINDS)}")
     validity = request.query_params.get("validity", "active")
@@ -99,7 +103,7 @@ async def list_long_term(request: Request, user_id: str) -> Response:
         )
         total += count
         rows += [(f.created_at, f.id, msgspec.to_builtins(fact_view(f))) for f in facts]
-    if kind in ("all", "messages"):
+    if kind in ("all", "turns"):
         messages, count = await store.list_messages(user_id, limit=window, offset=0)
         total += count
         rows += [(m.at, m.id, _message_item(m)) for m in messages]

@@ -41,7 +41,8 @@ async def search(request: Request, user_id: str) -> Response:
     query = query_text(request.query_params.get("q"))
     if not query:
         raise BadRequest("q must not be empty")
-    k = int_param(request, "k", 10, 1, 100)
+    # ``limit``, as every list takes; ``k`` is its deprecated name, kept for one release.
+    k = int_param(request, "k" if "limit" not in request.query_params else "limit", 10, 1, 100)
     kind = request.query_params.get("kind", "all")
     if kind not in _KINDS:
         raise BadRequest(f"kind must be one of {', '.join(_KINDS)}")
@@ -77,7 +78,8 @@ async def search(request: Request, user_id: str) -> Response:
         )
         for message, score in hits:
             item = msgspec.to_builtins(message)
-            del item["user_id"]
+            del item["user_id"], item["context"]
+            item["superseded_by"] = message.superseded_by or None
             coverage = keyword_coverage(keywords, f"{message.speaker}: {message.text}")
             relevance = round(answer_relevance(near.get(message.id), coverage), 6)
             found["turns"].append({**item, "kind": "turn", "score": score, "relevance": relevance})

@@ -117,7 +117,7 @@ async def messages(address: str) -> list[dict[str, Any]]:
     async with httpx.AsyncClient(base_url=f"http://{address}", timeout=60) as client:
         while True:
             page = await client.get(
-                "/memory/long-term", params={"kind": "messages", "limit": 200, "offset": len(items)}
+                "/memory/long-term", params={"kind": "turns", "limit": 200, "offset": len(items)}
             )
             got = page.json()["items"]
             items += got

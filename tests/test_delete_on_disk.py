@@ -66,7 +66,7 @@ async def turn(server: str, session: str, user: str, assistant: str, app: str = 
 
 async def messages(server: str) -> list[dict[str, Any]]:
     async with rest(server) as client:
-        listed = await client.get("/memory/long-term", params={"kind": "messages"})
+        listed = await client.get("/memory/long-term", params={"kind": "turns"})
     items: list[dict[str, Any]] = listed.json()["items"]
     return items
 
@@ -82,7 +82,7 @@ async def test_a_deleted_message_is_gone_from_disk_and_from_the_reply_that_answe
     async with rest(server) as client:
         deleted = await client.delete(f"/memory/long-term/{asked['id']}")
         found = await client.get("/memory/search", params={"q": "zqsecret", "mode": "keyword"})
-        reply = await client.get("/memory/search", params={"q": "keep in mind", "k": 5})
+        reply = await client.get("/memory/search", params={"q": "keep in mind", "limit": 5})
     assert deleted.status_code == 200
     assert secret.encode() not in on_disk(tmp_path)
     assert b"zqsecret" not in on_disk(tmp_path)

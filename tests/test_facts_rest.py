@@ -180,11 +180,12 @@ async def test_get_by_id_returns_the_fact_and_unknown_ids_are_404(
     ("kind", "expected"),
     [
         ("facts", {"fact"}),
-        ("messages", {"message"}),
-        ("all", {"fact", "message"}),
-        (None, {"fact", "message"}),
+        ("turns", {"turn"}),
+        ("messages", {"turn"}),
+        ("all", {"fact", "turn"}),
+        (None, {"fact", "turn"}),
     ],
-    ids=["facts", "messages", "all", "default-all"],
+    ids=["facts", "turns", "messages-the-deprecated-alias-of-turns", "all", "default-all"],
 )
 async def test_list_filters_by_kind(
     server: str, alice: httpx.AsyncClient, kind: str | None, expected: set[str]
@@ -197,7 +198,7 @@ async def test_list_filters_by_kind(
     await add_fact(alice, "My name is Ada")
     params = {"kind": kind} if kind else {}
     listed = (await alice.get(FACTS, params=params)).json()
-    counts = {"fact": 2, "message": 2}
+    counts = {"fact": 2, "turn": 2}
     assert {item["kind"] for item in listed["items"]} == expected
     assert listed["total"] == sum(counts[k] for k in expected)
     assert len(listed["items"]) == listed["total"]

@@ -96,7 +96,7 @@ async def test_imported_turns_are_listed_and_found_by_search(server: str) -> Non
         "errors": [],
         "errors_omitted": 0,
     }
-    listed = await items(server, "messages")
+    listed = await items(server, "turns")
     assert sorted((m["role"], m["speaker"], m["session_id"], m["at"]) for m in listed) == [
         ("assistant", "Bot", "old-chat", "2024-03-01T09:30:00Z"),
         ("user", "Ann", "old-chat", "2024-03-01T09:30:00Z"),
@@ -157,7 +157,7 @@ async def test_a_repeated_id_within_one_file_is_imported_once(server: str) -> No
     body += jsonl([fact("f", "User sails on Lake Geneva", category="goal")])
     reply = await post(server, body)
     assert (reply["imported"], reply["skipped"]) == (2, 2)
-    assert [m["text"] for m in await items(server, "messages")] == ["first"]
+    assert [m["text"] for m in await items(server, "turns")] == ["first"]
     assert [f["content"] for f in await items(server, "facts")] == ["User sails"]
 
 
@@ -200,7 +200,7 @@ async def test_bad_lines_are_reported_by_number_while_good_lines_land(server: st
     assert "$.id" in errors[7]
     assert "$.at" in errors[8]
     assert errors[9] == f"line longer than {MAX_LINE_BYTES} bytes"
-    assert [m["text"] for m in await items(server, "messages")] == ["a good line"]
+    assert [m["text"] for m in await items(server, "turns")] == ["a good line"]
     assert [f["category"] for f in await items(server, "facts")] == ["preference"]
 
 
@@ -255,7 +255,7 @@ async def test_a_large_streamed_import_reports_progress_after_each_batch(server:
     headers = {"content-type": NDJSON, "accept": NDJSON}
     async with http(server) as client:
         response = await client.post("/memory/import", content=body(), headers=headers)
-        listed = (await client.get("/memory/long-term", params={"kind": "messages"})).json()
+        listed = (await client.get("/memory/long-term", params={"kind": "turns"})).json()
     assert response.status_code == 200
     assert response.headers["content-type"].startswith(NDJSON)
     *progress, final = [json.loads(line) for line in response.text.splitlines()]
@@ -306,7 +306,7 @@ async def test_a_store_failure_ends_the_import_with_an_error_and_keeps_earlier_b
             "/memory/import", content=body, headers={"content-type": NDJSON, "accept": NDJSON}
         )
         plain = await client.post("/memory/import", content=body, headers={"content-type": NDJSON})
-        listed = (await client.get("/memory/long-term", params={"kind": "messages"})).json()
+        listed = (await client.get("/memory/long-term", params={"kind": "turns"})).json()
     assert [json.loads(line) for line in streamed.text.splitlines()] == [
         {"progress": {"lines": 500, "imported": 500, "skipped": 0}},
         {"error": {"code": "archive_unavailable", "message": "disk full (test)"}},

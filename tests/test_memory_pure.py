@@ -90,6 +90,22 @@ def test_recalled_block_lists_dated_lines_in_given_order() -> None:
     )
 
 
+def test_recalled_block_shows_a_superseded_message_as_the_earlier_state() -> None:
+    newer = msgspec.structs.replace(
+        _message(2, "I have four bikes now"), at=T0 + timedelta(days=60)
+    )
+    older = msgspec.structs.replace(_message(1, "I have three bikes"), superseded_by=newer.id)
+    block = format_recalled([newer, older], 100)
+    assert block.text.split("\n")[1:] == [
+        "- [2026-06-30] user: I have four bikes now",
+        "- [2026-05-01] user (earlier: said otherwise on 2026-06-30): I have three bikes",
+    ]
+    alone = format_recalled([older], 100)
+    assert alone.text.split("\n")[1] == (
+        "- [2026-05-01] user (earlier: said otherwise since): I have three bikes"
+    )
+
+
 def test_recalled_block_skips_what_does_not_fit_and_never_exceeds_budget() -> None:
     long, short = _message(1, "x" * 400), _message(2, "short")
     block = format_recalled([long, short], 30)

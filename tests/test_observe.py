@@ -154,7 +154,7 @@ async def test_watching_needs_a_key_and_metrics_need_an_admin_key(server: str) -
         assert (await alice.get("/metrics")).status_code == 401
 
 
-async def test_metrics_count_turns_frames_and_live_actors(server: str) -> None:
+async def test_metrics_count_turns_frames_and_live_sessions(server: str) -> None:
     await one_turn(server, "a1", "key-alice", end=False)
     async with Client.connect(server, "a1", "key-alice") as client:
         await client.receive()
@@ -165,7 +165,8 @@ async def test_metrics_count_turns_frames_and_live_actors(server: str) -> None:
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain")
     text = response.text
-    assert "mnemo_live_actors 1.0" in text
+    assert "mnemo_live_sessions 1.0" in text
+    assert "mnemo_live_actors 1.0" in text  # the deprecated name, one release more
     assert "mnemo_turns_total 1.0" in text
     assert 'mnemo_frames_in_total{type="turn"} 1.0' in text
     assert 'mnemo_frames_in_total{type="invalid"} 1.0' in text

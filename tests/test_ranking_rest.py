@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.fake_ollama import FakeOllama
-from tests.harness import make_app, serve, settings_for
+from tests.harness import Client, make_app, serve, settings_for
 from tests.test_import_rest import http, jsonl, post
 
 pytestmark = pytest.mark.anyio
@@ -55,7 +55,7 @@ def filler() -> list[dict[str, Any]]:
     ]
 
 
-async def ranked(
+async def searched(
     tmp_path: Path,
     fake: FakeOllama,
     lines: list[dict[str, Any]],
@@ -64,20 +64,27 @@ async def ranked(
     k: int = 10,
     at: str | None = None,
     **knobs: float,
-) -> list[str]:
-    """Import ``lines`` for a fresh user of a fresh server, ask ``query``: the turns' ids,
-    best first."""
+) -> list[dict[str, Any]]:
+    """Import ``lines`` for a fresh user of a fresh server, ask ``query``: the hits."""
     settings = settings_for(tmp_path, fake.url, api_keys={"ka": "ann"}, **knobs)
     async with serve(make_app(settings)) as address:
         reply = await post(address, jsonl([*lines, *filler()]))
         assert reply["errors"] == []
-        params: dict[str, Any] = {"q": query, "kind": "turns", "k": k}
+        params: dict[str, Any] = {"q": query, "kind": "turns", "limit": k}
         if at is not None:
             params["at"] = at
         async with http(address) as client:
             response = await client.get("/memory/search", params=params)
     assert response.status_code == 200, response.text
-    return [hit["source_id"] for hit in response.json()["hits"]]
+    hits: list[dict[str, Any]] = response.json()["hits"]
+    return hits
+
+
+async def ranked(
+    tmp_path: Path, fake: FakeOllama, lines: list[dict[str, Any]], query: str, **options: Any
+) -> list[str]:
+    """``searched``'s turns' ids, best first."""
+    return [hit["source_id"] for hit in await searched(tmp_path, fake, lines, query, **options)]
 
 
 def first_of(order: list[str], *ids: str) -> str:
@@ -110,6 +117,63 @@ async def test_the_newer_statement_of_the_same_thing_ranks_above_the_older(
     assert first_of(order, "old", "new") == first
 
 
+async def test_the_newer_statement_wins_over_an_older_one_the_assistant_echoed(
+    tmp_path: Path, fake: FakeOllama
+) -> None:
+    # The winter conversation's best match is the assistant's echo of the statement:
+    # the latest word compares the user's statements, not the echo with the new one.
+    echo = said(
+        "echo",
+        "Three bikes in your garage! How many bikes do you keep in the garage, and do I"
+        " keep count of which bikes you ride?",
+        session="winter",
+        at="2024-01-10T18:00:30Z",
+        role="assistant",
+    )
+    order = await ranked(
+        tmp_path,
+        fake,
+        [*BIKES, echo],
+        "How many bikes do I keep in my garage?",
+        **(NEUTRAL | {"rank_supersede_similarity": 0.3}),
+    )
+    assert order[0] == "echo"
+    assert first_of(order, "old", "new") == "new"
+
+
+@pytest.mark.parametrize("on", [True, False], ids=["latest-word-on", "latest-word-off"])
+async def test_a_search_hit_says_which_newer_turn_superseded_it(
+    tmp_path: Path, fake: FakeOllama, on: bool
+) -> None:
+    knobs = NEUTRAL | ({"rank_supersede_similarity": 0.5} if on else {})
+    hits = await searched(tmp_path, fake, BIKES, "How many bikes do I keep in my garage?", **knobs)
+    by_source = {hit["source_id"]: hit for hit in hits}
+    old, new = by_source["old"], by_source["new"]
+    assert old["superseded_by"] == (new["id"] if on else None)
+    assert new["superseded_by"] is None
+
+
+async def test_a_conversation_context_shows_the_older_statement_as_the_earlier_state(
+    tmp_path: Path, fake: FakeOllama
+) -> None:
+    knobs = NEUTRAL | {"rank_supersede_similarity": 0.5}
+    settings = settings_for(tmp_path, fake.url, api_keys={"ka": "ann"}, **knobs)
+    async with serve(make_app(settings)) as address:
+        reply = await post(address, jsonl([*BIKES, *filler()]))
+        assert reply["errors"] == []
+        async with Client.connect(address, "now", token="ka") as client:
+            await client.receive()  # ready
+            query = "How many bikes do I keep in my garage?"
+            await client.send(type="context", id="q", query=query, format="conversation")
+            block = await client.receive()
+    lines = block["text"].split("\n")
+    new = next(i for i, line in enumerate(lines) if "four bikes" in line)
+    old = next(i for i, line in enumerate(lines) if "three bikes" in line)
+    assert new < old
+    assert lines[new].startswith("- [2024-03-12] Ann: ")
+    assert lines[old].startswith("- [2024-01-10] Ann (earlier: said otherwise on 2024-03-12): ")
+
+
 async def test_statements_said_close_together_are_not_superseded(
     tmp_path: Path, fake: FakeOllama
 ) -> None:
@@ -129,7 +193,8 @@ SISTER = [
     said("user", "My sister Maya moved to Porto", session="s1", at="2024-02-20T09:00:00Z"),
     said(
         "echo",
-        "Porto! So your sister Maya lives in Porto now. Maya will love Porto.",
+        "Porto! So your sister Maya lives in Porto now: where does my sister Maya live?"
+        " Porto. Maya will love Porto.",
         session="s1",
         at="2024-02-20T09:00:30Z",
         role="assistant",
@@ -149,6 +214,32 @@ async def test_the_users_own_words_outrank_the_assistant_repeating_them(
         tmp_path, fake, SISTER, "Where does my sister Maya live, Porto?", **(NEUTRAL | knobs)
     )
     assert first_of(order, "user", "echo") == first
+
+
+WEEK = [
+    said("chat", "Let's talk about my week", session="s1", at="2024-02-20T09:00:00Z"),
+    said(
+        "reply",
+        "Your bikes! How many bikes do you keep in your garage? Bikes in a garage need room.",
+        session="s1",
+        at="2024-02-20T09:00:30Z",
+        role="assistant",
+    ),
+    said("bikes", "I keep three bikes in my garage", session="s2", at="2024-02-21T09:00:00Z"),
+]
+
+
+@pytest.mark.parametrize(
+    ("knobs", "first"),
+    [({"rank_assistant_weight": 0.5}, "bikes"), ({}, "chat")],
+    ids=["speakers-on", "speakers-off"],
+)
+async def test_a_users_turn_is_not_lifted_by_the_assistants_reply_beside_it(
+    tmp_path: Path, fake: FakeOllama, knobs: dict[str, float], first: str
+) -> None:
+    query = "How many bikes do I keep in my garage?"
+    order = await ranked(tmp_path, fake, WEEK, query, **(NEUTRAL | knobs))
+    assert first_of(order, "chat", "bikes") == first
 
 
 PUPPY = [
@@ -203,15 +294,22 @@ BEACH = [
 ]
 
 
+COVER = {"rank_session_decay": 0.5, "rank_session_free": 1}
+
+
 @pytest.mark.parametrize(
-    ("knobs", "sessions"),
-    [({"rank_session_decay": 0.5, "rank_session_free": 1}, {"a", "b"}), ({}, {"a"})],
-    ids=["coverage-on", "coverage-off"],
+    ("query", "knobs", "sessions"),
+    [
+        ("How many days did I spend at the beach in Nice in total?", COVER, {"a", "b"}),
+        ("How many days did I spend at the beach in Nice in total?", {}, {"a"}),
+        ("What was the beach in Nice like?", COVER, {"a"}),
+    ],
+    ids=["gathers-coverage-on", "gathers-coverage-off", "one-conversation"],
 )
-async def test_the_top_hits_cover_distinct_sessions_rather_than_one(
-    tmp_path: Path, fake: FakeOllama, knobs: dict[str, float], sessions: set[str]
+async def test_a_question_that_gathers_gets_hits_from_distinct_sessions_rather_than_one(
+    tmp_path: Path, fake: FakeOllama, query: str, knobs: dict[str, float], sessions: set[str]
 ) -> None:
-    order = await ranked(tmp_path, fake, BEACH, "days at the beach in Nice", **(NEUTRAL | knobs))
+    order = await ranked(tmp_path, fake, BEACH, query, **(NEUTRAL | knobs))
     assert {ident[0] for ident in order[:3]} == sessions
 
 

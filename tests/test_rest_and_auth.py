@@ -114,7 +114,7 @@ async def test_get_and_delete_one_memory(server: str) -> None:
         again = await client.get(f"/memory/long-term/{target['id']}")
         remaining = (await client.get("/memory/long-term")).json()
     assert got == target
-    assert got["kind"] == "message"
+    assert got["kind"] == "turn"
     assert deleted.json() == {"deleted": target["id"]}
     assert again.status_code == 404
     assert again.json()["error"]["code"] == "not_found"

@@ -50,7 +50,7 @@ def http(server: str, key: str) -> httpx.AsyncClient:
 async def test_search_returns_facts_and_turns_best_first_with_meta(server: str) -> None:
     await seed(server)
     async with http(server, "ka") as client:
-        hits = (await client.get("/memory/search", params={"q": "green tea", "k": 5})).json()[
+        hits = (await client.get("/memory/search", params={"q": "green tea", "limit": 5})).json()[
             "hits"
         ]
     kinds = {h["kind"] for h in hits}
@@ -85,17 +85,34 @@ async def test_search_never_returns_another_users_memories(server: str) -> None:
     assert hits == []
 
 
+@pytest.mark.parametrize("name", ["limit", "k"], ids=["limit", "k-the-deprecated-alias"])
+async def test_search_answers_at_most_limit_hits(server: str, name: str) -> None:
+    await seed(server)
+    async with http(server, "ka") as client:
+        reply = await client.get("/memory/search", params={"q": "green tea", name: 1})
+    assert len(reply.json()["hits"]) == 1
+
+
 @pytest.mark.parametrize(
     "params",
     [
         {},
         {"q": " "},
+        {"q": "x", "limit": "0"},
         {"q": "x", "k": "0"},
         {"q": "x", "kind": "rules"},
         {"q": "x", "scope": "a b"},
         {"q": "x", "mode": "fuzzy"},
     ],
-    ids=["no-query", "blank-query", "zero-k", "unknown-kind", "bad-scope", "unknown-mode"],
+    ids=[
+        "no-query",
+        "blank-query",
+        "zero-limit",
+        "zero-k",
+        "unknown-kind",
+        "bad-scope",
+        "unknown-mode",
+    ],
 )
 async def test_bad_search_parameters_are_400(server: str, params: dict[str, str]) -> None:
     async with http(server, "ka") as client:
@@ -285,7 +302,7 @@ async def test_an_unrelated_turn_never_outscores_the_fact_that_answers_the_query
             await client.until("ack")
     async with http(server, "ka") as client:
         hits = (
-            await client.get("/memory/search", params={"q": "what am I allergic to?", "k": 6})
+            await client.get("/memory/search", params={"q": "what am I allergic to?", "limit": 6})
         ).json()["hits"]
     first, *rest = hits
     assert (first["kind"], first["text"]) == ("fact", "User is allergic to peanuts")

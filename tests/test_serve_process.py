@@ -126,7 +126,7 @@ async def test_a_turn_acked_just_before_the_server_was_killed_is_archived_after_
     assert ack == {"type": "ack", "id": "t1", "turn": 1}
     assert list((data / "journal").glob("*.journal"))
     with _serving(data, **slow) as (address, _):
-        listed = _get_json(f"http://{address}/memory/long-term?kind=messages")
+        listed = _get_json(f"http://{address}/memory/long-term?kind=turns")
     assert sorted(item["text"] for item in listed["items"]) == ["My locker code is 4471", "Ok"]
     assert not list((data / "journal").glob("*.journal"))
 

@@ -1,4 +1,5 @@
-"""``memory.when``: the time a query is anchored to; ``memory.ranking.asks_assistant``."""
+"""``memory.when``: the time a query is anchored to; ``memory.ranking``'s readings of a
+query: ``asks_assistant`` and ``gathers``."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory.ranking import asks_assistant
+from memory.ranking import asks_assistant, gathers
 from memory.when import anchor_of
 
 NOW = datetime(2024, 3, 18, 12, tzinfo=UTC)
@@ -83,6 +84,29 @@ def test_questions_about_what_the_assistant_said_are_told_apart(
     query: str, about_assistant: bool
 ) -> None:
     assert asks_assistant(query) is about_assistant
+
+
+@pytest.mark.parametrize(
+    ("query", "several"),
+    [
+        ("How many bikes have I bought in total?", True),
+        ("How much more did I spend in Tokyo compared to Osaka?", True),
+        ("Which did I start first, the pottery class or the choir?", True),
+        ("What is the order of the trips I took this spring?", True),
+        ("What is the average price of the hotels I booked?", True),
+        ("我一共去过几次巴黎?", True),
+        ("How many days ago did I go hiking?", False),
+        ("Where does my sister live?", False),
+        ("What did I order at the Thai place?", False),
+        ("In what order did I visit the museums?", True),
+        ("Which book did I finish last week?", False),
+        ("我妹妹住在哪里?", False),
+    ],
+)
+def test_questions_that_gather_several_conversations_are_told_apart(
+    query: str, several: bool
+) -> None:
+    assert gathers(query) is several
 
 
 @pytest.mark.parametrize(

@@ -288,14 +288,19 @@ def with_neighbours(
     neighbours: Callable[[int], tuple[int, int]],
     share: float,
     visible: npt.NDArray[np.bool_] | None,
+    lifts: Callable[[int, int], bool] | None = None,
 ) -> dict[int, float]:
     """Each message also scores ``share`` of its better-scoring neighbour (the message
     before or after it in its session): an answer sits next to the turn a question
-    matches, and the reply to a matching message often holds what was asked about."""
+    matches, and the reply to a matching message often holds what was asked about.
+    ``lifts(position, neighbour)``: whether that message may lift that neighbour
+    (None: every one)."""
     out = dict(scores)
     for position, score in scores.items():
         for neighbour in neighbours(position):
             if neighbour < 0 or (visible is not None and not visible[neighbour]):
+                continue
+            if lifts is not None and not lifts(position, neighbour):
                 continue
             lifted = scores.get(neighbour, 0.0) + share * score
             if lifted > out.get(neighbour, 0.0):
@@ -465,7 +470,7 @@ class MessageEntry:
     def session(self, position: int) -> str:
         return self._strings["session_id"][position]
 
-    def row(self, position: int, user_id: str) -> ArchivedMessage:
+    def row(self, position: int, user_id: str, *, superseded_by: str = "") -> ArchivedMessage:
         strings = {name: values[position] for name, values in self._strings.items()}
         return ArchivedMessage(
             id=self.ids[position],
@@ -479,6 +484,7 @@ class MessageEntry:
             at=datetime.fromtimestamp(self._at[position], UTC),
             meta=_meta_decoder.decode(strings["meta"]),
             source_id=strings["source_id"],
+            superseded_by=superseded_by,
         )
 
 

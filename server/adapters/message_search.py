@@ -25,7 +25,7 @@ from anyio.abc import TaskStatus
 
 from actors.ports import ScoredMessage, VectorSource
 from memory.keywords import extract_keywords
-from memory.ranking import Candidates, asks_assistant, rank
+from memory.ranking import Candidates, asks_assistant, gathers, rank
 from memory.recall import search_text
 from memory.scoring import rrf_score
 from memory.search_index import SearchIndex
@@ -261,21 +261,38 @@ class MessageSearch:
             return [(held.row(p, user_id), ranked.similarity[p]) for p in ranked.dense[:k]]
         if mode == "keyword":
             return [(held.row(p, user_id), ranked.text_score[p]) for p in ranked.sparse[:k]]
+        knobs = self._ranking
+        about_assistant = asks_assistant(text)
+        # With speakers weighed, the weighed-down speaker's messages do not lift the
+        # other's: a user's turn ranks by what the user said, not by the reply beside it.
+        echo = "user" if about_assistant else "assistant"
         scores = with_neighbours(
-            fused(ranked, depth=depth), held.neighbours, _NEIGHBOUR_SHARE, ranked.visible
+            fused(ranked, depth=depth),
+            held.neighbours,
+            _NEIGHBOUR_SHARE,
+            ranked.visible,
+            None
+            if knobs.assistant_weight == 1.0
+            else lambda p, n: held.role(p) != echo or held.role(n) == echo,
         )
         dense = {p: r for r, p in enumerate(ranked.dense, 1)}
-        knobs = self._ranking
         best = rank(
             Candidates(scores, held.at, held.role, held.session, held.index.pairwise),
             knobs=knobs,
             anchor=anchor_of(text, at or datetime.now(UTC), slack=knobs.span_slack),
-            about_assistant=asks_assistant(text),
+            about_assistant=about_assistant,
+            several=gathers(text),
             k=k,
             # Seed 002: equal scores by vector rank, then position.
             tie=lambda p: (dense.get(p, depth + 1), p),
         )
-        return [(held.row(p, user_id), min(1.0, score / _BEST_SCORE)) for p, score in best]
+        return [
+            (
+                held.row(p, user_id, superseded_by="" if newer is None else held.ids[newer]),
+                min(1.0, score / _BEST_SCORE),
+            )
+            for p, score, newer in best
+        ]
 
     async def similarities(
         self, user_id: str, ids: Sequence[str], vector: Sequence[float]

@@ -1,0 +1,76 @@
+"""A turn is found by its text and the facts read in it (``memory.keys``), one vector."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memory.hashing import HashEmbedder
+from memory.keys import FACT_WEIGHT, fact_text, mixed
+from memory.recall import search_text
+from memory.text import query_text
+from schemas.records import ArchivedMessage
+from tests.fake_ollama import FakeOllama
+from tests.harness import make_app, serve, settings_for
+from tests.test_import_rest import http, jsonl, post
+
+TEXT = (
+    "Can you help me plan my week? I have a report due Friday and a marketing"
+    " campaign. I attend yoga classes three times a week."
+)
+AT = "2024-03-12T18:00:00Z"
+
+
+def message(role: str = "user", text: str = TEXT) -> ArchivedMessage:
+    return ArchivedMessage(
+        id="m",
+        user_id="ann",
+        session_id="week",
+        scope="global",
+        turn=1,
+        role=role,  # type: ignore[arg-type]
+        speaker="Ann" if role == "user" else "assistant",
+        text=text,
+        at=datetime(2024, 3, 12, 18, tzinfo=UTC),
+    )
+
+
+def test_a_users_message_is_keyed_by_the_facts_read_in_it_and_a_reply_by_none() -> None:
+    assert "User attends yoga classes three times a week." in fact_text(message())
+    assert fact_text(message("assistant", "You attend yoga classes three times a week.")) == ""
+    assert fact_text(message(text="Can you help me plan my week?")) == ""
+
+
+def test_the_facts_vector_is_added_at_its_weight_and_the_sum_is_unit_length() -> None:
+    text, facts = [1.0, 0.0], [0.0, 1.0]
+    [keyed, plain] = mixed([text, text], [facts, None])
+    expected = np.array([1.0, FACT_WEIGHT]) / np.hypot(1.0, FACT_WEIGHT)
+    assert np.allclose(keyed, expected)
+    assert plain == text
+
+
+@pytest.mark.anyio
+async def test_an_imported_turn_is_found_by_its_text_and_the_facts_read_in_it_in_one_vector(
+    tmp_path: Path, fake: FakeOllama
+) -> None:
+    settings = settings_for(tmp_path, fake.url, api_keys={"ka": "ann"})
+    line = {"kind": "turn", "id": "t1", "session_id": "week", "speaker": "Ann"}
+    async with serve(make_app(settings)) as address:
+        reply = await post(address, jsonl([line | {"role": "user", "text": TEXT, "at": AT}]))
+        assert reply["errors"] == []
+        query = "How often do I attend yoga classes?"
+        params = {"q": query, "kind": "turns", "mode": "semantic"}
+        async with http(address) as client:
+            response = await client.get("/memory/search", params=params)
+    [hit] = response.json()["hits"]
+    embedder = HashEmbedder()
+    [asked, plain, facts] = await embedder.embed(
+        [query_text(query), search_text(message()), fact_text(message())]
+    )
+    [keyed] = mixed([plain], [facts])
+    # The cosine the server found is the keyed vector's, not the text's alone.
+    assert hit["score"] == pytest.approx(float(np.dot(asked, keyed)), abs=1e-5)
+    assert abs(hit["score"] - float(np.dot(asked, plain))) > 0.01
