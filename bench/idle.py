@@ -126,11 +126,24 @@ def _timed_get(url: str, key: str) -> float:
     return (time.perf_counter() - started) * 1000
 
 
+async def _first_context(address: str, key: str) -> float:
+    """Milliseconds to a new user's first ``context`` answer, sent as soon as the session
+    is ``ready`` (the session's opening starts the embedder's load)."""
+    async with connect(f"ws://{address}/ws/first?token={key}", open_timeout=60) as ws:
+        await ws.recv()
+        started = time.perf_counter()
+        await ws.send(json.dumps({"type": "context", "id": "c", "query": "my holiday plans"}))
+        while json.loads(await ws.recv())["type"] != "context":
+            pass
+        return (time.perf_counter() - started) * 1000
+
+
 def idle_server(extra: dict[str, str], idle_seconds: float = 5.0) -> dict[str, Any]:
     """``mnemo serve`` as it ships (bundled ONNX embedder, Ollama not running): RSS once
     it has been idle ``idle_seconds`` after its start, a new user's first and second
-    search (ms), the RSS after them; then the same parts one by one in a child process
-    (``bench.idle_parts``). ``extra`` adds server variables."""
+    search (ms), the RSS after them; on a second server, idle as long, a new user's
+    first ``context`` sent as soon as its session is ready (ms); then the same parts one
+    by one in a child process (``bench.idle_parts``). ``extra`` adds server variables."""
     env = {"MNEMO_OLLAMA_URL": "http://127.0.0.1:9", "MNEMO_API_KEYS": "k0:u0", **extra}
     started = time.perf_counter()
     with served(env) as (address, process):
@@ -142,6 +155,9 @@ def idle_server(extra: dict[str, str], idle_seconds: float = 5.0) -> dict[str, A
         second = _timed_get(search, "k0")
         time.sleep(1.0)
         after = rss_kib(process.pid)
+    with served(env) as (address, _):
+        time.sleep(idle_seconds)
+        first_context = asyncio.run(_first_context(address, "k0"))
     child = subprocess.run(
         [sys.executable, "-m", "bench.idle_parts"], capture_output=True, check=True, text=True
     )
@@ -150,6 +166,7 @@ def idle_server(extra: dict[str, str], idle_seconds: float = 5.0) -> dict[str, A
         "first_search_ms": round(first, 1),
         "second_search_ms": round(second, 1),
         "rss_kib_after_first_search": after,
+        "first_context_ms": round(first_context, 1),
         "ready_ms": round(ready_ms),
         "parts_rss_kib": json.loads(child.stdout),
     }
