@@ -211,6 +211,9 @@ async def _round_trip(history: History) -> None:
     assert len(original["turns"]) == sum(
         (bool(u.strip()) + bool(a.strip())) for s in history.sessions for u, a, _ in s.turns
     )
+    lines = [json.loads(line) for line in exported.split(b"\n") if line.strip()]
+    stored = {line["content"] for line in lines if line["kind"] == "fact"}
+    assert {content for content, *_ in history.facts} <= stored
     assert _comparable(again) == original
     assert _comparable(by_cli_again) == original
 
