@@ -283,7 +283,7 @@ class ContextBuilder:
             )
             fresh = [m for m, _ in found if (m.role, m.text) not in exclude][:8]
             recalled = format_recalled(fresh, budget)
-            return Block(recalled.text, recalled.tokens, recalled.memory_ids)
+            return Block(recalled.text, recalled.tokens, recalled.memory_ids, recalled.needed)
         if format == "app-memories":
             app = scope or "global"
             notes = await self.store.facts.notes_of(user_id, app, limit=self.settings.notes_per_app)

@@ -61,7 +61,13 @@ class Embedder(Protocol):
         ...
 
     async def warm_up(self) -> None:
-        """Get ready before the first request (load a model, learn ``dim``)."""
+        """Get ready to start (learn ``dim``, check that the model is there); cheap: a
+        model that takes memory waits for ``preload`` or the first ``embed``."""
+        ...
+
+    async def preload(self) -> None:
+        """Load what the first ``embed`` would (a model): called when the first user
+        shows up, so that an idle server that has seen no user holds no model."""
         ...
 
 

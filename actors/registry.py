@@ -49,6 +49,7 @@ class SessionRegistry:
         self._due: list[tuple[float, _Key]] = []
         self._timed: set[_Key] = set()
         self._timing = False
+        self._preloading = False
 
     def get(self, user_id: str, session_id: str) -> SessionActor | None:
         return self._live.get((user_id, session_id))
@@ -107,6 +108,7 @@ class SessionRegistry:
                 self._forget_user(user_id)
         self._time(key, actor.last_active + self._deps.settings.idle_timeout)
         self.spawn(functools.partial(self._deps.store.warm, user_id))  # ready for its search
+        self.preload_embedder()
         kind: EventKind = "actor.resumed" if memory is not None else "actor.spawned"
         self._deps.events.emit(
             kind, session_id=session_id, user_id=user_id, scope=scope, turns=actor.turn_count
@@ -206,6 +208,13 @@ class SessionRegistry:
                 _log.warning("dropped a push to a slow client of session %s", key[1])
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 self._subscribers.get(key, set()).discard(stream)
+
+    def preload_embedder(self) -> None:
+        """A user showed up: load the embedder's model in the background, once (an idle
+        server that has seen no user holds none; see ``Embedder.preload``)."""
+        if not self._preloading:
+            self._preloading = True
+            self.spawn(self._deps.embedder.preload)
 
     def spawn(self, work: Callable[[], Awaitable[None]]) -> None:
         """Run ``work`` in the background (end-of-session notes); failures are logged."""

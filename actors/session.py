@@ -53,6 +53,7 @@ from schemas.wire import (
     Set,
     Turn,
     Usage,
+    is_blank,
 )
 
 __all__ = ["SessionActor"]
@@ -308,12 +309,13 @@ class SessionActor:
         number = self._memory.turn_count
         self._emit("turn.received", id=turn.id, turn=number)
         received = anyio.current_time()
-        rows = [
-            self._row(number, "user", turn.user, turn.id, turn.meta),
-            self._row(
-                number, "assistant", turn.assistant, turn.id, turn.meta, said("user", turn.user)
-            ),
-        ]
+        asked = said("user", turn.user) if not is_blank(turn.user) else None
+        rows = _spoken(
+            [
+                self._row(number, "user", turn.user, turn.id, turn.meta),
+                self._row(number, "assistant", turn.assistant, turn.id, turn.meta, asked),
+            ]
+        )
         self._remember(rows)
         self._deps.writer.put_working(self.user_id, self._memory)
         answer: ServerMessage
@@ -460,7 +462,11 @@ class SessionActor:
         await send_reply(
             reply,
             ContextBlock(
-                id=request.id, text=block.text, tokens=block.tokens, memory_ids=block.memory_ids
+                id=request.id,
+                text=block.text,
+                tokens=block.tokens,
+                memory_ids=block.memory_ids,
+                budget_needed=block.needed or None,
             ),
         )
 
@@ -494,17 +500,27 @@ class SessionActor:
         ``done`` goes out anyway, the reply was streamed."""
         try:
             with anyio.fail_after(self._settings.ack_timeout):
-                await self._deps.writer.append(rows)
+                await self._deps.writer.append(_spoken(rows))
         except (TimeoutError, ArchiveUnavailable, Rejected) as exc:
             _log.warning("chat of session %s not yet durable: %s", self.session_id, exc)
 
     def _archive(self, rows: list[ArchivedMessage]) -> None:
+        rows = _spoken(rows)
+        if not rows:
+            return
         try:
             self._deps.writer.append_nowait(rows)
         except ArchiveUnavailable as exc:
             _log.error("could not queue %d rows of session %s: %s", len(rows), self.session_id, exc)
 
     def _remember(self, rows: list[ArchivedMessage]) -> None:
-        for row in rows:
+        for row in _spoken(rows):
             if row.role in ("user", "assistant"):
                 self._history.append(PromptMessage(row.role, row.text))
+
+
+def _spoken(rows: list[ArchivedMessage]) -> list[ArchivedMessage]:
+    """The rows that say something: a blank side of a turn (or a model's empty reply) is
+    not archived, so the archive holds only what an import takes back
+    (``schemas.wire.text_problem``)."""
+    return [row for row in rows if not is_blank(row.text)]

@@ -1,6 +1,8 @@
-"""RSS per idle actor: sessions of new users take one turn each and leave.
+"""RSS per idle actor: sessions of new users take one turn each and leave; and (``--parts``)
+the RSS of an idle server that has seen no user, by part.
 
     python -m bench.idle [--sessions 1000] [--turns 1] [--runs 1] [--env NAME=VALUE ...]
+    python -m bench.idle --parts [--runs 3]
 
 An idle actor is a session whose client took one ``turn`` (or ``--turns``) and left: its actor
 lives on until its idle expiry (30 minutes), holding working memory, recent
@@ -9,6 +11,13 @@ opened). Starts ``mnemo serve`` against an instant fake Ollama exactly as
 ``bench.load`` does (``bench.common.load_server``) and runs only the idle-actor
 measurement that ``bench.load`` starts with: about a minute per run instead
 of ten. Prints and writes ``bench/results/idle.json``.
+
+``--parts`` (issue 19) starts ``mnemo serve`` as it ships (the bundled ONNX embedder,
+no Ollama) and reads its RSS once it has been idle for a few seconds, then times a new
+user's first search (``GET /memory/search``) and its first ``context``, and reads the RSS
+again. Then, in a child process, it imports and starts the same parts one by one
+(``bench/idle_parts.py``) and reads the RSS after each. Writes ``parts`` into
+``bench/results/idle.json``, beside the idle actors' runs.
 """
 
 from __future__ import annotations
@@ -16,15 +25,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import subprocess
+import sys
 import time
 import urllib.request
 from typing import Any
 
 from websockets.asyncio.client import connect
 
-from bench.common import cpu_seconds, load_server, machine, rss_kib, write_result
+from bench.common import RESULTS, cpu_seconds, load_server, machine, rss_kib, served, write_result
 
-__all__ = ["idle_actors", "live_sessions"]
+__all__ = ["idle_actors", "idle_server", "live_sessions"]
 
 
 def live_sessions(address: str) -> int:
@@ -106,14 +117,84 @@ def _one_run(sessions: int, turns: int, env: dict[str, str]) -> dict[str, Any]:
     return {"rss_kib_empty": rss_empty, "turns": turns, **result}
 
 
+def _timed_get(url: str, key: str) -> float:
+    """Milliseconds to a whole answer of ``GET url``."""
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})
+    started = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=60) as response:
+        response.read()
+    return (time.perf_counter() - started) * 1000
+
+
+async def _first_context(address: str, key: str) -> float:
+    """Milliseconds to a new user's first ``context`` answer, sent as soon as the session
+    is ``ready`` (the session's opening starts the embedder's load)."""
+    async with connect(f"ws://{address}/ws/first?token={key}", open_timeout=60) as ws:
+        await ws.recv()
+        started = time.perf_counter()
+        await ws.send(json.dumps({"type": "context", "id": "c", "query": "my holiday plans"}))
+        while json.loads(await ws.recv())["type"] != "context":
+            pass
+        return (time.perf_counter() - started) * 1000
+
+
+def idle_server(extra: dict[str, str], idle_seconds: float = 5.0) -> dict[str, Any]:
+    """``mnemo serve`` as it ships (bundled ONNX embedder, Ollama not running): RSS once
+    it has been idle ``idle_seconds`` after its start, a new user's first and second
+    search (ms), the RSS after them; on a second server, idle as long, a new user's
+    first ``context`` sent as soon as its session is ready (ms); then the same parts one
+    by one in a child process (``bench.idle_parts``). ``extra`` adds server variables."""
+    env = {"MNEMO_OLLAMA_URL": "http://127.0.0.1:9", "MNEMO_API_KEYS": "k0:u0", **extra}
+    started = time.perf_counter()
+    with served(env) as (address, process):
+        ready_ms = (time.perf_counter() - started) * 1000
+        time.sleep(idle_seconds)
+        idle = rss_kib(process.pid)
+        search = f"http://{address}/memory/search?q=where+did+I+go+on+holiday"
+        first = _timed_get(search, "k0")
+        second = _timed_get(search, "k0")
+        time.sleep(1.0)
+        after = rss_kib(process.pid)
+    with served(env) as (address, _):
+        time.sleep(idle_seconds)
+        first_context = asyncio.run(_first_context(address, "k0"))
+    child = subprocess.run(
+        [sys.executable, "-m", "bench.idle_parts"], capture_output=True, check=True, text=True
+    )
+    return {
+        "rss_kib_idle": idle,
+        "first_search_ms": round(first, 1),
+        "second_search_ms": round(second, 1),
+        "rss_kib_after_first_search": after,
+        "first_context_ms": round(first_context, 1),
+        "ready_ms": round(ready_ms),
+        "parts_rss_kib": json.loads(child.stdout),
+    }
+
+
+def _write_parts(label: str, runs: list[dict[str, Any]], env: dict[str, str]) -> None:
+    """Add the runs to ``bench/results/idle.json`` under ``parts.<label>``."""
+    path = RESULTS / "idle.json"
+    result = json.loads(path.read_text()) if path.exists() else {}
+    result.setdefault("parts", {})[label] = {"runs": runs, "setup": {**machine(), "env": env}}
+    write_result("idle", result)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=1000, help="sessions per batch")
     parser.add_argument("--turns", type=int, default=1, help="turns each session takes")
     parser.add_argument("--runs", type=int, default=1, help="fresh servers, one after another")
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the server")
+    parser.add_argument("--parts", metavar="LABEL", help="an idle server's RSS by part instead")
     args = parser.parse_args()
     env = dict(item.split("=", 1) for item in args.env)
+    if args.parts:
+        runs = [idle_server(env) for _ in range(args.runs)]
+        for run in runs:
+            print(json.dumps(run))
+        _write_parts(args.parts, runs, env)
+        return
     runs = []
     for _ in range(args.runs):
         run = _one_run(args.sessions, args.turns, env)
@@ -128,7 +209,13 @@ def main() -> None:
         )
         runs.append(run)
     setup = {**machine(), "embedder": "hash", "fake_ollama": "instant", "env": env}
-    print(f"wrote {write_result('idle', {'runs': runs, 'setup': setup})}")
+    path = RESULTS / "idle.json"
+    kept = (
+        {k: v for k, v in json.loads(path.read_text()).items() if k == "parts"}
+        if path.exists()
+        else {}
+    )
+    print(f"wrote {write_result('idle', {'runs': runs, 'setup': setup, **kept})}")
 
 
 if __name__ == "__main__":

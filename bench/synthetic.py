@@ -81,6 +81,9 @@ class RandomEmbedder:
     async def warm_up(self) -> None:
         return None
 
+    async def preload(self) -> None:
+        return None
+
 
 @dataclass(frozen=True)
 class Corpus:

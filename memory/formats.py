@@ -9,7 +9,7 @@ a memory are collapsed to single spaces so that one memory is always one line.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memory.tokens import estimate_tokens
 from schemas.records import AppNote, Fact, UserProfile
@@ -62,6 +62,9 @@ class Block:
     text: str
     tokens: int
     memory_ids: list[str] = field(default_factory=list)
+    #: Memories were found but none fits the budget: the budget that shows the smallest
+    #: part (its first line); 0 otherwise.
+    needed: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +186,11 @@ def user_context(
     text = render(kept)
     if estimate_tokens(text) > max_tokens:
         text = _truncate(text, max_tokens)
-    return _block(text, [fact.id for fact in ranked[:kept]])
+    block = _block(text, [fact.id for fact in ranked[:kept]])
+    if text or not (sections or lines):
+        return block
+    smallest = sections[0][:1] + TRUNCATION_MARK if sections else render(1)
+    return replace(block, needed=estimate_tokens(smallest))
 
 
 # -- memory-context (seed 002) -------------------------------------------------------------
@@ -225,10 +232,13 @@ def memory_context(
     cap = token_budget * 4
     parts = [MEMORY_CONTEXT_HEADING + "\n"]
     length = len(parts[0])
-    if length > cap:
-        return _block("", [])
     items = [("## Key Facts", fact.id, _key_fact_line(fact)) for fact in facts]
     items += [("## Active Rules", rule.id, _rule_line(rule)) for rule in rules]
+    first = len(items[0][0]) + len(items[0][2]) + 3 if items else 0  # "\n{heading}\n{line}\n"
+    if length + first > cap:
+        block = _block(parts[0] if length <= cap else "", [])
+        # Not even the first item fits: the characters it needs, in tokens (rounded up).
+        return replace(block, needed=-(-(length + first) // 4)) if items else block
     ids: list[str] = []
     section = ""
     for heading, item_id, line in items:
@@ -348,7 +358,8 @@ def about_user(facts: Sequence[Fact], categories: Sequence[CategorySpec], budget
         return "\n\n".join([ABOUT_USER_HEADING, *("\n".join(lines) for lines in sections)])
 
     kept = _longest_fitting(len(ranked), render, budget)
-    return _block(render(kept), [fact.id for fact in chosen(kept)])
+    block = _block(render(kept), [fact.id for fact in chosen(kept)])
+    return replace(block, needed=estimate_tokens(render(1))) if ranked and not kept else block
 
 
 def about_user_budget(context_tokens: int | None, used_tokens: int, reserve_for_reply: int) -> int:

@@ -75,6 +75,9 @@ class HashEmbedder:
     async def warm_up(self) -> None:
         """Nothing to load."""
 
+    async def preload(self) -> None:
+        """Nothing to load."""
+
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One unit-length vector per text; never blocks for long (pure arithmetic)."""
         return [self.embed_one(text) for text in texts]

@@ -26,14 +26,16 @@ CONTEXT_FORMATS = ("conversation",)
 
 
 class RecalledBlock:
-    """The text of a context block, its token estimate and the ids it contains."""
+    """The text of a context block, its token estimate and the ids it contains; ``needed``:
+    messages were found but none fits, the budget the shortest of them needs (else 0)."""
 
-    __slots__ = ("memory_ids", "text", "tokens")
+    __slots__ = ("memory_ids", "needed", "text", "tokens")
 
-    def __init__(self, text: str, tokens: int, memory_ids: list[str]) -> None:
+    def __init__(self, text: str, tokens: int, memory_ids: list[str], needed: int = 0) -> None:
         self.text = text
         self.tokens = tokens
         self.memory_ids = memory_ids
+        self.needed = needed
 
 
 #: How much of the message before it a message's search text carries.
@@ -88,15 +90,17 @@ def format_recalled(messages: Sequence[ArchivedMessage], budget: int) -> Recalle
     lines = [HEADING]
     used = estimate_tokens(HEADING)
     ids: list[str] = []
+    cheapest = 0
     dates = {message.id: message.at for message in messages}
     for message in messages:
         line = _line(message, dates.get(message.superseded_by))
         cost = estimate_tokens(line) + 1  # the newline
+        cheapest = min(cheapest or cost, cost)
         if used + cost > budget:
             continue
         lines.append(line)
         used += cost
         ids.append(message.id)
     if not ids:
-        return RecalledBlock("", 0, [])
+        return RecalledBlock("", 0, [], used + cheapest if messages else 0)
     return RecalledBlock("\n".join(lines), used, ids)

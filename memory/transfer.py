@@ -14,6 +14,7 @@ from memory.json_bounds import check_depth, check_integers
 from schemas.records import ArchivedMessage
 from schemas.taxonomy import CategorySpec
 from schemas.transfer import FactLine, ImportLine, NoteLine, ProfileLine, TurnLine, decode_line
+from schemas.wire import text_problem
 
 __all__ = [
     "LineSplitter",
@@ -100,11 +101,11 @@ def parse_line(raw: bytes, categories: Sequence[CategorySpec]) -> ImportLine:
     if isinstance(line, NoteLine | ProfileLine):
         return line
     if isinstance(line, TurnLine):
-        if not line.text.strip():
-            raise ValueError("text is blank")
+        if (problem := text_problem(line.text)) is not None:
+            raise ValueError(f"text {problem}")
         return msgspec.structs.replace(line, at=_utc(line.at))
-    if not line.content.strip():
-        raise ValueError("content is blank")
+    if (problem := text_problem(line.content)) is not None:
+        raise ValueError(f"content {problem}")
     category = normalize_category(line.category, categories)
     if category is None:
         known = ", ".join(spec.name for spec in categories)

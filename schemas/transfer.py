@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import msgspec
 
 from schemas.records import Role, Validity
-from schemas.wire import NAME_PATTERN
+from schemas.wire import MAX_TEXT, NAME_PATTERN
 
 __all__ = [
     "MAX_TEXT",
@@ -29,9 +29,6 @@ __all__ = [
 ]
 
 Name = Annotated[str, msgspec.Meta(pattern=NAME_PATTERN)]
-#: A message's text or a fact's content: at most 65,536 characters, as a live session's
-#: (whose frames are at most 64 KiB): indexing costs work in proportion to it.
-MAX_TEXT = 65536
 _Text = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_TEXT)]
 _Speaker = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
 _Confidence = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 __all__ = [
+    "MAX_TEXT",
     "NAME_PATTERN",
     "Ack",
     "Chat",
@@ -36,11 +37,32 @@ __all__ = [
     "decode_client",
     "encode_server",
     "frame_id",
+    "is_blank",
+    "text_problem",
 ]
 
 _ID_MAX = 128
 #: Session ids, app ids (scopes) and the ids of imported lines: 1-128 of A-Z a-z 0-9 _ . : -
 NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,128}\Z"
+#: A message's text or a fact's content: at most 65,536 characters, as a live session's
+#: (whose frames are at most 64 KiB by default): indexing costs work in proportion to it.
+MAX_TEXT = 65536
+
+
+def is_blank(text: str) -> bool:
+    """Whether ``text`` says nothing (empty or whitespace only): such a side of a turn is
+    not archived, and an import line of it is refused."""
+    return not text.strip()
+
+
+def text_problem(text: str) -> str | None:
+    """Why a message's text cannot be stored (and so exported and imported again), or None:
+    the one check a live session's messages and an import's lines both pass."""
+    if is_blank(text):
+        return "is blank"
+    if len(text) > MAX_TEXT:
+        return f"is longer than {MAX_TEXT} characters"
+    return None
 
 
 class _Wire(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
@@ -144,11 +166,15 @@ class Ack(_Wire, frozen=True, tag="ack"):
     turn: int
 
 
-class ContextBlock(_Wire, frozen=True, tag="context"):
+class ContextBlock(_Wire, frozen=True, tag="context", omit_defaults=True):
     id: str
     text: str
     tokens: int
-    memory_ids: list[str] = []
+    memory_ids: list[str]
+    #: Memories matched but none fit ``budget``: the budget the smallest of them needs
+    #: (with its heading). Left out of the frame when the block holds what matched, or
+    #: nothing matched.
+    budget_needed: int | None = None
 
 
 class FactView(msgspec.Struct, frozen=True, kw_only=True):
@@ -241,7 +267,27 @@ def decode_client(frame: str | bytes) -> ClientMessage:
     ident = getattr(message, "id", None)
     if ident is not None and not 0 < len(ident) <= _ID_MAX:
         raise msgspec.ValidationError(f"`id` must be 1 to {_ID_MAX} characters")
+    problem = _text_problem(message)
+    if problem is not None:
+        raise msgspec.ValidationError(problem)
     return message
+
+
+def _text_problem(message: ClientMessage) -> str | None:
+    """A chat's or a fact's content, or a turn's sides, that could not be stored (and so
+    exported and imported again): a turn may leave one side blank (that side is not
+    archived), never both."""
+    if isinstance(message, Chat | Remember):
+        problem = text_problem(message.content)
+        return None if problem is None else f"`content` {problem}"
+    if isinstance(message, Turn):
+        if is_blank(message.user) and is_blank(message.assistant):
+            return "a turn needs a `user` or an `assistant` message; both are blank"
+        for side in ("user", "assistant"):
+            text: str = getattr(message, side)
+            if len(text) > MAX_TEXT:
+                return f"`{side}` is longer than {MAX_TEXT} characters"
+    return None
 
 
 def frame_id(frame: str | bytes) -> str | None:

@@ -134,6 +134,8 @@ def create_app(
                 async with anyio.create_task_group() as sessions:
                     registry = SessionRegistry(sessions, deps)
                     live.append(registry)
+                    if settings.preload_embedder:
+                        registry.preload_embedder()
                     sweeper = Sweeper(deps, registry)
                     await sessions.start(sweeper.run)
                     sessions.start_soon(metrics.sample_loop_lag)

@@ -81,9 +81,11 @@ def export_command(args: argparse.Namespace) -> int:
                 console.print(_failure(response))
                 return 2
             task = progress.add_task("export", total=None)
-            for line in response.iter_lines():
-                out.write(line.encode() + b"\n")
-                progress.advance(task)
+            for chunk in response.iter_bytes():
+                # The bytes as they came: a text's U+2028 or U+0085 is no line break of
+                # JSON lines, though httpx's iter_lines (str.splitlines) takes it as one.
+                out.write(chunk)
+                progress.advance(task, chunk.count(b"\n"))
     except httpx.HTTPError as exc:
         console.print(f"mnemo: {exc}")
         return 2
@@ -115,11 +117,11 @@ def _upload(client: httpx.Client, path: Path, progress: Progress) -> bytes | str
         if response.status_code != 200:
             response.read()
             return _failure(response)
-        last = b""
-        for line in response.iter_lines():
-            if line:
-                last = line.encode()
-        return last
+        last, pending = b"", b""
+        for chunk in response.iter_bytes():  # split on b"\n" only, as the server writes
+            *lines, pending = (pending + chunk).split(b"\n")
+            last = next((line for line in reversed(lines) if line.strip()), last)
+        return pending if pending.strip() else last
 
 
 def import_command(args: argparse.Namespace) -> int:

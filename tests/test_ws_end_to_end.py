@@ -119,14 +119,18 @@ async def test_context_returns_a_block_of_relevant_memories(server: str) -> None
     assert len(block["memory_ids"]) >= 1
 
 
-async def test_context_with_tiny_budget_is_empty_not_over_budget(server: str) -> None:
+async def test_context_with_tiny_budget_is_empty_not_over_budget_and_names_the_budget_needed(
+    server: str,
+) -> None:
     async with Client.connect(server, "s1") as client:
         await client.receive()
         await client.send(type="turn", id="t1", user="I love green tea", assistant="Noted.")
         await client.until("ack")
         await client.send(type="context", id="q1", query="tea", budget=5, format="conversation")
         block = await client.receive()
-    assert block == {"type": "context", "id": "q1", "text": "", "tokens": 0, "memory_ids": []}
+    empty = {"type": "context", "id": "q1", "text": "", "tokens": 0, "memory_ids": []}
+    # The shorter message ("Noted.") as a dated line under the heading: 17 tokens.
+    assert block == empty | {"budget_needed": 17}
 
 
 async def test_context_with_unknown_format_is_bad_request(server: str) -> None:

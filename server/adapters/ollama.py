@@ -166,6 +166,9 @@ class OllamaEmbedder(_OllamaClient):
         if self._dim is None:
             await self.probe()
 
+    async def preload(self) -> None:
+        """Nothing to load here: Ollama loads its model on the first call."""
+
     async def probe(self) -> int:
         """Embed one text to learn (or check) the dimension; raises like ``embed``."""
         await self.embed(["dim probe"])
