@@ -49,10 +49,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     embedder: str = "onnx-minilm"
     #: Threads one ONNX embedding may use (a query embeds in ~6.6 ms with 2, ~8.9 with 1).
     embed_threads: int = 2
-    #: Load the embedder's model right after start, in the background, rather than when
-    #: the first user shows up: a new user's first request is quicker (no wait for the
-    #: 0.3-2 s load), an idle server holds the model (~220 MiB for ``onnx-minilm``).
-    preload_embedder: bool = False
+    #: Load the embedder's model right after start, in the background (the default: no
+    #: user's first request waits 0.3-2 s for the load), rather than when the first user
+    #: shows up (``False``: an idle server that has seen no user holds ~220 MiB less).
+    preload_embedder: bool = True
     #: API key -> user id. Empty: single-user mode (loopback only).
     api_keys: dict[str, str] = {}
     admin_keys: list[str] = []

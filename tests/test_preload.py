@@ -1,5 +1,6 @@
-"""The embedder's model loads when the first user shows up (or at start, with
-``MNEMO_PRELOAD_EMBEDDER``): an idle server that has seen no user holds none."""
+"""The embedder's model loads right after start (``MNEMO_PRELOAD_EMBEDDER``, the default),
+or, with it off, when the first user shows up: an idle server that has seen no user then
+holds none."""
 
 from __future__ import annotations
 
@@ -35,11 +36,13 @@ def create_app_for(settings: Settings, embedder: HashEmbedder) -> Starlette:
     return create_app(settings, llm=llm, store=store, embedder=embedder)
 
 
-async def test_the_model_loads_once_when_the_first_user_shows_up_not_at_start(
+async def test_without_preload_the_model_loads_once_when_the_first_user_shows_up(
     tmp_path: Path, fake: FakeOllama
 ) -> None:
     embedder = _PreloadCounting()
-    settings = settings_for(tmp_path, fake.url, api_keys={"ka": "alice", "kb": "bob"})
+    settings = settings_for(
+        tmp_path, fake.url, api_keys={"ka": "alice", "kb": "bob"}, preload_embedder=False
+    )
     async with serve(create_app_for(settings, embedder)) as address:
         async with httpx.AsyncClient(base_url=f"http://{address}") as client:
             assert (await client.get("/healthz")).status_code == 200
@@ -53,11 +56,11 @@ async def test_the_model_loads_once_when_the_first_user_shows_up_not_at_start(
     assert (at_start, after_rest, embedder.preloads) == (0, 1, 1)
 
 
-async def test_preload_embedder_loads_the_model_right_after_start(
+async def test_by_default_the_model_loads_right_after_start(
     tmp_path: Path, fake: FakeOllama
 ) -> None:
     embedder = _PreloadCounting()
-    settings = settings_for(tmp_path, fake.url, preload_embedder=True)
+    settings = settings_for(tmp_path, fake.url)
     async with serve(create_app_for(settings, embedder)) as address:
         async with httpx.AsyncClient(base_url=f"http://{address}") as client:
             assert (await client.get("/healthz")).status_code == 200
