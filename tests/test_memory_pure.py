@@ -9,9 +9,17 @@ import pytest
 
 from memory.ratelimit import TokenBucket
 from memory.recall import CONTEXT_CHARS, HEADING, format_recalled, search_text
+from memory.rules_extractor import extract_facts
 from memory.tokens import estimate_tokens, is_cjk
-from memory.working import apply_set, new_working_memory, record_message
-from schemas.records import ArchivedMessage
+from memory.working import (
+    MAX_VARIABLES,
+    MAX_VARIABLES_BYTES,
+    apply_set,
+    new_working_memory,
+    record_message,
+    set_problem,
+)
+from schemas.records import ArchivedMessage, WorkingMemory
 
 T0 = datetime(2026, 5, 1, 9, 30, tzinfo=UTC)
 
@@ -35,6 +43,11 @@ def test_first_message_creates_memory_with_turn_one_and_equal_timestamps() -> No
     assert memory.created_at == memory.updated_at == T0
     assert memory.current_topic is None
     assert memory.context_variables == {}
+
+
+def test_a_new_working_memory_is_created_and_updated_at_the_moment_given() -> None:
+    memory = new_working_memory("s1", T0)
+    assert (memory.created_at, memory.updated_at, memory.turn_count) == (T0, T0, 0)
 
 
 def test_each_message_increments_turn_and_updates_only_updated_at() -> None:
@@ -163,3 +176,62 @@ def test_a_set_on_a_new_session_starts_its_working_memory_and_stamps_it() -> Non
     again = apply_set(memory, "s7", later, emotion="calm", variables={"city": None})
     assert (again.context_variables, again.last_emotion, again.updated_at) == ({}, "calm", later)
     assert apply_set(again, "s7", later).last_emotion == "calm"
+
+
+def _holding(count: int) -> WorkingMemory:
+    variables = {f"k{i}": i for i in range(count)}
+    return apply_set(None, "s1", T0, variables=variables)
+
+
+def test_a_set_is_refused_only_past_the_number_of_variables_a_session_holds() -> None:
+    assert set_problem(None, {}) is None
+    assert set_problem(None, {"new": 1}) is None
+    assert set_problem(_holding(MAX_VARIABLES - 1), {"new": 1}) is None
+    full = _holding(MAX_VARIABLES)
+    assert (
+        set_problem(full, {"new": 1})
+        == f"a session holds at most {MAX_VARIABLES} context variables"
+    )
+    too_many = {f"n{i}": i for i in range(MAX_VARIABLES + 1)}
+    assert set_problem(None, too_many) is not None
+
+
+def test_a_null_in_a_set_frees_the_place_of_the_variable_it_removes() -> None:
+    full = _holding(MAX_VARIABLES)
+    assert set_problem(full, {"k0": None, "new": 1}) is None
+    assert set_problem(full, {"absent": None}) is None
+    assert set_problem(None, {"absent": None}) is None
+    assert set_problem(full, {"k0": 5}) is None  # a new value of one held: no new place
+
+
+def test_a_set_is_refused_past_the_bytes_of_json_its_variables_take() -> None:
+    fits = "x" * (MAX_VARIABLES_BYTES - len(b'{"a":""}'))  # exactly the bound
+    assert set_problem(None, {"a": fits}) is None
+    assert set_problem(_holding(1), {"k0": None, "a": fits}) is None
+    too_big = f"a session's context variables take at most {MAX_VARIABLES_BYTES} bytes of JSON"
+    assert set_problem(None, {"a": fits + "x"}) == too_big
+    assert set_problem(_holding(1), {"a": fits}) == too_big  # what it holds counts too
+
+
+def _about(text: str) -> list[tuple[str, str, str]]:
+    return [(f.subject, f.predicate, f.value) for f in extract_facts(text)]
+
+
+def test_a_relative_named_earlier_in_a_message_is_found_again_by_the_name_alone() -> None:
+    facts = extract_facts("My sister Ana lives in Lyon. Ana likes tea.")
+    assert [(f.subject, f.content) for f in facts] == [
+        ("Ana", "User's sister Ana lives in Lyon"),
+        ("Ana", "User's sister Ana likes tea"),
+    ]
+
+
+def test_two_people_of_one_name_keep_the_relation_each_was_introduced_with() -> None:
+    facts = extract_facts("My sister Ana lives in Lyon. My friend Ana loves jazz.")
+    assert [f.content for f in facts] == [
+        "User's sister Ana lives in Lyon",
+        "User's friend Ana loves jazz",
+    ]
+
+
+def test_a_chinese_clause_after_an_english_one_about_a_relative_is_about_that_relative() -> None:
+    assert ("Ana", "likes", "猫") in _about("My sister Ana lives in Lyon，喜欢猫。")  # noqa: RUF001
