@@ -1,12 +1,18 @@
-"""Pure domain logic: working memory, token estimate, recalled-context text, rate limiting."""
+"""Pure domain logic: working memory, token estimate, recalled-context text, rate limiting,
+the bounds on client JSON."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from memory.json_bounds import INT_MAX, INT_MIN, MAX_DEPTH, check_bounds, depth_bound
 from memory.ratelimit import TokenBucket
 from memory.recall import CONTEXT_CHARS, HEADING, format_recalled, search_text
 from memory.rules_extractor import extract_facts
@@ -20,6 +26,7 @@ from memory.working import (
     set_problem,
 )
 from schemas.records import ArchivedMessage, WorkingMemory
+from tests.hostile import nested
 
 T0 = datetime(2026, 5, 1, 9, 30, tzinfo=UTC)
 
@@ -121,6 +128,22 @@ def test_token_bucket_allows_a_burst_then_the_rate() -> None:
     assert bucket.take(0.5)
     assert not bucket.take(0.5)
     assert [bucket.take(100.0) for _ in range(4)] == [True, True, True, False]
+
+
+def test_spending_goes_into_debt_and_says_how_long_until_it_is_repaid() -> None:
+    bucket = TokenBucket(rate=10.0, burst=15.0, now=0.0)
+    assert bucket.spend(0.0, 25.0, limit=0.5) is None  # would owe 1 s: nothing spent
+    assert bucket.spend(0.0, 10.0) == 0.0  # 5 left: no debt
+    assert bucket.spend(0.0, 10.0, limit=0.5) == pytest.approx(0.5)  # 5 owed, the limit
+    assert bucket.spend(1.0, 5.0) == 0.0  # repaid after 0.5 s, 5 more saved since
+    assert bucket.spend(1.0, 10.0) == pytest.approx(1.0)
+    assert TokenBucket(rate=0.5, burst=1.0, now=0.0).spend(0.0, 2.0) == pytest.approx(2.0)
+
+
+def test_a_bucket_that_never_refills_spends_without_a_wait() -> None:
+    bucket = TokenBucket(rate=0.0, burst=5.0, now=0.0)
+    assert bucket.spend(0.0, 10.0) == 0.0
+    assert not bucket.take(9.0)
 
 
 def test_a_search_text_says_when_who_spoke_and_what_it_answered() -> None:
@@ -235,3 +258,81 @@ def test_two_people_of_one_name_keep_the_relation_each_was_introduced_with() -> 
 
 def test_a_chinese_clause_after_an_english_one_about_a_relative_is_about_that_relative() -> None:
     assert ("Ana", "likes", "猫") in _about("My sister Ana lives in Lyon，喜欢猫。")  # noqa: RUF001
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        (INT_MAX, True),
+        (INT_MIN, True),
+        (INT_MAX + 1, False),
+        (INT_MIN - 1, False),
+        (10**40, False),
+        (-(10**40), False),
+        (nested(MAX_DEPTH - 1), True),
+        (nested(MAX_DEPTH), False),
+        (nested(200), False),
+        ({"text": "[" * 100 + "12345678901234567890123"}, True),
+        ([1.5e300, 1.2345678901234567890123e10, 12345678901234567.5], True),
+    ],
+    ids=[
+        "max-int",
+        "min-int",
+        "max-int-plus-1",
+        "min-int-minus-1",
+        "huge",
+        "huge-negative",
+        "deepest",
+        "one-deeper",
+        "far-deeper",
+        "brackets-and-digits-in-a-string",
+        "floats",
+    ],
+)
+def test_json_bounds_take_nesting_and_integers_outside_strings(value: Any, ok: bool) -> None:
+    raw = json.dumps([value]).encode()  # the list is level 1
+    if ok:
+        check_bounds(raw)
+    else:
+        with pytest.raises(ValueError, match=r"nested deeper|out of range"):
+            check_bounds(raw)
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    return 0
+
+
+_tricky = st.text(alphabet='[]{}"\\ab\n', max_size=8)
+_nestable = st.recursive(
+    st.one_of(_tricky, st.integers(), st.none()),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(_tricky, inner, max_size=3)
+    ),
+    max_leaves=20,
+)
+
+
+@given(value=_nestable, extra=st.integers(0, 60))
+def test_depth_bound_counts_brackets_outside_strings_only(value: Any, extra: int) -> None:
+    wrapped: Any = value
+    for _ in range(extra):
+        wrapped = [wrapped, ']]]\\"[[[']
+    real = _depth(wrapped)
+    bound = depth_bound(json.dumps(wrapped).encode())
+    if real > MAX_DEPTH:
+        assert bound == real
+    else:
+        assert bound <= MAX_DEPTH
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b'"' + b"\\" * 5000 + b"[" * 5000, b'"\\"' * 20000, b"[" * 60000, b"\\" * 60000 + b'"'],
+    ids=["backslashes", "escaped-quotes", "brackets", "backslash-run"],
+)
+def test_depth_bound_takes_any_bytes(raw: bytes) -> None:
+    assert depth_bound(raw) >= 0
