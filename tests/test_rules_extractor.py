@@ -8,7 +8,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from memory.rules_extractor import extract_facts
+from memory.rules_extractor import extract_facts, structure_of
 from schemas.llm import ExtractedFact
 
 Row = tuple[str, str, str]  # content, predicate, value
@@ -457,3 +457,40 @@ def test_every_fact_carries_the_given_confidence_and_no_duplicates() -> None:
 def test_a_confidence_outside_zero_to_one_is_refused(confidence: float) -> None:
     with pytest.raises(ValueError, match="confidence"):
         extract_facts("I like tea", confidence=confidence)
+
+
+def test_a_value_longer_than_a_fact_holds_is_a_misreading_and_the_rest_is_still_read() -> None:
+    def values(text: str) -> list[tuple[str, int]]:
+        return [(f.predicate, len(f.value)) for f in extract_facts(text)]
+
+    assert values(f"I live in {'X' * 80}. I like tea.") == [("lives_in", 80), ("likes", 3)]
+    assert values(f"I live in {'X' * 81}. I like tea.") == [("likes", 3)]
+    assert values(f"我住在{'北' * 30}。我喜欢茶。") == [("lives_in", 30), ("likes", 1)]
+    assert values(f"我住在{'北' * 31}。我喜欢茶。") == [("likes", 1)]  # Chinese: 30 at most
+
+
+def test_a_fact_carries_its_readings_category_key_and_cardinality() -> None:
+    [eats] = extract_facts("I eat a lot of rice")
+    [band] = extract_facts("My favourite band is Blur")
+    [grade] = extract_facts("My grade is 7a")
+    assert (eats.predicate, eats.category) == ("eats", "behavior")  # not the predicate's own
+    assert (band.category, band.key) == ("preference", "band")
+    assert (grade.category, grade.cardinality) == ("knowledge", "one")
+
+
+@pytest.mark.parametrize("confidence", [0.0, 1.0])
+def test_confidences_zero_and_one_are_accepted(confidence: float) -> None:
+    assert [f.confidence for f in extract_facts("I like tea.", confidence=confidence)] == [
+        confidence
+    ]
+
+
+def test_a_fact_written_by_hand_without_its_subject_is_read_as_the_users() -> None:
+    found = [structure_of(text) for text in ("Lives in Porto", "住在北京", "vegetarian")]
+    assert [(f.content, f.predicate, f.value) for f in found if f is not None] == [
+        ("User lives in Porto", "lives_in", "Porto"),
+        ("用户住在北京", "lives_in", "北京"),
+        ("User is vegetarian", "diet", "vegetarian"),
+    ]
+    assert structure_of("Works at Acme as an engineer") is None  # two facts: no one structure
+    assert structure_of("") is None
