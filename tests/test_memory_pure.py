@@ -12,7 +12,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory.json_bounds import INT_MAX, INT_MIN, MAX_DEPTH, check_bounds, depth_bound
+from memory.json_bounds import (
+    INT_MAX,
+    INT_MIN,
+    MAX_DEPTH,
+    check_bounds,
+    check_depth,
+    depth_bound,
+)
 from memory.ratelimit import TokenBucket
 from memory.recall import CONTEXT_CHARS, HEADING, format_recalled, search_text
 from memory.rules_extractor import extract_facts
@@ -336,3 +343,20 @@ def test_depth_bound_counts_brackets_outside_strings_only(value: Any, extra: int
 )
 def test_depth_bound_takes_any_bytes(raw: bytes) -> None:
     assert depth_bound(raw) >= 0
+
+
+def test_brackets_in_a_string_do_not_count_wherever_it_starts_and_however_it_ends() -> None:
+    brackets = "[" * (MAX_DEPTH + 8)
+    check_depth(json.dumps(brackets).encode())  # a string at the very start
+    check_depth(json.dumps([brackets]).encode())  # a string right after the first bracket
+    with pytest.raises(ValueError, match="nested deeper"):  # a string ending in a backslash
+        check_depth(json.dumps(["\\", nested(MAX_DEPTH)]).encode())
+
+
+def test_nested_objects_count_like_nested_arrays() -> None:
+    deep: Any = 1
+    for _ in range(MAX_DEPTH):
+        deep = {"a": deep}
+    assert depth_bound(json.dumps(deep).encode()) == MAX_DEPTH
+    with pytest.raises(ValueError, match="nested deeper"):
+        check_depth(json.dumps({"a": deep}).encode())

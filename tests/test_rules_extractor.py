@@ -559,11 +559,13 @@ def test_confidences_zero_and_one_are_accepted(confidence: float) -> None:
 
 
 def test_a_fact_written_by_hand_without_its_subject_is_read_as_the_users() -> None:
-    found = [structure_of(text) for text in ("Lives in Porto", "住在北京", "vegetarian")]
+    texts = ("Lives in Porto", "住在北京", "vegetarian", "是素食者")
+    found = [structure_of(text) for text in texts]
     assert [(f.content, f.predicate, f.value) for f in found if f is not None] == [
         ("User lives in Porto", "lives_in", "Porto"),
         ("用户住在北京", "lives_in", "北京"),
         ("User is vegetarian", "diet", "vegetarian"),
+        ("用户是素食者", "diet", "素食"),
     ]
     assert structure_of("Works at Acme as an engineer") is None  # two facts: no one structure
     assert structure_of("") is None
