@@ -496,11 +496,12 @@ class SessionActor:
     async def _archive_before_done(self, rows: list[ArchivedMessage]) -> None:
         """Archive a chat's exchange and wait until it is durable (``ack_timeout`` at
         most), so that a ``done`` names a turn number the archive holds: after a crash the
-        session resumes past it. A write that fails or takes longer stays queued; the
-        ``done`` goes out anyway, the reply was streamed."""
+        session resumes past it. A write that fails (the embedder or the store is down)
+        or takes longer stays queued and is retried; the ``done`` goes out at once, the
+        reply was streamed."""
         try:
             with anyio.fail_after(self._settings.ack_timeout):
-                await self._deps.writer.append(_spoken(rows))
+                await self._deps.writer.append(_spoken(rows), patient=False)
         except (TimeoutError, ArchiveUnavailable, Rejected) as exc:
             _log.warning("chat of session %s not yet durable: %s", self.session_id, exc)
 

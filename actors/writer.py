@@ -38,6 +38,8 @@ _FLUSH_TIMEOUT = 10.0
 @dataclass(slots=True, eq=False)
 class _Append:
     rows: Sequence[ArchivedMessage]
+    #: Answer the waiter at the first failed write rather than once the rows land.
+    impatient: bool = False
     done: anyio.Event = field(default_factory=anyio.Event)
     error: MnemoError | None = None
 
@@ -130,13 +132,15 @@ class ArchiveWriter:
 
     # -- API for other tasks -------------------------------------------------
 
-    async def append(self, rows: Sequence[ArchivedMessage]) -> None:
+    async def append(self, rows: Sequence[ArchivedMessage], *, patient: bool = True) -> None:
         """Return once ``rows`` are durable. Cancelling the wait leaves the write queued.
 
         Raises ``ArchiveUnavailable`` if the writer stopped before the rows landed, and
-        ``Rejected`` if the store cannot take them (nothing of them is written).
+        ``Rejected`` if the store cannot take them (nothing of them is written). Not
+        ``patient``: also ``ArchiveUnavailable`` as soon as a write of them fails (the
+        embedder or the store is down); they stay queued and are tried again.
         """
-        op = _Append(rows)
+        op = _Append(rows, impatient=not patient)
         await self._enqueue(op)
         await op.done.wait()
         if op.error is not None:
@@ -350,6 +354,10 @@ class ArchiveWriter:
                 self.stats.retries += 1
                 _log.warning("archive write of %d rows failed, retrying: %s", len(rows), exc)
                 self._events.emit("store.failed", writer=self.name, rows=len(rows), error=str(exc))
+                for op in batch:
+                    if op.impatient and not op.done.is_set():
+                        op.error = ArchiveUnavailable(f"not yet durable, retrying: {exc}")
+                        op.done.set()
                 await anyio.sleep(delay)
                 delay = min(delay * 2, 5.0)
         self.stats.batches += 1

@@ -2,6 +2,7 @@
 
 python scripts/mutation.py run conflicts facts      # mutate these memory/ modules, 1 worker
 python scripts/mutation.py run --all                # every module of memory/ (hours on 2 cores)
+python scripts/mutation.py rerun conflicts facts    # check their survivors again (new tests)
 python scripts/mutation.py report                   # write bench/results/mutation.json
 
 ``[tool.mutmut]`` in pyproject.toml says what is mutated (``memory/``) and which tests
@@ -36,11 +37,25 @@ def _status(code: int | None) -> str:
     return _STATUS.get(code, "suspicious")
 
 
-def run(modules: list[str], workers: int) -> int:
-    patterns = [f"memory.{m}.*" for m in modules] if modules else []
+def _mutmut_run(names: list[str], workers: int) -> int:
     mutmut = Path(sys.executable).with_name("mutmut")
-    command = [str(mutmut), "run", "--max-children", str(workers), *patterns]
+    command = [str(mutmut), "run", "--max-children", str(workers), *names]
     return subprocess.run(command, cwd=ROOT, check=False).returncode
+
+
+def run(modules: list[str], workers: int) -> int:
+    return _mutmut_run([f"memory.{m}.*" for m in modules] if modules else [], workers)
+
+
+def rerun(modules: list[str], workers: int) -> int:
+    """Check again the mutants of ``modules`` that survived or had no test: after tests
+    were added, without checking every killed one again."""
+    names: list[str] = []
+    for module in modules:
+        meta = MUTANTS / "memory" / f"{module}.py.meta"
+        codes = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
+        names += [k for k, c in codes.items() if _status(c) in {"survived", "no_tests"}]
+    return _mutmut_run(names, workers) if names else 0
 
 
 def report() -> dict[str, object]:
@@ -92,6 +107,8 @@ def main(argv: list[str]) -> int:
             return run([], workers=1)
         case ["run", *modules] if modules:
             return run(modules, workers=1)
+        case ["rerun", *modules] if modules:
+            return rerun(modules, workers=1)
         case ["report"]:
             result = report()
             RESULT.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

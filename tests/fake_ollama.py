@@ -131,6 +131,10 @@ class FakeOllama:
         """Queue a ``Fault(**kw)`` for the next matching request."""
         self._faults.append(Fault(**kw))
 
+    def clear_faults(self) -> None:
+        """Drop the faults no request has taken yet: Ollama is back."""
+        self._faults.clear()
+
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"

@@ -24,8 +24,18 @@ __all__ = [
     "Frame",
     "Request",
     "frames",
+    "nested",
     "requests",
 ]
+
+
+def nested(depth: int) -> Any:
+    """A JSON value of ``depth`` nested arrays."""
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
 
 #: The error codes of docs/protocol.md.
 ERROR_CODES = frozenset(

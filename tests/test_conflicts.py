@@ -516,6 +516,18 @@ def test_a_negation_is_implied_only_by_a_diet_or_an_allergy(
             id="sister-by-name-and-by-relation",
         ),
         pytest.param({"subject": None}, {"subject": "Ana"}, False, id="subject-unknown"),
+        pytest.param(
+            {"predicate": "allergic_to", "value": "cats"},
+            {"predicate": "likes", "value": "cats"},
+            True,
+            id="two-named-slots",
+        ),
+        pytest.param(
+            {"predicate": "likes", "value": "cats"},
+            {"predicate": "fancies", "value": "cats"},
+            False,
+            id="a-made-up-predicate",
+        ),
     ],
 )
 def test_look_alike_embeddings_merge_only_what_structure_cannot_tell_apart(

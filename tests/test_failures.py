@@ -11,6 +11,9 @@ import anyio
 import httpx
 import pytest
 
+from server.adapters.ollama import OllamaEmbedder, OllamaLlm
+from server.app import create_app
+from server.main import build_store
 from tests.fake_ollama import FakeOllama, Reply
 from tests.harness import Client, chat_bodies, make_app, serve, settings_for
 
@@ -32,8 +35,8 @@ async def archived_texts(server: str) -> list[str]:
     return [item["text"] for item in items]
 
 
-async def wait_archived(server: str, text: str) -> None:
-    with anyio.fail_after(5):
+async def wait_archived(server: str, text: str, timeout: float = 5) -> None:
+    with anyio.fail_after(timeout):
         while text not in await archived_texts(server):
             await anyio.sleep(0.02)
 
@@ -214,3 +217,32 @@ async def test_client_leaving_mid_stream_keeps_the_actor_and_archives_the_messag
     async with Client.connect(server, "s1") as client:
         ready = await client.receive()
     assert ready["resumed"] is True
+
+
+async def test_a_failing_embedder_does_not_hold_back_done_and_the_reply_lands_later(
+    tmp_path: Path,
+) -> None:
+    async with FakeOllama(models=["llama3.2", "nomic-embed-text"]) as fake:
+        settings = settings_for(tmp_path, fake.url, embedder="ollama:nomic-embed-text")
+        embedder = OllamaEmbedder(fake.url, "nomic-embed-text", timeout=settings.llm_timeout)
+        llm = OllamaLlm(fake.url, timeout=settings.llm_timeout)
+        app = create_app(
+            settings, llm=llm, store=build_store(settings, embedder), embedder=embedder
+        )
+        try:
+            async with serve(app) as server, Client.connect(server, "s1") as client:
+                await client.receive()
+                for _ in range(1000):  # the embedder is down: every write of the archive fails
+                    fake.fault(path="/api/embed", status=500)
+                fake.script("the answer streams anyway")
+                started = anyio.current_time()
+                await client.send(type="chat", id="c1", content="is the archive there")
+                done, deltas = await client.until("done", timeout=settings.ack_timeout * 2)
+                waited = anyio.current_time() - started
+                fake.clear_faults()  # back up: the exchange, still queued, lands
+                await wait_archived(server, "is the archive there", timeout=15)
+        finally:
+            await embedder.aclose()
+    assert "".join(d["text"] for d in deltas) == "the answer streams anyway"
+    assert done["turn"] == 1
+    assert waited < settings.ack_timeout / 4

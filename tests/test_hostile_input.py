@@ -14,31 +14,22 @@ import anyio
 import httpx
 import msgspec
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 from websockets.exceptions import InvalidStatus
 
 from actors.errors import ArchiveUnavailable, Rejected
 from actors.writer import ArchiveWriter
 from memory.hashing import HashEmbedder
-from memory.json_bounds import INT_MAX, INT_MIN, MAX_DEPTH, check_bounds, depth_bound
+from memory.json_bounds import INT_MAX, MAX_DEPTH
 from schemas.records import ArchivedMessage
 from server.adapters.lance_store import LanceStore
 from tests.fake_ollama import FakeOllama
 from tests.harness import Client, make_app, serve, settings_for
+from tests.hostile import nested
 
 pytestmark = pytest.mark.anyio
 
 KEYS = {"key-eve": "eve", "key-bob": "bob"}
 NDJSON = "application/x-ndjson"
-
-
-def nested(depth: int) -> Any:
-    """A JSON value of ``depth`` nested arrays."""
-    value: Any = 1
-    for _ in range(depth):
-        value = [value]
-    return value
 
 
 def deep_json(depth: int) -> str:
@@ -62,47 +53,6 @@ async def server(tmp_path: Path, fake: FakeOllama) -> AsyncIterator[str]:
 def http(server: str, key: str = "key-eve") -> httpx.AsyncClient:
     headers = {"Authorization": f"Bearer {key}"}
     return httpx.AsyncClient(base_url=f"http://{server}", headers=headers, timeout=30)
-
-
-# -- the bounds themselves ------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("value", "ok"),
-    [
-        (INT_MAX, True),
-        (INT_MIN, True),
-        (INT_MAX + 1, False),
-        (INT_MIN - 1, False),
-        (10**40, False),
-        (-(10**40), False),
-        (nested(MAX_DEPTH - 1), True),
-        (nested(MAX_DEPTH), False),
-        (nested(200), False),
-        ({"text": "[" * 100 + "12345678901234567890123"}, True),
-        ([1.5e300, 1.2345678901234567890123e10, 12345678901234567.5], True),
-    ],
-    ids=[
-        "max-int",
-        "min-int",
-        "max-int-plus-1",
-        "min-int-minus-1",
-        "huge",
-        "huge-negative",
-        "deepest",
-        "one-deeper",
-        "far-deeper",
-        "brackets-and-digits-in-a-string",
-        "floats",
-    ],
-)
-def test_json_bounds_take_nesting_and_integers_outside_strings(value: Any, ok: bool) -> None:
-    raw = json.dumps([value]).encode()  # the list is level 1
-    if ok:
-        check_bounds(raw)
-    else:
-        with pytest.raises(ValueError, match=r"nested deeper|out of range"):
-            check_bounds(raw)
 
 
 # -- over the WebSocket ---------------------------------------------------------
@@ -421,46 +371,6 @@ async def test_a_writer_that_crashes_answers_that_request_and_takes_the_next_aft
     finally:
         await store.aclose()
     assert total == 1
-
-
-def _depth(value: Any) -> int:
-    if isinstance(value, list):
-        return 1 + max((_depth(v) for v in value), default=0)
-    if isinstance(value, dict):
-        return 1 + max((_depth(v) for v in value.values()), default=0)
-    return 0
-
-
-_tricky = st.text(alphabet='[]{}"\\ab\n', max_size=8)
-_nestable = st.recursive(
-    st.one_of(_tricky, st.integers(), st.none()),
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3), st.dictionaries(_tricky, inner, max_size=3)
-    ),
-    max_leaves=20,
-)
-
-
-@given(value=_nestable, extra=st.integers(0, 60))
-def test_depth_bound_counts_brackets_outside_strings_only(value: Any, extra: int) -> None:
-    wrapped: Any = value
-    for _ in range(extra):
-        wrapped = [wrapped, ']]]\\"[[[']
-    real = _depth(wrapped)
-    bound = depth_bound(json.dumps(wrapped).encode())
-    if real > MAX_DEPTH:
-        assert bound == real
-    else:
-        assert bound <= MAX_DEPTH
-
-
-@pytest.mark.parametrize(
-    "raw",
-    [b'"' + b"\\" * 5000 + b"[" * 5000, b'"\\"' * 20000, b"[" * 60000, b"\\" * 60000 + b'"'],
-    ids=["backslashes", "escaped-quotes", "brackets", "backslash-run"],
-)
-def test_depth_bound_takes_any_bytes(raw: bytes) -> None:
-    assert depth_bound(raw) >= 0
 
 
 async def test_texts_over_sixty_four_thousand_characters_are_refused_at_rest(

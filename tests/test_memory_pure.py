@@ -1,17 +1,39 @@
-"""Pure domain logic: working memory, token estimate, recalled-context text, rate limiting."""
+"""Pure domain logic: working memory, token estimate, recalled-context text, rate limiting,
+the bounds on client JSON."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from memory.json_bounds import (
+    INT_MAX,
+    INT_MIN,
+    MAX_DEPTH,
+    check_bounds,
+    check_depth,
+    depth_bound,
+)
 from memory.ratelimit import TokenBucket
 from memory.recall import CONTEXT_CHARS, HEADING, format_recalled, search_text
+from memory.rules_extractor import extract_facts
 from memory.tokens import estimate_tokens, is_cjk
-from memory.working import apply_set, new_working_memory, record_message
-from schemas.records import ArchivedMessage
+from memory.working import (
+    MAX_VARIABLES,
+    MAX_VARIABLES_BYTES,
+    apply_set,
+    new_working_memory,
+    record_message,
+    set_problem,
+)
+from schemas.records import ArchivedMessage, WorkingMemory
+from tests.hostile import nested
 
 T0 = datetime(2026, 5, 1, 9, 30, tzinfo=UTC)
 
@@ -35,6 +57,11 @@ def test_first_message_creates_memory_with_turn_one_and_equal_timestamps() -> No
     assert memory.created_at == memory.updated_at == T0
     assert memory.current_topic is None
     assert memory.context_variables == {}
+
+
+def test_a_new_working_memory_is_created_and_updated_at_the_moment_given() -> None:
+    memory = new_working_memory("s1", T0)
+    assert (memory.created_at, memory.updated_at, memory.turn_count) == (T0, T0, 0)
 
 
 def test_each_message_increments_turn_and_updates_only_updated_at() -> None:
@@ -126,6 +153,22 @@ def test_token_bucket_allows_a_burst_then_the_rate() -> None:
     assert [bucket.take(100.0) for _ in range(4)] == [True, True, True, False]
 
 
+def test_spending_goes_into_debt_and_says_how_long_until_it_is_repaid() -> None:
+    bucket = TokenBucket(rate=10.0, burst=15.0, now=0.0)
+    assert bucket.spend(0.0, 25.0, limit=0.5) is None  # would owe 1 s: nothing spent
+    assert bucket.spend(0.0, 10.0) == 0.0  # 5 left: no debt
+    assert bucket.spend(0.0, 10.0, limit=0.5) == pytest.approx(0.5)  # 5 owed, the limit
+    assert bucket.spend(1.0, 5.0) == 0.0  # repaid after 0.5 s, 5 more saved since
+    assert bucket.spend(1.0, 10.0) == pytest.approx(1.0)
+    assert TokenBucket(rate=0.5, burst=1.0, now=0.0).spend(0.0, 2.0) == pytest.approx(2.0)
+
+
+def test_a_bucket_that_never_refills_spends_without_a_wait() -> None:
+    bucket = TokenBucket(rate=0.0, burst=5.0, now=0.0)
+    assert bucket.spend(0.0, 10.0) == 0.0
+    assert not bucket.take(9.0)
+
+
 def test_a_search_text_says_when_who_spoke_and_what_it_answered() -> None:
     answered = ArchivedMessage(
         id="msg_0000000000000001",
@@ -179,3 +222,157 @@ def test_a_set_on_a_new_session_starts_its_working_memory_and_stamps_it() -> Non
     again = apply_set(memory, "s7", later, emotion="calm", variables={"city": None})
     assert (again.context_variables, again.last_emotion, again.updated_at) == ({}, "calm", later)
     assert apply_set(again, "s7", later).last_emotion == "calm"
+
+
+def _holding(count: int) -> WorkingMemory:
+    variables = {f"k{i}": i for i in range(count)}
+    return apply_set(None, "s1", T0, variables=variables)
+
+
+def test_a_set_is_refused_only_past_the_number_of_variables_a_session_holds() -> None:
+    assert set_problem(None, {}) is None
+    assert set_problem(None, {"new": 1}) is None
+    assert set_problem(_holding(MAX_VARIABLES - 1), {"new": 1}) is None
+    full = _holding(MAX_VARIABLES)
+    assert (
+        set_problem(full, {"new": 1})
+        == f"a session holds at most {MAX_VARIABLES} context variables"
+    )
+    too_many = {f"n{i}": i for i in range(MAX_VARIABLES + 1)}
+    assert set_problem(None, too_many) is not None
+
+
+def test_a_null_in_a_set_frees_the_place_of_the_variable_it_removes() -> None:
+    full = _holding(MAX_VARIABLES)
+    assert set_problem(full, {"k0": None, "new": 1}) is None
+    assert set_problem(full, {"absent": None}) is None
+    assert set_problem(None, {"absent": None}) is None
+    assert set_problem(full, {"k0": 5}) is None  # a new value of one held: no new place
+
+
+def test_a_set_is_refused_past_the_bytes_of_json_its_variables_take() -> None:
+    fits = "x" * (MAX_VARIABLES_BYTES - len(b'{"a":""}'))  # exactly the bound
+    assert set_problem(None, {"a": fits}) is None
+    assert set_problem(_holding(1), {"k0": None, "a": fits}) is None
+    too_big = f"a session's context variables take at most {MAX_VARIABLES_BYTES} bytes of JSON"
+    assert set_problem(None, {"a": fits + "x"}) == too_big
+    assert set_problem(_holding(1), {"a": fits}) == too_big  # what it holds counts too
+
+
+def _about(text: str) -> list[tuple[str, str, str]]:
+    return [(f.subject, f.predicate, f.value) for f in extract_facts(text)]
+
+
+def test_a_relative_named_earlier_in_a_message_is_found_again_by_the_name_alone() -> None:
+    facts = extract_facts("My sister Ana lives in Lyon. Ana likes tea.")
+    assert [(f.subject, f.content) for f in facts] == [
+        ("Ana", "User's sister Ana lives in Lyon"),
+        ("Ana", "User's sister Ana likes tea"),
+    ]
+
+
+def test_two_people_of_one_name_keep_the_relation_each_was_introduced_with() -> None:
+    facts = extract_facts("My sister Ana lives in Lyon. My friend Ana loves jazz.")
+    assert [f.content for f in facts] == [
+        "User's sister Ana lives in Lyon",
+        "User's friend Ana loves jazz",
+    ]
+
+
+def test_a_chinese_clause_after_an_english_one_about_a_relative_is_about_that_relative() -> None:
+    assert ("Ana", "likes", "猫") in _about("My sister Ana lives in Lyon，喜欢猫。")  # noqa: RUF001
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        (INT_MAX, True),
+        (INT_MIN, True),
+        (INT_MAX + 1, False),
+        (INT_MIN - 1, False),
+        (10**40, False),
+        (-(10**40), False),
+        (nested(MAX_DEPTH - 1), True),
+        (nested(MAX_DEPTH), False),
+        (nested(200), False),
+        ({"text": "[" * 100 + "12345678901234567890123"}, True),
+        ([1.5e300, 1.2345678901234567890123e10, 12345678901234567.5], True),
+    ],
+    ids=[
+        "max-int",
+        "min-int",
+        "max-int-plus-1",
+        "min-int-minus-1",
+        "huge",
+        "huge-negative",
+        "deepest",
+        "one-deeper",
+        "far-deeper",
+        "brackets-and-digits-in-a-string",
+        "floats",
+    ],
+)
+def test_json_bounds_take_nesting_and_integers_outside_strings(value: Any, ok: bool) -> None:
+    raw = json.dumps([value]).encode()  # the list is level 1
+    if ok:
+        check_bounds(raw)
+    else:
+        with pytest.raises(ValueError, match=r"nested deeper|out of range"):
+            check_bounds(raw)
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    return 0
+
+
+_tricky = st.text(alphabet='[]{}"\\ab\n', max_size=8)
+_nestable = st.recursive(
+    st.one_of(_tricky, st.integers(), st.none()),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(_tricky, inner, max_size=3)
+    ),
+    max_leaves=20,
+)
+
+
+@given(value=_nestable, extra=st.integers(0, 60))
+def test_depth_bound_counts_brackets_outside_strings_only(value: Any, extra: int) -> None:
+    wrapped: Any = value
+    for _ in range(extra):
+        wrapped = [wrapped, ']]]\\"[[[']
+    real = _depth(wrapped)
+    bound = depth_bound(json.dumps(wrapped).encode())
+    if real > MAX_DEPTH:
+        assert bound == real
+    else:
+        assert bound <= MAX_DEPTH
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b'"' + b"\\" * 5000 + b"[" * 5000, b'"\\"' * 20000, b"[" * 60000, b"\\" * 60000 + b'"'],
+    ids=["backslashes", "escaped-quotes", "brackets", "backslash-run"],
+)
+def test_depth_bound_takes_any_bytes(raw: bytes) -> None:
+    assert depth_bound(raw) >= 0
+
+
+def test_brackets_in_a_string_do_not_count_wherever_it_starts_and_however_it_ends() -> None:
+    brackets = "[" * (MAX_DEPTH + 8)
+    check_depth(json.dumps(brackets).encode())  # a string at the very start
+    check_depth(json.dumps([brackets]).encode())  # a string right after the first bracket
+    with pytest.raises(ValueError, match="nested deeper"):  # a string ending in a backslash
+        check_depth(json.dumps(["\\", nested(MAX_DEPTH)]).encode())
+
+
+def test_nested_objects_count_like_nested_arrays() -> None:
+    deep: Any = 1
+    for _ in range(MAX_DEPTH):
+        deep = {"a": deep}
+    assert depth_bound(json.dumps(deep).encode()) == MAX_DEPTH
+    with pytest.raises(ValueError, match="nested deeper"):
+        check_depth(json.dumps({"a": deep}).encode())

@@ -8,7 +8,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from memory.rules_extractor import extract_facts
+from memory.rules_extractor import extract_facts, structure_of
 from schemas.llm import ExtractedFact
 
 Row = tuple[str, str, str]  # content, predicate, value
@@ -114,6 +114,44 @@ ENGLISH: dict[str, tuple[str, list[Row]]] = {
                        [("User is into knitting", "likes", "knitting")]),
     "the-country": ("we moved to the netherlands",
                     [("User lives in the Netherlands", "lives_in", "the Netherlands")]),
+    "born-in": ("I was born in Lisbon.", [("User was born in Lisbon", "from", "Lisbon")]),
+    "born-on": ("I was born on 3 March 1990.",
+                [("User's birthday is 3 March 1990", "birthday", "3 March 1990")]),
+    "graduated": ("I graduated from Leeds last year.",
+                  [("User graduated from Leeds", "school", "graduated from Leeds")]),
+    "teach": ("I teach 8th grade science.", [("User teaches 8th grade science", "occupation",
+                                             "8th grade science teacher")]),
+    "dating": ("I'm dating Mia.", [("User is dating Mia", "relationship_status", "dating Mia")]),
+    "seeing-someone": ("I've been seeing someone. Her name's Priya.",
+                       [("User is seeing someone", "relationship_status", "dating"),
+                        ("User's partner's name is Priya", "name", "Priya")]),
+    "adopted": ("We adopted a rescue dog last month.",
+                [("User has a rescue dog", "has_pet", "a rescue dog")]),
+    "became-diet": ("I became vegetarian last year.",
+                    [("User is vegetarian", "diet", "vegetarian")]),
+    "take-medicine": ("I take levothyroxine every morning.",
+                      [("User takes levothyroxine every morning", "takes", "levothyroxine")]),
+    "taken-up": ("I've taken up bowls.", [("User takes up bowls", "hobby", "bowls")]),
+    "turned-age": ("I turned 40 last week.", [("User is 40 years old", "age", "40")]),
+    "cleft": ("What I do every Sunday is a parkrun.",
+              [("User does a parkrun every Sunday", "hobby", "a parkrun")]),
+    "they-call-me": ("My friends call me Bea.", [("User's name is Bea", "name", "Bea")]),
+    "quit-habit": ("I quit smoking last year.", [("User no longer smokes", "habit", "smoking")]),
+    "retired": ("I retired last year.", [("User is retired", "occupation", "retired")]),
+    "quit-what-the-message-names": ("Cigarettes were killing me, so I quit.",
+                                    [("User no longer smokes", "habit", "smoking")]),
+    "stopped-ing": ("I stopped drinking last year.",
+                    [("User no longer drinks", "habit", "drinking")]),
+    "stopped-a-verb": ("I stopped running.", [("User no longer runs", "habit", "running")]),
+    "gave-up": ("I gave up sugar.", [("User quit sugar", "habit", "sugar")]),
+    "quit-job-at": ("I quit my job at Google.",
+                    [("User no longer works at Google", "employer", "Google")]),
+    "got-a-job": ("I got a job at Shopify.", [("User works at Shopify", "employer", "Shopify")]),
+    "got-married": ("I got married last year.",
+                    [("User got married", "relationship_status", "married")]),
+    "got-promoted": ("I got promoted to team lead.",
+                     [("User is a team lead", "occupation", "team lead")]),
+    "got-a-pet": ("I got a puppy last week.", [("User has a puppy", "has_pet", "a puppy")]),
 }
 # fmt: on
 
@@ -373,6 +411,41 @@ CHINESE: dict[str, tuple[str, list[Row]]] = {
     "adopted-named": ("上周又捡了一只小狗，取名叫豆包",
                       [("用户上周捡了一只小狗，取名叫豆包", "has_pet", "一只小狗,取名叫豆包")]),
     "bare-where": ("我自己在重庆", [("用户住在重庆", "lives_in", "重庆")]),
+    "from": ("我来自成都。", [("用户来自成都", "from", "成都")]),
+    "hometown": ("我老家是四川的。", [("用户的家乡是四川", "from", "四川")]),
+    "want-to-learn": ("我想学日语。", [("用户想学日语", "goal", "学日语")]),
+    "goal-is": ("我的目标是跑完马拉松。", [("用户的目标是跑完马拉松", "goal", "跑完马拉松")]),
+    "plan": ("我打算明年去日本。", [("用户打算明年去日本", "goal", "明年去日本")]),
+    "afraid": ("我怕蛇。", [("用户怕蛇", "afraid_of", "蛇")]),
+    "afraid-to": ("我害怕坐飞机。", [("用户害怕坐飞机", "afraid_of", "坐飞机")]),
+    "health": ("我有高血压。", [("用户有高血压", "health", "高血压")]),
+    "health-got": ("我得了糖尿病。", [("用户有糖尿病", "health", "糖尿病")]),
+    "school": ("我在北京大学读书。", [("用户在北京大学读书", "school", "北京大学")]),
+    "pet-named": ("我养了一只猫叫咪咪。", [("用户养了一只猫叫咪咪", "has_pet", "一只猫叫咪咪")]),
+    "learning": ("我在学吉他。", [("用户在学吉他", "learning", "吉他")]),
+    "learning-now": ("我正在学习法语。", [("用户在学法语", "learning", "法语")]),
+    "employer-and-role": ("我现在在字节做产品经理。",
+                          [("用户在字节工作", "employer", "字节"),
+                           ("用户做产品经理", "occupation", "产品经理")]),
+    "left-employer": ("我已经不在字节了。", [("用户不再在字节工作", "employer", "字节")]),
+    "still-in-unit": ("我还在部队。", [("用户在部队", "employer", "部队")]),
+    "where-now": ("我现在在深圳。", [("用户住在深圳", "lives_in", "深圳")]),
+    "studied": ("我是学法律的。", [("用户学法律", "studies", "法律")]),
+    "grad-student": ("我是研究生。", [("用户是研究生", "occupation", "研究生")]),
+    "vegetarian": ("我吃素。", [("用户吃素", "diet", "素食")]),
+    "drinks-daily": ("我每天喝咖啡。", [("用户每天喝咖啡", "drinks", "咖啡")]),
+    "no-spicy": ("我不吃辣。", [("用户不吃辣", "eats", "辣")]),
+    "has-partner": ("我有男朋友了。", [("用户有男朋友", "relationship_status", "恋爱中")]),
+    "partner-named": ("我有一个女朋友，她叫小红。",
+                      [("用户有一个女朋友", "relationship_status", "恋爱中"),
+                       ("用户的女朋友叫小红", "name", "小红")]),
+    "has-relatives": ("我有两个哥哥。", [("用户有两个哥哥", "family", "两个哥哥")]),
+    "has-condition": ("我有哮喘。", [("用户有哮喘", "health", "哮喘")]),
+    "owns": ("我有一辆车。", [("用户有一辆车", "owns", "一辆车")]),
+    "keeps-pets": ("我养了两只猫。", [("用户养了两只猫", "has_pet", "两只猫")]),
+    "relative-named": ("我男朋友叫小明，他是医生。",
+                       [("用户的男朋友叫小明", "name", "小明"),
+                        ("用户的男朋友小明是医生", "occupation", "医生")]),
     "renting": ("目前还是在西安租房住", [("用户还是住在西安", "lives_in", "西安")]),
     "implied-attribute": ("工作是做电商运营",
                           [("用户的工作是做电商运营", "occupation", "做电商运营")]),
@@ -457,3 +530,42 @@ def test_every_fact_carries_the_given_confidence_and_no_duplicates() -> None:
 def test_a_confidence_outside_zero_to_one_is_refused(confidence: float) -> None:
     with pytest.raises(ValueError, match="confidence"):
         extract_facts("I like tea", confidence=confidence)
+
+
+def test_a_value_longer_than_a_fact_holds_is_a_misreading_and_the_rest_is_still_read() -> None:
+    def values(text: str) -> list[tuple[str, int]]:
+        return [(f.predicate, len(f.value)) for f in extract_facts(text)]
+
+    assert values(f"I live in {'X' * 80}. I like tea.") == [("lives_in", 80), ("likes", 3)]
+    assert values(f"I live in {'X' * 81}. I like tea.") == [("likes", 3)]
+    assert values(f"我住在{'北' * 30}。我喜欢茶。") == [("lives_in", 30), ("likes", 1)]
+    assert values(f"我住在{'北' * 31}。我喜欢茶。") == [("likes", 1)]  # Chinese: 30 at most
+
+
+def test_a_fact_carries_its_readings_category_key_and_cardinality() -> None:
+    [eats] = extract_facts("I eat a lot of rice")
+    [band] = extract_facts("My favourite band is Blur")
+    [grade] = extract_facts("My grade is 7a")
+    assert (eats.predicate, eats.category) == ("eats", "behavior")  # not the predicate's own
+    assert (band.category, band.key) == ("preference", "band")
+    assert (grade.category, grade.cardinality) == ("knowledge", "one")
+
+
+@pytest.mark.parametrize("confidence", [0.0, 1.0])
+def test_confidences_zero_and_one_are_accepted(confidence: float) -> None:
+    assert [f.confidence for f in extract_facts("I like tea.", confidence=confidence)] == [
+        confidence
+    ]
+
+
+def test_a_fact_written_by_hand_without_its_subject_is_read_as_the_users() -> None:
+    texts = ("Lives in Porto", "住在北京", "vegetarian", "是素食者")
+    found = [structure_of(text) for text in texts]
+    assert [(f.content, f.predicate, f.value) for f in found if f is not None] == [
+        ("User lives in Porto", "lives_in", "Porto"),
+        ("用户住在北京", "lives_in", "北京"),
+        ("User is vegetarian", "diet", "vegetarian"),
+        ("用户是素食者", "diet", "素食"),
+    ]
+    assert structure_of("Works at Acme as an engineer") is None  # two facts: no one structure
+    assert structure_of("") is None

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memory.scoring import (
+    answer_relevance,
     composite_score,
     frequency_score,
     keyword_coverage,
@@ -56,6 +57,9 @@ def test_frequency_is_log_normalised_against_the_most_accessed() -> None:
     assert frequency_score(10, 10) == pytest.approx(1.0)
     assert frequency_score(3, 15) == pytest.approx(math.log(4) / math.log(16))
     assert frequency_score(3, 0) == 0.0
+    assert frequency_score(1, 1) == 1.0  # the one access of the only accessed candidate
+    assert frequency_score(1, 10) == pytest.approx(math.log(2) / math.log(11))
+    assert frequency_score(20, 10) == 1.0  # counted since the maximum was taken: capped
 
 
 def test_seed_001_relevance_formula() -> None:
@@ -105,3 +109,43 @@ def test_keyword_coverage_finds_a_long_keyword_by_its_stem_at_the_start_of_any_w
 
     expected = sum(map(found, keywords)) / len(keywords) if keywords else 0.0
     assert keyword_coverage(keywords, text) == expected
+
+
+@pytest.mark.parametrize(
+    ("keyword", "text", "found"),
+    [
+        ("cat", "two cats and a dog", True),
+        ("box", "the boxes", True),
+        ("cat", "a category", False),
+        ("tree", "the trees", True),
+        ("tree", "a treehouse", False),  # four letters: the whole word, plurals aside
+        ("happy", "such happiness", True),  # five: the first four letters start a word
+        ("allergic", "her allergies", True),
+        ("allergic", "an allergen", True),  # a stem of all but the last two letters
+        ("allergic", "in allerton", False),
+        ("咖啡", "我喜欢喝咖啡", True),  # Chinese: anywhere in the text
+        ("咖啡", "我喜欢喝茶", False),
+    ],
+)
+def test_keyword_coverage_takes_short_words_whole_and_long_ones_by_their_stem(
+    keyword: str, text: str, found: bool
+) -> None:
+    assert keyword_coverage([keyword], text) == (1.0 if found else 0.0)
+
+
+@pytest.mark.parametrize(
+    ("similarity", "coverage", "expected"),
+    [
+        (None, 0.0, 0.0),
+        (None, 0.5, 0.25),
+        (1.0, 1.0, 1.0),
+        (0.6, 0.2, 0.4),
+        (-0.3, 0.5, 0.25),  # a negative cosine counts as 0
+        (1.4, 1.7, 1.0),  # both capped at 1
+        (0.8, -0.1, 0.4),
+    ],
+)
+def test_answer_relevance_is_the_mean_of_similarity_and_coverage_each_in_zero_to_one(
+    similarity: float | None, coverage: float, expected: float
+) -> None:
+    assert answer_relevance(similarity, coverage) == pytest.approx(expected)

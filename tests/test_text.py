@@ -1,10 +1,13 @@
-"""Seed 002's text preprocessing: what the index, a query and an embedding model are given."""
+"""Seed 002's text preprocessing: what the index, a query and an embedding model are given;
+and the hash embedder's tokens and vectors."""
 
 from __future__ import annotations
 
 import pytest
 
+from memory.hashing import HashEmbedder
 from memory.text import MAX_INDEXED_BYTES, embedding_text, indexed_text, query_text
+from tests.fake_ollama import hash_embed
 
 
 def test_nul_bytes_are_removed_before_indexing() -> None:
@@ -63,3 +66,30 @@ def test_a_cut_never_splits_a_four_byte_character_and_drops_trailing_space() -> 
 def test_a_lone_surrogate_in_a_long_text_is_kept_not_an_error() -> None:
     text = indexed_text("\ud800" + "a" * MAX_INDEXED_BYTES)
     assert text == "\ud800" + "a" * (MAX_INDEXED_BYTES - 3)
+
+
+@pytest.mark.parametrize("dim", [64, 7])
+@pytest.mark.parametrize("text", ["green tea", "Tea tea TEA", "The quick brown fox, again", ""])
+def test_the_hash_embedder_gives_latin_text_the_fake_ollamas_vector(text: str, dim: int) -> None:
+    assert HashEmbedder(dim).embed_one(text) == pytest.approx(hash_embed(text, dim))
+
+
+def _cosine(a: str, b: str) -> float:
+    embedder = HashEmbedder()
+    return sum(x * y for x, y in zip(embedder.embed_one(a), embedder.embed_one(b), strict=True))
+
+
+def test_chinese_words_count_once_whole_and_once_per_character() -> None:
+    assert _cosine("咖啡", "咖喱") > 0  # 咖 in both
+    assert HashEmbedder().embed_one("猫 tea") == pytest.approx(hash_embed("猫 tea"))
+
+
+def test_a_one_dimensional_hash_embedder_gives_cancelling_words_the_empty_text_vector() -> None:
+    embedder = HashEmbedder(1)
+    signs = {word: embedder.embed_one(word)[0] for word in ("a", "b", "c", "d", "e", "f")}
+    plus = next(w for w, sign in signs.items() if sign > 0)
+    minus = next(w for w, sign in signs.items() if sign < 0)
+    assert embedder.embed_one(f"{plus} {minus}") == embedder.embed_one("")
+    assert abs(embedder.embed_one("")[0]) == 1.0
+    with pytest.raises(ValueError, match="dim must be positive, got 0"):
+        HashEmbedder(0)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import time
+from datetime import UTC, datetime, timedelta
 
 import msgspec
 import pytest
 
 from memory.transfer import (
     LineSplitter,
+    candidate_from_line,
     imported_message_id,
     message_from_line,
     parse_line,
@@ -83,3 +85,118 @@ def test_an_imported_message_exports_under_its_client_id_and_others_under_their_
     # A live session's message: its source is the turn frame's id, shared by two messages.
     live = msgspec.structs.replace(message, id="msg_0123456789abcdef")
     assert transfer_id(live) == "msg_0123456789abcdef"
+
+
+def test_a_newline_at_the_start_of_a_chunk_ends_the_line_before_it() -> None:
+    assert split([b"ab", b"\ncd\n", b"\n"]) == [(1, b"ab"), (2, b"cd")]
+
+
+def _turn(text: bytes = b"hi", at: bytes = b"2024-01-02T03:04:05") -> bytes:
+    head = b'{"kind": "turn", "id": "a", "session_id": "s", "speaker": "Ann", "role": "user",'
+    return head + b' "text": "' + text + b'", "at": "' + at + b'"}'
+
+
+def test_a_fact_with_a_zoned_time_is_dated_in_utc_and_one_without_stays_undated() -> None:
+    dated = b'{"kind": "fact", "id": "f", "content": "c", "category": "goal", "confidence": 1'
+    fact = parse_line(dated + b', "at": "2024-01-02T05:04:05+02:00"}', DEFAULT_CATEGORIES)
+    assert isinstance(fact, FactLine)
+    assert fact.at == datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
+    assert fact.at is not None
+    assert fact.at.utcoffset() == timedelta(0)
+    undated = parse_line(dated + b"}", DEFAULT_CATEGORIES)
+    assert isinstance(undated, FactLine)
+    assert undated.at is None
+
+
+def test_a_blank_turn_or_an_unknown_category_is_refused_naming_what_is_known() -> None:
+    with pytest.raises(ValueError, match=r"^text is blank$"):
+        parse_line(_turn(b"  "), DEFAULT_CATEGORIES)
+    odd = b'{"kind": "fact", "id": "f", "content": "c", "category": "gossip", "confidence": 1}'
+    known = ", ".join(spec.name for spec in DEFAULT_CATEGORIES)
+    with pytest.raises(ValueError, match="unknown category") as refused:
+        parse_line(odd, DEFAULT_CATEGORIES)
+    assert str(refused.value) == f"unknown category 'gossip'; known: {known}"
+    with pytest.raises(ValueError, match=r"^content is blank$"):
+        parse_line(odd.replace(b'"c"', b'" "'), DEFAULT_CATEGORIES)
+
+
+def test_a_turn_line_becomes_the_archived_message_it_describes() -> None:
+    at = datetime(2024, 1, 1, 9, tzinfo=UTC)
+    line = TurnLine(
+        id="c-2",
+        session_id="trip",
+        scope="app",
+        speaker="Bot",
+        role="assistant",
+        text="Lisbon it is",
+        at=at,
+        turn=4,
+        meta={"k": 1},
+    )
+    message = message_from_line(line, "alice", context="Ann: where to?")
+    assert message.id.startswith("msg_")
+    assert len(message.id) == 4 + 16
+    assert (message.user_id, message.session_id, message.scope, message.turn) == (
+        "alice",
+        "trip",
+        "app",
+        4,
+    )
+    assert (message.role, message.speaker, message.text, message.at) == (
+        "assistant",
+        "Bot",
+        "Lisbon it is",
+        at,
+    )
+    assert (message.meta, message.source_id, message.context) == ({"k": 1}, "c-2", "Ann: where to?")
+    assert message_from_line(line, "alice").context == ""
+
+
+def test_a_fact_line_becomes_an_import_candidate_with_everything_it_says() -> None:
+    at = datetime(2024, 1, 1, tzinfo=UTC)
+    line = FactLine(
+        id="f-1",
+        scope="app",
+        meta={"k": 2},
+        content="Ann lives in Lyon",
+        category="identity",
+        confidence=0.7,
+        at=at,
+        pinned=True,
+        subject="user",
+        predicate="lives_in",
+    )
+    candidate = candidate_from_line(line, vector=[0.6, 0.8], user_id="alice")
+    assert (candidate.user_id, candidate.content, candidate.category) == (
+        "alice",
+        "Ann lives in Lyon",
+        "identity",
+    )
+    assert (candidate.confidence, list(candidate.vector), candidate.extractor) == (
+        0.7,
+        [0.6, 0.8],
+        "import",
+    )
+    assert (candidate.subject, candidate.predicate, candidate.scope, candidate.pinned) == (
+        "user",
+        "lives_in",
+        "app",
+        True,
+    )
+    assert (candidate.at, candidate.source_id, candidate.meta) == (at, "f-1", {"k": 2})
+
+
+def test_naive_and_zoned_times_are_utc_whatever_the_servers_zone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    try:
+        for at in (b"2024-01-02T03:04:05", b"2024-01-02T05:04:05+02:00"):
+            turn = parse_line(_turn(at=at), DEFAULT_CATEGORIES)
+            assert isinstance(turn, TurnLine)
+            assert turn.at == datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
+            assert turn.at.utcoffset() == timedelta(0)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
