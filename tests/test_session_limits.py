@@ -40,10 +40,13 @@ async def test_a_new_session_id_starts_at_turn_one_without_reading_anyone_elses(
     assert (resumed, actor.turn_count, ack) == (False, 1, Ack(id="t1", turn=1))
 
 
-async def test_done_is_sent_once_the_chat_is_in_the_archive() -> None:
+@pytest.mark.parametrize("failures", [0, 2], ids=["durable", "a-failed-write"])
+async def test_done_is_sent_once_the_chat_is_in_the_archive_or_its_write_failed(
+    failures: int,
+) -> None:
     async with world() as w:
         w.llm.script = ["a reply"]
-        w.store.fail_appends = 2  # the write lands after two retries, ~0.15 s
+        w.store.fail_appends = failures  # the write lands after that many retries
         outbox, replies = anyio.create_memory_object_stream[ServerMessage](100)
         with outbox:
             await w.registry.submit("u1", "s1", Chat(id="c1", content="hello"), outbox)
@@ -52,7 +55,17 @@ async def test_done_is_sent_once_the_chat_is_in_the_archive() -> None:
             async for reply in replies:
                 if isinstance(reply, Done):  # nothing awaited since it was sent
                     archived = {(m.role, m.text) for m in w.store.messages}
-    assert {("user", "hello"), ("assistant", "a reply")} <= archived
+        await w.writer.call(_nothing)  # the retries land meanwhile
+        landed = {(m.role, m.text) for m in w.store.messages}
+    exchange = {("user", "hello"), ("assistant", "a reply")}
+    assert exchange <= landed
+    # A failed write does not hold the done back: it goes out at once, and the exchange
+    # is written when the store answers again.
+    assert (exchange <= archived) is (failures == 0)
+
+
+async def _nothing() -> None:
+    return None
 
 
 async def test_a_user_past_the_session_cap_gets_too_many_sessions_and_others_do_not() -> None:
