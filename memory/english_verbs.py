@@ -166,7 +166,8 @@ def _work(reading: Reading, verb: str) -> None:
 
 
 _NEW_JOB = frozenset(
-    "a my new job position role gig post working work full-time part-time permanent".split()
+    "a my new first dream job position role gig post working work full-time part-time permanent"
+    " hired".split()
 )
 
 
@@ -175,7 +176,14 @@ def _start(reading: Reading, verb: str) -> None:
     phrase = reading.phrase
     reading.group.past = False
     phrase.skip(_NEW_JOB)
-    if phrase.take("with") or phrase.take("at") or phrase.take("for"):
+    hired = phrase.pos > 0 and phrase.low[phrase.pos - 1] == "hired"
+    if (
+        phrase.take("with")
+        or phrase.take("at")
+        or phrase.take("for")
+        or hired
+        and phrase.take("by")
+    ):
         employer(reading, "at", updates=True)
     elif phrase.take("as"):
         occupation(reading, "work", "as", updates=True)
@@ -206,7 +214,7 @@ def _get(reading: Reading, verb: str) -> None:
     if phrase.peek() in ("hired", "a", "an", "my") and (
         "job" in phrase.low[phrase.pos : phrase.pos + 4] or phrase.peek() == "hired"
     ):
-        _start(reading, "start")
+        _start(reading, "get")  # a job, never a hobby: "got hired at", "got my first job as"
     elif phrase.peek() in STATUSES:
         group.past = False
         phrase.pos += 1

@@ -172,6 +172,11 @@ def test_english_statements_become_third_person_facts_with_their_structure(
         pytest.param("I'm now a product manager", ("occupation", "product manager"), id="now-a"),
         pytest.param("I started at Stripe last week", ("employer", "Stripe"), id="started-at"),
         pytest.param("I got a job at Airbus", ("employer", "Airbus"), id="got-a-job"),
+        pytest.param("I got hired at Spotify.", ("employer", "Spotify"), id="got-hired-at"),
+        pytest.param("I just got hired by Google", ("employer", "Google"), id="got-hired-by"),
+        pytest.param(
+            "I got my first job as a nurse", ("occupation", "nurse"), id="got-my-first-job-as"
+        ),
         pytest.param("I switched jobs, I'm at Spotify now", ("employer", "Spotify"), id="at-now"),
     ],
 )
