@@ -181,8 +181,7 @@ def _start(reading: Reading, verb: str) -> None:
         phrase.take("with")
         or phrase.take("at")
         or phrase.take("for")
-        or hired
-        and phrase.take("by")
+        or (hired and phrase.take("by"))
     ):
         employer(reading, "at", updates=True)
     elif phrase.take("as"):
