@@ -31,6 +31,7 @@ def _rss() -> int:
 
 def main() -> None:
     parts: dict[str, int] = {"interpreter": _rss()}
+    # Imported only for their memory: each import's RSS is the part measured (F401).
     import numpy  # noqa: F401
 
     parts["numpy"] = _rss()

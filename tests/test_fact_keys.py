@@ -13,7 +13,7 @@ from memory.hashing import HashEmbedder
 from memory.keys import FACT_WEIGHT, fact_text, mixed
 from memory.recall import search_text
 from memory.text import query_text
-from schemas.records import ArchivedMessage
+from schemas.records import ArchivedMessage, Role
 from tests.fake_ollama import FakeOllama
 from tests.harness import make_app, serve, settings_for
 from tests.test_import_rest import http, jsonl, post
@@ -25,14 +25,14 @@ TEXT = (
 AT = "2024-03-12T18:00:00Z"
 
 
-def message(role: str = "user", text: str = TEXT) -> ArchivedMessage:
+def message(role: Role = "user", text: str = TEXT) -> ArchivedMessage:
     return ArchivedMessage(
         id="m",
         user_id="ann",
         session_id="week",
         scope="global",
         turn=1,
-        role=role,  # type: ignore[arg-type]
+        role=role,
         speaker="Ann" if role == "user" else "assistant",
         text=text,
         at=datetime(2024, 3, 12, 18, tzinfo=UTC),

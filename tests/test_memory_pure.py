@@ -280,6 +280,7 @@ def test_two_people_of_one_name_keep_the_relation_each_was_introduced_with() -> 
 
 
 def test_a_chinese_clause_after_an_english_one_about_a_relative_is_about_that_relative() -> None:
+    # The full-width comma (RUF001) is the point: Chinese punctuation after English text.
     assert ("Ana", "likes", "猫") in _about("My sister Ana lives in Lyon，喜欢猫。")  # noqa: RUF001
 
 
