@@ -16,24 +16,48 @@ from __future__ import annotations
 
 import math
 import sys
-from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from memory.postings import Postings
 from memory.projection import CANDIDATES, PROJECT_FROM, Projection
 
-__all__ = ["BM25_B", "BM25_K1", "GLOBAL_SCOPE", "SearchIndex", "top_k"]
+__all__ = ["BM25_B", "BM25_K1", "GLOBAL_SCOPE", "EncodedTerms", "SearchIndex", "top_k"]
 
 BM25_K1 = 1.2
 BM25_B = 0.75
 GLOBAL_SCOPE = "global"
-#: Words up to which new postings are counted in plain Python rather than NumPy.
-_SMALL_POSTING = 256
 
 Floats = npt.NDArray[np.float32]
+
+
+class EncodedTerms:
+    """Many documents' terms in three arrays, as a columnar reader hands them out (a bulk
+    load skips the Python list of words per document): document ``i``'s terms are
+    ``distinct[c]`` for the codes ``c`` in its stretch of ``codes``, ``lengths[i]`` long."""
+
+    __slots__ = ("codes", "distinct", "lengths")
+
+    def __init__(
+        self, distinct: Sequence[str], codes: npt.ArrayLike, lengths: npt.ArrayLike
+    ) -> None:
+        self.distinct = distinct
+        self.codes = np.asarray(codes, dtype=np.int64)
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        if int(self.lengths.sum()) != len(self.codes):
+            raise ValueError("the lengths do not add up to the codes")
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def lists(self) -> list[list[str]]:
+        """The same terms, one list of words per document."""
+        words = [self.distinct[c] for c in self.codes.tolist()]
+        ends = np.cumsum(self.lengths).tolist()
+        return [words[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
 
 
 def top_k(scores: Floats, k: int) -> list[tuple[int, float]]:
@@ -107,12 +131,10 @@ class SearchIndex:
         self._scopes = _Grow(np.int32)
         self._scope_codes: dict[str, int] = {GLOBAL_SCOPE: 0}
         self._terms: dict[str, int] = {}
-        self._docs: list[array[int]] = []
-        self._counts: list[array[int]] = []
+        self._postings = Postings()
         self._live = 0
         self._live_length = 0.0
         self._removed = 0
-        self._postings = 0
         self._vocabulary_bytes = 0
         #: Set by ``install`` once the index is large (see ``memory.projection``).
         self._projection: Projection | None = None
@@ -137,7 +159,7 @@ class SearchIndex:
             self._vectors.nbytes
             + projected
             + self._size * 9
-            + self._postings * 8
+            + self._postings.nbytes()
             + self._vocabulary_bytes
         )
 
@@ -151,7 +173,10 @@ class SearchIndex:
             self._vectors = grown
 
     def add(
-        self, vectors: npt.ArrayLike, terms: Sequence[Sequence[str]], scopes: Sequence[str]
+        self,
+        vectors: npt.ArrayLike,
+        terms: Sequence[Sequence[str]] | EncodedTerms,
+        scopes: Sequence[str],
     ) -> int:
         """Append documents; returns the position of the first. Vectors should be unit
         length (cosine is their dot product)."""
@@ -168,8 +193,20 @@ class SearchIndex:
         self._vectors[first:need] = matrix
         if self._projection is not None:
             self._projection.extend(matrix)
-        lengths = [len(words) for words in terms]
-        self._post(first, terms, lengths)
+        if isinstance(terms, EncodedTerms):
+            # One dictionary lookup per distinct word, not per word.
+            known = np.array([self._term(word) for word in terms.distinct], dtype=np.int64)
+            lengths = terms.lengths.tolist()
+            ids: Sequence[int] | npt.NDArray[np.int64] = known[terms.codes]
+        else:
+            lengths = [len(words) for words in terms]
+            vocabulary, listed = self._terms, []
+            for words in terms:
+                for word in words:
+                    term = vocabulary.get(word)
+                    listed.append(self._term(word) if term is None else term)
+            ids = listed
+        self._postings.add(first, ids, lengths)
         self._lengths.extend(lengths)
         self._alive.extend(np.ones(n, dtype=np.bool_))
         self._scopes.extend([self._scope_code(s) for s in scopes])
@@ -201,48 +238,15 @@ class SearchIndex:
     def _scope_code(self, scope: str) -> int:
         return self._scope_codes.setdefault(scope, len(self._scope_codes))
 
-    def _post(self, first: int, terms: Sequence[Sequence[str]], lengths: list[int]) -> None:
-        """Append the postings of documents ``first, first + 1, ...``: a term's documents
-        stay in position order. One dictionary lookup per word; the counting is NumPy's."""
-        vocabulary, ids = self._terms, []
-        for words in terms:
-            for word in words:
-                term = vocabulary.get(word)
-                if term is None:
-                    # Interned: users share most of their words, so one string serves all
-                    # the indexes that hold it (the analyzer makes a new one per token).
-                    term = vocabulary[sys.intern(word)] = len(self._docs)
-                    self._docs.append(array("i"))
-                    self._counts.append(array("i"))
-                    self._vocabulary_bytes += len(word) + 250  # key, two arrays, dict slot
-                ids.append(term)
-        if not ids:
-            return
-        if len(ids) <= _SMALL_POSTING:  # a turn or two: NumPy's fixed cost would dominate
-            at = 0
-            for doc, length in enumerate(lengths, first):
-                counted: dict[int, int] = {}
-                for term in ids[at : at + length]:
-                    counted[term] = counted.get(term, 0) + 1
-                for term, count in counted.items():
-                    self._docs[term].append(doc)
-                    self._counts[term].append(count)
-                self._postings += len(counted)
-                at += length
-            return
-        docs = np.repeat(np.arange(first, first + len(terms), dtype=np.int64), lengths)
-        pairs, counts = np.unique(np.asarray(ids, dtype=np.int64) << 32 | docs, return_counts=True)
-        term_of = pairs >> 32
-        doc_of = (pairs & 0xFFFFFFFF).astype(np.int32)
-        counts = counts.astype(np.int32)
-        starts = np.flatnonzero(np.r_[True, term_of[1:] != term_of[:-1]])
-        ends = np.r_[starts[1:], len(pairs)]
-        for term, start, end in zip(
-            term_of[starts].tolist(), starts.tolist(), ends.tolist(), strict=True
-        ):
-            self._docs[term].frombytes(doc_of[start:end].tobytes())
-            self._counts[term].frombytes(counts[start:end].tobytes())
-        self._postings += len(pairs)
+    def _term(self, word: str) -> int:
+        """The id of ``word``, a new one if it is new."""
+        term = self._terms.get(word)
+        if term is None:
+            # Interned: users share most of their words, so one string serves all the
+            # indexes that hold it (the analyzer makes a new one per token).
+            term = self._terms[sys.intern(word)] = len(self._terms)
+            self._vocabulary_bytes += len(word) + 100  # the key and its dict slot
+        return term
 
     def remove(self, position: int) -> None:
         """Forget the document at ``position`` (no-op if already removed)."""
@@ -265,15 +269,7 @@ class SearchIndex:
         for grow in (self._lengths, self._alive, self._scopes):
             kept = grow.view()[keep].copy()
             grow.data, grow.size = kept, len(kept)
-        for term in range(len(self._docs)):
-            docs = np.frombuffer(self._docs[term], dtype=np.int32)
-            counts = np.frombuffer(self._counts[term], dtype=np.int32)
-            new = moved[docs]
-            stay = new >= 0
-            self._docs[term] = array("i", new[stay].astype(np.int32).tobytes())
-            self._counts[term] = array("i", counts[stay].tobytes())
-            del docs, counts  # views of the old arrays' buffers
-        self._postings = sum(len(d) for d in self._docs)
+        self._postings.renumber(moved)
         self._size = len(self._vectors)
         self._removed = 0
         return moved
@@ -363,8 +359,7 @@ class SearchIndex:
         matched = np.zeros(self._size, dtype=np.bool_)
         alive = self._alive.view()
         for term in wanted:
-            docs = np.array(self._docs[term], dtype=np.int64)
-            counts = np.array(self._counts[term], dtype=np.float32)
+            docs, counts = self._postings.of(term)
             frequency = int(alive[docs].sum()) if self._removed else len(docs)
             idf = math.log(1.0 + (self._live - frequency + 0.5) / (frequency + 0.5))
             total[docs] += idf * counts * (BM25_K1 + 1.0) / (counts + norm[docs])

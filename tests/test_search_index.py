@@ -1,4 +1,5 @@
-"""The in-memory hybrid index: exact cosine, BM25 by hand, scopes, removal and compaction."""
+"""The in-memory hybrid index: exact cosine, BM25 by hand, scopes, removal and compaction;
+its postings, however they were added, hold what a plain dictionary would."""
 
 from __future__ import annotations
 
@@ -6,9 +7,12 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from memory.postings import SMALL_ADDITION, Postings
 from memory.projection import PROJECT_FROM
-from memory.search_index import BM25_B, BM25_K1, SearchIndex, top_k
+from memory.search_index import BM25_B, BM25_K1, EncodedTerms, SearchIndex, top_k
 
 
 def _unit(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
@@ -175,3 +179,91 @@ def test_postings_added_a_few_at_a_time_score_as_those_added_in_bulk() -> None:
         assert np.array_equal(
             bulk.sparse_scores(query, None), piecewise.sparse_scores(query, None)
         ), query
+
+
+# A batch of documents, each a list of term ids (few terms, so they repeat).
+_batch = st.lists(st.lists(st.integers(0, 30), max_size=40), min_size=1, max_size=30)
+
+
+def _model_of(batches: list[list[list[int]]]) -> dict[int, dict[int, int]]:
+    model: dict[int, dict[int, int]] = {}
+    doc = 0
+    for batch in batches:
+        for words in batch:
+            for term in words:
+                model.setdefault(term, {})
+                model[term][doc] = model[term].get(doc, 0) + 1
+            doc += 1
+    return model
+
+
+def _held(postings: Postings, term: int) -> dict[int, int]:
+    docs, counts = postings.of(term)
+    assert len(set(docs.tolist())) == len(docs), "a document posted twice for one term"
+    return dict(zip(docs.tolist(), counts.astype(int).tolist(), strict=True))
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(st.lists(_batch, min_size=1, max_size=12), st.integers(1, 200), st.data())
+def test_postings_hold_each_terms_documents_and_counts_however_they_were_added(
+    batches: list[list[list[int]]], tail_limit: int, data: st.DataObject
+) -> None:
+    postings = Postings(tail_limit=tail_limit)
+    first = 0
+    for batch in batches:
+        ids = [term for words in batch for term in words]
+        if data.draw(st.booleans()):
+            ids_arg: list[int] | np.ndarray = np.asarray(ids, dtype=np.int64)
+        else:
+            ids_arg = ids
+        postings.add(first, ids_arg, [len(words) for words in batch])
+        first += len(batch)
+    model = _model_of(batches)
+    for term in range(32):
+        assert _held(postings, term) == model.get(term, {})
+    assert len(postings) == sum(len(docs) for docs in model.values())
+
+    gone = set(data.draw(st.lists(st.integers(0, max(first - 1, 0)), max_size=10)))
+    moved = np.full(first, -1, dtype=np.int64)
+    kept = [doc for doc in range(first) if doc not in gone]
+    moved[kept] = np.arange(len(kept))
+    postings.renumber(moved)
+    for term in range(32):
+        expected = {int(moved[d]): c for d, c in model.get(term, {}).items() if d not in gone}
+        assert _held(postings, term) == expected
+    assert postings.runs <= 1
+
+
+def test_an_index_added_to_in_many_batches_keeps_few_runs() -> None:
+    postings = Postings()
+    rng = np.random.default_rng(5)
+    for batch in range(200):
+        lengths = [SMALL_ADDITION // 4] * 8  # each batch large enough to make a run
+        ids = rng.integers(0, 500, size=sum(lengths))
+        postings.add(batch * 8, ids, lengths)
+    assert postings.runs <= 9  # like a binary counter: about log2(200) + 1
+
+
+def test_terms_read_encoded_in_bulk_score_as_the_same_words_in_lists() -> None:
+    rng = np.random.default_rng(7)
+    words = [f"w{i}" for i in range(50)]
+    docs = [[str(w) for w in rng.choice(words, size=int(rng.integers(0, 25)))] for _ in range(90)]
+    distinct = sorted({w for doc in docs for w in doc})
+    codes = [distinct.index(w) for doc in docs for w in doc]
+    encoded = EncodedTerms(distinct, codes, [len(doc) for doc in docs])
+    assert encoded.lists() == docs
+    vectors = np.eye(4, dtype=np.float32)[[i % 4 for i in range(len(docs))]]
+    listed, bulk = SearchIndex(4), SearchIndex(4)
+    listed.add(vectors, docs, ["global"] * len(docs))
+    bulk.add(vectors, encoded, ["global"] * len(docs))
+    for query in (["w1"], ["w2", "w3"], words[:12], ["missing"]):
+        # Term ids differ between the two (first seen vs sorted), and so does the order in
+        # which a query's terms are summed: equal to float32 rounding.
+        np.testing.assert_allclose(
+            listed.sparse_scores(query, None), bulk.sparse_scores(query, None), rtol=1e-6
+        )
+
+
+def test_encoded_terms_whose_lengths_do_not_add_up_are_refused() -> None:
+    with pytest.raises(ValueError, match="do not add up"):
+        EncodedTerms(["a"], [0, 0], [1])

@@ -32,7 +32,7 @@ import numpy.typing as npt
 from actors.ports import VectorSource, resolve
 from memory.facts import Stored
 from memory.scoring import rrf_score
-from memory.search_index import SearchIndex, top_k
+from memory.search_index import EncodedTerms, SearchIndex, top_k
 from schemas.records import ArchivedMessage, Role
 from schemas.settings import SearchMode
 from server.adapters.lance_analyzer import QueryTerms
@@ -356,7 +356,7 @@ class MessageEntry:
         self,
         columns: Mapping[str, Sequence[Any]],
         vectors: npt.ArrayLike,
-        terms: Sequence[Sequence[str]],
+        terms: Sequence[Sequence[str]] | EncodedTerms,
     ) -> None:
         """Add rows given column by column (``id``, ``at`` as epoch seconds, ``meta`` as
         JSON text, ...); rows whose id is already held are skipped."""
@@ -367,7 +367,8 @@ class MessageEntry:
         if len(fresh) < len(ids):
             columns = {name: [values[i] for i in fresh] for name, values in columns.items()}
             vectors = np.asarray(vectors, dtype=np.float32)[fresh]
-            terms = [terms[i] for i in fresh]
+            listed = terms.lists() if isinstance(terms, EncodedTerms) else terms
+            terms = [listed[i] for i in fresh]
         first = self.index.add(vectors, terms, columns["scope"])
         for offset, ident in enumerate(columns["id"]):
             self.positions[ident] = first + offset

@@ -28,7 +28,7 @@ from memory.keywords import extract_keywords
 from memory.ranking import Candidates, asks_assistant, gathers, rank
 from memory.recall import search_text
 from memory.scoring import rrf_score
-from memory.search_index import SearchIndex
+from memory.search_index import EncodedTerms, SearchIndex
 from memory.text import query_text
 from memory.when import anchor_of
 from schemas.records import ArchivedMessage
@@ -92,13 +92,29 @@ def _indexed(table: pa.Table, analyzed: dict[str, list[str]], dim: int) -> Messa
         }
         data["at"] = (pc.cast(part["at"], pa.int64()).to_numpy() / 1e6).tolist()
         vectors = part["vector"].combine_chunks().flatten().to_numpy().reshape(-1, dim)
-        stored: list[str | None] = part[TERMS_COLUMN].to_pylist()
-        terms = [
-            analyzed.get(ident, []) if joined is None else joined.split(" ") if joined else []
-            for ident, joined in zip(data["id"], stored, strict=True)
-        ]
+        column = part[TERMS_COLUMN].combine_chunks()
+        terms: list[list[str]] | EncodedTerms
+        if column.null_count:  # some stored without terms: by id from ``analyzed``
+            terms = [
+                analyzed.get(ident, []) if joined is None else joined.split(" ") if joined else []
+                for ident, joined in zip(data["id"], column.to_pylist(), strict=True)
+            ]
+        else:
+            terms = _encoded(column)
         entry.add(data, vectors, terms)
     return entry
+
+
+def _encoded(joined: pa.StringArray) -> EncodedTerms:
+    """Stored terms (each row's words joined by spaces, ``""`` for none), split and
+    dictionary-encoded by Arrow: a user's load looks each distinct word up once."""
+    split = pc.split_pattern(pc.if_else(pc.equal(joined, ""), None, joined), " ")
+    words = pc.list_flatten(split).dictionary_encode()
+    return EncodedTerms(
+        words.dictionary.to_pylist(),
+        words.indices.to_numpy(zero_copy_only=False),
+        pc.fill_null(pc.list_value_length(split), 0).to_numpy(zero_copy_only=False),
+    )
 
 
 class MessageSearch:

@@ -1,0 +1,186 @@
+"""Which documents hold each term, and how many times: the postings behind BM25.
+
+Pure and synchronous (NumPy and the standard library). Terms and documents are small
+integers handed out by the caller (``memory.search_index``). A term's documents come
+back in no particular order.
+
+Postings live in two places:
+
+* **runs**: large additions (a user's index loading, an import batch) are counted by
+  NumPy in one sort and kept as three flat arrays, with each term's stretch found by
+  an offset, so a load makes no Python object per term. Two runs of about the same
+  size are merged into one (like a binary counter), so an index added to in many
+  batches keeps few runs;
+* **the tail**: a few words at a time (a chat turn) go to one small array per term
+  they touch; past ``TAIL_LIMIT`` postings the tail becomes a run.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["SMALL_ADDITION", "TAIL_LIMIT", "Postings"]
+
+#: Words up to which an addition is counted in plain Python (NumPy's fixed cost would
+#: dominate) into the tail.
+SMALL_ADDITION = 256
+#: Postings the tail holds before it becomes a run.
+TAIL_LIMIT = 8192
+
+Ints = npt.NDArray[np.int32]
+
+
+class _Run:
+    """Postings sorted by term: term ``t``'s are ``docs[starts[t]:starts[t + 1]]`` (none
+    for a term at or past ``len(starts) - 1``, which the run predates)."""
+
+    __slots__ = ("counts", "docs", "starts")
+
+    def __init__(self, terms: npt.NDArray[np.int64], docs: Ints, counts: Ints) -> None:
+        """From postings already sorted by term."""
+        self.docs, self.counts = docs, counts
+        top = int(terms[-1]) + 1 if len(terms) else 0
+        self.starts = np.searchsorted(terms, np.arange(top + 1)).astype(np.int64)
+
+    def __len__(self) -> int:
+        return len(self.docs)
+
+    def terms(self) -> npt.NDArray[np.int64]:
+        return np.repeat(np.arange(len(self.starts) - 1, dtype=np.int64), np.diff(self.starts))
+
+    def of(self, term: int) -> tuple[Ints, Ints] | None:
+        if term >= len(self.starts) - 1:
+            return None
+        start, end = self.starts[term], self.starts[term + 1]
+        return (self.docs[start:end], self.counts[start:end]) if end > start else None
+
+    def nbytes(self) -> int:
+        return int(self.docs.nbytes + self.counts.nbytes + self.starts.nbytes)
+
+
+def _run_of(terms: npt.NDArray[np.int64], docs: Ints, counts: Ints) -> _Run:
+    """A run of postings in any order (a stable sort by term keeps each term's order)."""
+    order = np.argsort(terms, kind="stable")
+    return _Run(terms[order], docs[order], counts[order])
+
+
+class Postings:
+    """Term -> (documents, counts), see the module docstring."""
+
+    def __init__(self, *, tail_limit: int = TAIL_LIMIT) -> None:
+        self._tail_limit = tail_limit
+        self._runs: list[_Run] = []
+        self._tail_docs: dict[int, array[int]] = {}
+        self._tail_counts: dict[int, array[int]] = {}
+        self._tail = 0
+        self._count = 0
+
+    def __len__(self) -> int:
+        """Postings held: (term, document) pairs."""
+        return self._count
+
+    @property
+    def runs(self) -> int:
+        """Runs held (the tail not counted)."""
+        return len(self._runs)
+
+    def nbytes(self) -> int:
+        """About how much memory the postings hold."""
+        runs = sum(run.nbytes() for run in self._runs)
+        return runs + self._tail * 8 + len(self._tail_docs) * 150
+
+    def add(
+        self, first: int, ids: Sequence[int] | npt.NDArray[np.int64], lengths: list[int]
+    ) -> None:
+        """Post documents ``first, first + 1, ...``, ``lengths[i]`` term ids each, one
+        document's after the other in ``ids``."""
+        if not len(ids):
+            return
+        if len(ids) <= SMALL_ADDITION:
+            self._add_small(first, ids.tolist() if isinstance(ids, np.ndarray) else ids, lengths)
+            return
+        docs = np.repeat(np.arange(first, first + len(lengths), dtype=np.int64), lengths)
+        pairs, counts = np.unique(np.asarray(ids, dtype=np.int64) << 32 | docs, return_counts=True)
+        run = _Run(pairs >> 32, (pairs & 0xFFFFFFFF).astype(np.int32), counts.astype(np.int32))
+        self._count += len(run)
+        self._push(run)
+
+    def _add_small(self, first: int, ids: Sequence[int], lengths: list[int]) -> None:
+        at = 0
+        for doc, length in enumerate(lengths, first):
+            counted: dict[int, int] = {}
+            for term in ids[at : at + length]:
+                counted[term] = counted.get(term, 0) + 1
+            for term, count in counted.items():
+                docs = self._tail_docs.get(term)
+                if docs is None:
+                    docs = self._tail_docs[term] = array("i")
+                    self._tail_counts[term] = array("i")
+                docs.append(doc)
+                self._tail_counts[term].append(count)
+            self._tail += len(counted)
+            self._count += len(counted)
+            at += length
+        if self._tail > self._tail_limit:
+            self._push(self._tail_run())
+
+    def _tail_run(self) -> _Run:
+        """The tail as a run; the tail is empty after."""
+        terms = np.repeat(
+            np.fromiter(self._tail_docs, dtype=np.int64, count=len(self._tail_docs)),
+            [len(docs) for docs in self._tail_docs.values()],
+        )
+        docs = np.frombuffer(b"".join(d.tobytes() for d in self._tail_docs.values()), np.int32)
+        counts = np.frombuffer(b"".join(c.tobytes() for c in self._tail_counts.values()), np.int32)
+        self._tail_docs, self._tail_counts, self._tail = {}, {}, 0
+        return _run_of(terms, docs.copy(), counts.copy())
+
+    def _push(self, run: _Run) -> None:
+        """Append a run, merging the last two while the older is at most twice the newer."""
+        self._runs.append(run)
+        while len(self._runs) >= 2 and len(self._runs[-2]) <= 2 * len(self._runs[-1]):
+            newer, older = self._runs.pop(), self._runs.pop()
+            self._runs.append(
+                _run_of(
+                    np.concatenate([older.terms(), newer.terms()]),
+                    np.concatenate([older.docs, newer.docs]),
+                    np.concatenate([older.counts, newer.counts]),
+                )
+            )
+
+    def of(self, term: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """The documents holding ``term`` and how many times each holds it."""
+        parts = [part for run in self._runs if (part := run.of(term)) is not None]
+        tail = self._tail_docs.get(term)
+        if tail is not None:
+            parts.append(
+                (
+                    np.frombuffer(tail, dtype=np.int32),
+                    np.frombuffer(self._tail_counts[term], dtype=np.int32),
+                )
+            )
+        if not parts:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        docs = np.concatenate([d for d, _ in parts]).astype(np.int64)
+        counts = np.concatenate([c for _, c in parts]).astype(np.float32)
+        return docs, counts
+
+    def renumber(self, moved: npt.NDArray[np.int64]) -> None:
+        """Documents move to ``moved[doc]``; those moved to -1 are dropped. One run after."""
+        pending = [*self._runs]
+        if self._tail_docs:
+            pending.append(self._tail_run())
+        self._runs = []
+        if not pending:
+            self._count = 0
+            return
+        terms = np.concatenate([run.terms() for run in pending])
+        docs = moved[np.concatenate([run.docs for run in pending])]
+        counts = np.concatenate([run.counts for run in pending])
+        stay = docs >= 0
+        self._runs = [_run_of(terms[stay], docs[stay].astype(np.int32), counts[stay])]
+        self._count = int(stay.sum())
