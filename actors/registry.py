@@ -108,7 +108,7 @@ class SessionRegistry:
                 self._forget_user(user_id)
         self._time(key, actor.last_active + self._deps.settings.idle_timeout)
         self.spawn(functools.partial(self._deps.store.warm, user_id))  # ready for its search
-        self.preload_embedder()
+        self.preload_embedder_soon()
         kind: EventKind = "actor.resumed" if memory is not None else "actor.spawned"
         self._deps.events.emit(
             kind, session_id=session_id, user_id=user_id, scope=scope, turns=actor.turn_count
@@ -209,12 +209,19 @@ class SessionRegistry:
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 self._subscribers.get(key, set()).discard(stream)
 
-    def preload_embedder(self) -> None:
+    def preload_embedder_soon(self) -> None:
         """A user showed up: load the embedder's model in the background, once (an idle
         server that has seen no user holds none; see ``Embedder.preload``)."""
         if not self._preloading:
             self._preloading = True
             self.spawn(self._deps.embedder.preload)
+
+    async def preload_embedder(self) -> None:
+        """Load the embedder's model now, once; a failure is logged (the first ``embed``
+        tries again and reports it to its caller)."""
+        if not self._preloading:
+            self._preloading = True
+            await self._background(self._deps.embedder.preload)
 
     def spawn(self, work: Callable[[], Awaitable[None]]) -> None:
         """Run ``work`` in the background (end-of-session notes); failures are logged."""

@@ -49,7 +49,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     embedder: str = "onnx-minilm"
     #: Threads one ONNX embedding may use (a query embeds in ~6.6 ms with 2, ~8.9 with 1).
     embed_threads: int = 2
-    #: Load the embedder's model right after start, in the background (the default: no
+    #: Load the embedder's model at start, before the server listens (the default: no
     #: user's first request waits 0.3-2 s for the load), rather than when the first user
     #: shows up (``False``: an idle server that has seen no user holds ~220 MiB less).
     preload_embedder: bool = True

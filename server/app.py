@@ -135,7 +135,8 @@ def create_app(
                     registry = SessionRegistry(sessions, deps)
                     live.append(registry)
                     if settings.preload_embedder:
-                        registry.preload_embedder()
+                        # Before the server listens, so no first request waits for it.
+                        await registry.preload_embedder()
                     sweeper = Sweeper(deps, registry)
                     await sessions.start(sweeper.run)
                     sessions.start_soon(metrics.sample_loop_lag)

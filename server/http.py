@@ -61,7 +61,7 @@ def authenticated(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         if delay:
             await anyio.sleep(delay)
         request.state.user_id = user_id  # bodies read and answers written spend its budget
-        request.state.registry.preload_embedder()  # a user showed up: time for the model
+        request.state.registry.preload_embedder_soon()  # a user showed up: time for the model
         try:
             return await handler(request, user_id)
         except (BadRequest, Rejected) as exc:

@@ -31,6 +31,11 @@ def quote_all(values: Sequence[str]) -> str:
     return "(" + ", ".join(quote(v) for v in values) + ")"
 
 
+#: Whose rows the store's ``warm_up`` reads at start (a valid id that names nobody: a
+#: user by that name would only be read, never cached or changed).
+WARM_UP_USER = "mnemo.warm-up"
+
+
 def user_filter(user_id: str) -> str:
     if not SAFE_ID.match(user_id):
         raise ValueError(f"invalid user id {user_id!r}")

@@ -26,7 +26,7 @@ from schemas.records import AppNote, Fact, Progress, UserProfile
 from schemas.settings import SearchMode
 from server.adapters.lance_analyzer import FTS_TOKENIZER, Analyzer, AnalyzerUnavailable
 from server.adapters.lance_cache import Budget, FactEntry, UserCache, hybrid_ranks
-from server.adapters.lance_common import PurgeGate, quote, quote_all, user_filter
+from server.adapters.lance_common import WARM_UP_USER, PurgeGate, quote, quote_all, user_filter
 
 __all__ = ["LanceFacts"]
 
@@ -146,6 +146,11 @@ class LanceFacts:
         where = f"{user_filter(user_id)} AND validity = 'active'"
         rows = await self._gate.read(self._facts.query().where(where).select(_FACT_COLUMNS).to_list)
         return FactEntry(self._dim, map(_stored, rows))
+
+    async def warm_up(self) -> None:
+        """Read the facts of a user who has none, caching nothing: the process's first
+        fact query is paid at start, not by the first user's search."""
+        await self._load(WARM_UP_USER)
 
     async def warm(self, user_id: str) -> None:
         """Load and index the user's active facts ahead of their first search."""

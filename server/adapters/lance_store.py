@@ -190,6 +190,10 @@ class LanceStore:
         self._search.attach(self._archive, self._analyzer, self._dim)
         if replayed := await self._archive.recover():
             _log.info("replayed %d journaled messages into the archive", replayed)
+        # The process's first queries (Lance opening files and indexes, ~10-20 ms) are
+        # paid here, not by the first user's search.
+        await self._search.warm_up()
+        await self._facts.warm_up()
 
     async def _ensure_indexes(self) -> None:
         indices = await self._messages.list_indices()

@@ -43,7 +43,7 @@ from server.adapters.lance_cache import (
     hybrid_ranks,
     with_neighbours,
 )
-from server.adapters.lance_common import PurgeGate, user_filter
+from server.adapters.lance_common import WARM_UP_USER, PurgeGate, user_filter
 from server.adapters.lance_messages import (
     COLUMNS,
     TERMS_COLUMN,
@@ -186,6 +186,12 @@ class MessageSearch:
             if time.perf_counter() - step > _STEP_SECONDS:  # many users: let the loop run
                 await anyio.lowlevel.checkpoint()
                 step = time.perf_counter()
+
+    async def warm_up(self) -> None:
+        """Read and index the rows of a user who has none: the process's first query
+        (Lance opening the table's files and indexes) and first index build are paid
+        here, at start, not by the first user's search. Nothing is cached."""
+        await self._read_messages(WARM_UP_USER)
 
     async def _analyze(self, texts: Sequence[str]) -> list[list[str]]:
         assert self._analyzer is not None, "the store is not open"

@@ -235,7 +235,10 @@ def _load(threads: int) -> _Model:
     tokenizer = Tokenizer.from_str(resource.read_text(encoding="utf-8"))
     tokenizer.enable_truncation(max_length=_MAX_TOKENS)
     tokenizer.no_padding()  # _Model pads each batch to its longest text
-    return _Model(session, tokenizer)
+    model = _Model(session, tokenizer)
+    # onnxruntime sets up its buffers on the first run (tens of ms): not on a user's query.
+    model.run(model.encode(["warm up"]))
+    return model
 
 
 def _check(ok: bool, path: object, what: str) -> None:
