@@ -41,7 +41,7 @@ _FILLER = re.compile(
 _TIME = (
     r"每天|每周[一二三四五六日天]?|每个?月|每个?周末|周末|平时|平常|早上|晚上|中午|下午|上午|现在|最近|目前|如今|"
     r"上个?月|上周|上个星期|去年|今年|前年|前几天|前段时间|这几年|这些年|这段时间|刚刚|刚|已经|一直|"
-    r"经常|总是|偶尔|有时候|有时|天天|常常|通常|一般|以前|之前|过去|原来|曾经|小时候|终于|马上|"
+    r"经常|总是|偶尔|有时候|有时|天天|常常|通常|一般|以前|之前|过去|原来|曾经|小时候|从小|从来|终于|马上|"
     r"下班后?|上班前|工作日|以后|后来|开始|又|睡前|饭后|饭前|早饭|午饭|晚饭|"
     r"\d+年|[一二三四五六七八九十两]+年前?|周[一二三四五六日末]|星期[一二三四五六日天]"
 )
@@ -56,7 +56,8 @@ _ADVERB = (
     r"兄弟|家里人)们?(?:一起)?|一起"
 )
 
-_LEAD = re.compile(r"^(?:" + _TIME + "|" + _ADVERB + r")")
+# 从去年开始, 从上个月起: since a time, so still true now.
+_LEAD = re.compile(r"^(?:从(?:" + _TIME + r")(?:开始|起)?|" + _TIME + "|" + _ADVERB + r")")
 
 _NEGATION = re.compile(
     r"^(?:不再|再也不|已经不|已经没有?|不太能|不怎么能|不太|不怎么|不能|不可以|没法|不|没有|没)"
@@ -197,6 +198,7 @@ def _lead(text: str, state: State) -> str:
         word = match.group()
         if _NEGATION.match(word):
             state.negated = True
+            state.lacks = word.endswith("有")
             state.change |= word in ("不再", "再也不", "已经不", "已经没有", "已经没")
         else:
             state.change |= word in _CHANGE
@@ -287,6 +289,12 @@ def chinese_statements(clause: Clause, people: People) -> list[Statement]:
     named = _NAMED_AFTER.search(rest) if not speaker.is_user else None
     if named is not None and named.start():  # 我对象是大学同学,叫陈默: then their name
         rest = rest[: named.start()]
+    if (
+        state.lacks
+        and _first_reading(rest) in (None, "general")
+        and _first_reading("有" + rest) == "keeps"
+    ):
+        rest = "有" + rest  # 没有 + a noun: "does not have" it (没有男朋友, 没有车)
     for name, pattern, handler in VERBS:
         match = pattern.match(rest)
         if match is not None:
@@ -300,6 +308,11 @@ def chinese_statements(clause: Clause, people: People) -> list[Statement]:
                 people.last = state.people_other if not speaker.is_user else speaker
             return [_full_width(f) for f in found_now]
     return _capture(speaker, rest, implied)
+
+
+def _first_reading(text: str) -> str | None:
+    """The name of the first verb pattern that reads ``text``, if any."""
+    return next((name for name, pattern, _ in VERBS if pattern.match(text)), None)
 
 
 def _capture(speaker: Speaker, rest: str, implied: bool) -> list[Statement]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memory.statements import Speaker, Statement
 
@@ -62,6 +62,8 @@ class State:
 
     speaker: Speaker
     negated: bool = False
+    #: The negation was 没有: "not have" before a noun ("没有男朋友"), "did not" before a verb.
+    lacks: bool = False
     change: bool = False
     past: bool = False
     lead: str = ""
@@ -125,7 +127,8 @@ def _lives(m: re.Match[str], s: State) -> list[Statement]:
 
 
 def _from(m: re.Match[str], s: State) -> list[Statement]:
-    return _one(s, "from", m["v"], _say(s, "来自", clean(m["v"])))
+    place = m["v"] or m["w"]
+    return _one(s, "from", place, _say(s, "来自", clean(place)))
 
 
 def _employer(m: re.Match[str], s: State) -> list[Statement]:
@@ -213,10 +216,12 @@ def _keeps(m: re.Match[str], s: State) -> list[Statement]:
     if partner and verb == "有":
         if not s.negated:
             s.people_other = Speaker(relation=partner.group(1))
-        status = "单身" if s.negated else "恋爱中"
-        return _one(
-            s, "relationship_status", status, _say(s, verb, value, negated_form="没"), updates=True
-        )
+        said = _say(s, verb, value, negated_form="没")
+        if s.negated and not s.past:  # 没有男朋友: single, said positively
+            return _one(
+                replace(s, negated=False), "relationship_status", "单身", said, updates=True
+            )
+        return _one(s, "relationship_status", "恋爱中", said, updates=True)
     if any(r in value for r in RELATIONS):
         return _one(s, "family", value, _say(s, verb, value, negated_form="没"))
     if re.search(r"病|症|哮喘|过敏", value):
@@ -224,6 +229,14 @@ def _keeps(m: re.Match[str], s: State) -> list[Statement]:
     if verb == "有" and re.search(r"车|房|钢琴|吉他", value):
         return _one(s, "owns", value, _say(s, verb, value, negated_form="没"))
     return []
+
+
+def _graduated(m: re.Match[str], s: State) -> list[Statement]:
+    """毕业于清华大学, 从北京大学毕业: the school, as a finished one."""
+    school = clean(m["v"] or m["w"])
+    return _one(
+        s, "school", f"毕业于{school}", f"{s.speaker.chinese()}毕业于{school}", updates=True
+    )
 
 
 def _speaks(m: re.Match[str], s: State) -> list[Statement]:
@@ -364,8 +377,12 @@ _P = r"(?P<v>.+)"
 
 _VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
     ("status", r"(?P<v>结婚|单身|离婚|订婚|离异|脱单|谈恋爱|恋爱|有对象|分手)", _status),
-    ("lives", r"(?P<verb>住在|住|搬到了?|搬去了?|搬来了?|搬家到了?)" + _P, _lives),
-    ("from", r"(?:来自|是从)(?P<v>.+?)(?:来的)?$", _from),
+    (
+        "lives",
+        r"(?:从[^搬]{1,10})?(?P<verb>住在|住|搬到了?|搬去了?|搬来了?|搬家到了?)" + _P,
+        _lives,
+    ),
+    ("from", r"(?:来自|是从)(?P<v>.+?)(?:来的?)?$|从(?P<w>.+?)来的?$", _from),
     ("name", r"(?:叫|名字叫|名字是)" + _P, name_of),
     (
         "age",
@@ -411,6 +428,7 @@ _VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
     ("class", r"报了?(?:个|一个)?(?P<v>.+?班)", _learns),
     ("pet-named", r"(?P<pet>猫|狗|猫咪|狗狗)叫(?P<v>.+)", _pet_named),
     ("joined", r"(?:去了|进了|加入了?)(?P<v>[\u4e00-\u9fffA-Za-z]{2,10})$", _joined),
+    ("graduated-from", r"(?:毕业于(?P<v>.+)|从(?P<w>.+?)毕业(?:的)?$)", _graduated),
     (
         "graduated",
         r"(?:大学|研究生|硕士|博士)?毕业",

@@ -244,6 +244,10 @@ def test_moves_and_job_changes_are_updates_however_they_are_phrased(
         pytest.param("我不再喝咖啡了", "用户不再喝咖啡", "drinks", "咖啡", id="zh-no-longer"),
         pytest.param("我以前住在杭州", "用户以前住在杭州", "lives_in", "杭州", id="zh-before"),
         pytest.param("我戒烟了", "用户戒了烟", "habit", "烟", id="zh-quit"),
+        pytest.param("我没有车", "用户没有车", "owns", "车", id="zh-not-have"),
+        pytest.param("我没有哥哥", "用户没有哥哥", "family", "哥哥", id="zh-no-relative"),
+        pytest.param("我没有养猫", "用户没养猫", "has_pet", "猫", id="zh-did-not-keep"),
+        pytest.param("我从来不吃辣", "用户不吃辣", "eats", "辣", id="zh-never"),
     ],
 )
 def test_negation_retraction_and_past_tense_give_negated_facts(
@@ -476,6 +480,17 @@ CHINESE: dict[str, tuple[str, list[Row]]] = {
     "switch": ("我不再喝咖啡了，改喝茶。",
                [("用户不再喝咖啡", "drinks", "咖啡"), ("用户喝茶", "drinks", "茶")]),
     "lactose": ("我乳糖不耐受。", [("用户对乳糖过敏", "allergic_to", "乳糖")]),
+    "no-partner": ("我没有男朋友。", [("用户没有男朋友", "relationship_status", "单身")]),
+    "no-longer-partner": ("我已经没有女朋友了。",
+                          [("用户不再有女朋友", "relationship_status", "单身")]),
+    "graduated-from": ("我毕业于清华大学。", [("用户毕业于清华大学", "school", "毕业于清华大学")]),
+    "graduated-from-at": ("我去年从浙江大学毕业的。",
+                          [("用户毕业于浙江大学", "school", "毕业于浙江大学")]),
+    "from-came": ("我是从成都来的。", [("用户来自成都", "from", "成都")]),
+    "from-bare": ("我从北京来。", [("用户来自北京", "from", "北京")]),
+    "moved-from-to": ("我从上海搬到了杭州。", [("用户住在杭州", "lives_in", "杭州")]),
+    "since-childhood": ("我从小就喜欢猫。", [("用户从小喜欢猫", "likes", "猫")]),
+    "since-last-year": ("我从去年开始学吉他。", [("用户从去年开始在学吉他", "learning", "吉他")]),
 }
 # fmt: on
 
