@@ -40,11 +40,14 @@ class _Run:
 
     __slots__ = ("counts", "docs", "starts")
 
-    def __init__(self, terms: npt.NDArray[np.int64], docs: Ints, counts: Ints) -> None:
+    def __init__(self, starts: npt.NDArray[np.int64], docs: Ints, counts: Ints) -> None:
+        self.starts, self.docs, self.counts = starts, docs, counts
+
+    @classmethod
+    def of_sorted(cls, terms: npt.NDArray[np.int64], docs: Ints, counts: Ints) -> _Run:
         """From postings already sorted by term."""
-        self.docs, self.counts = docs, counts
         top = int(terms[-1]) + 1 if len(terms) else 0
-        self.starts = np.searchsorted(terms, np.arange(top + 1)).astype(np.int64)
+        return cls(np.searchsorted(terms, np.arange(top + 1)).astype(np.int64), docs, counts)
 
     def __len__(self) -> int:
         return len(self.docs)
@@ -65,7 +68,22 @@ class _Run:
 def _run_of(terms: npt.NDArray[np.int64], docs: Ints, counts: Ints) -> _Run:
     """A run of postings in any order (a stable sort by term keeps each term's order)."""
     order = np.argsort(terms, kind="stable")
-    return _Run(terms[order], docs[order], counts[order])
+    return _Run.of_sorted(terms[order], docs[order], counts[order])
+
+
+def _merged(older: _Run, newer: _Run) -> _Run:
+    """One run holding both, each term's older postings first: no sort, as both are in
+    term order (a posting moves by the other run's postings of the terms before its own)."""
+    top = max(len(older.starts), len(newer.starts))
+    before = np.pad(older.starts, (0, top - len(older.starts)), mode="edge")
+    after = np.pad(newer.starts, (0, top - len(newer.starts)), mode="edge")
+    at_older = np.arange(len(older)) + after[older.terms()]
+    at_newer = np.arange(len(newer)) + before[newer.terms() + 1]
+    docs = np.empty(len(older) + len(newer), dtype=np.int32)
+    counts = np.empty_like(docs)
+    docs[at_older], docs[at_newer] = older.docs, newer.docs
+    counts[at_older], counts[at_newer] = older.counts, newer.counts
+    return _Run(before + after, docs, counts)
 
 
 class Postings:
@@ -105,7 +123,9 @@ class Postings:
             return
         docs = np.repeat(np.arange(first, first + len(lengths), dtype=np.int64), lengths)
         pairs, counts = np.unique(np.asarray(ids, dtype=np.int64) << 32 | docs, return_counts=True)
-        run = _Run(pairs >> 32, (pairs & 0xFFFFFFFF).astype(np.int32), counts.astype(np.int32))
+        run = _Run.of_sorted(
+            pairs >> 32, (pairs & 0xFFFFFFFF).astype(np.int32), counts.astype(np.int32)
+        )
         self._count += len(run)
         self._push(run)
 
@@ -144,13 +164,7 @@ class Postings:
         self._runs.append(run)
         while len(self._runs) >= 2 and len(self._runs[-2]) <= 2 * len(self._runs[-1]):
             newer, older = self._runs.pop(), self._runs.pop()
-            self._runs.append(
-                _run_of(
-                    np.concatenate([older.terms(), newer.terms()]),
-                    np.concatenate([older.docs, newer.docs]),
-                    np.concatenate([older.counts, newer.counts]),
-                )
-            )
+            self._runs.append(_merged(older, newer))
 
     def of(self, term: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """The documents holding ``term`` and how many times each holds it."""
