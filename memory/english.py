@@ -263,6 +263,7 @@ def _group(phrase: Phrase) -> Group | None:
             while phrase.peek(1) != "got":
                 phrase.pos += 1
                 group.change |= phrase.peek() in _CHANGE
+                group.negated |= phrase.peek() in ("not", "never")  # "I haven't got a car"
             phrase.pos += 1
             phrase.toks[phrase.pos] = phrase.low[phrase.pos] = "have"
             return group

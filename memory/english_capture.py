@@ -55,9 +55,15 @@ _YOU = frozenset("you your yours you're yourself".split())
 _PARTNERS = frozenset(
     "wife husband partner spouse girlfriend boyfriend fiance fiancee fiancé fiancée".split()
 )
+#: People the user knows who are not family ("my boss Tom": knows, not family).
+_ACQUAINTANCES = frozenset(
+    """friend friends bestie bff buddy pal mate roommate flatmate housemate neighbor
+    neighbour boss manager coworker co-worker colleague colleagues teammate mentor teacher
+    therapist doctor landlord classmate""".split()
+)
 _MY_RELATIVE = re.compile(
-    r"\b(?:my|our)\s+(?:(?:older|younger|little|big|best|baby|twin|eldest|youngest)\s+)?"
-    r"(?P<rel>[a-zé-]+),?\s+(?:named\s+|called\s+)?(?P<name>[A-Z][a-zé]+)\b"
+    r"\b(?i:my|our)\s+(?:(?:older|younger|little|big|best|baby|twin|eldest|youngest)\s+)?"
+    r"(?P<rel>[a-zé-]+),?\s+(?:(?:is\s+)?(?:named|called)\s+)?(?P<name>[A-Z][a-zé]+)\b"
 )
 _MY_PET = re.compile(
     r"\b(?i:my) (?:(?i:little|old|new|sweet) )?(?P<pet>[A-Za-z]+)"
@@ -92,7 +98,7 @@ def introduce(text: str, people: People, said: list[Statement]) -> list[Statemen
         if any(s.speaker.name == name for s in said):
             continue
         predicate = "partner" if relation in _PARTNERS else "family"
-        if relation not in _PARTNERS and relation in ("friend", "mate", "colleague", "coworker"):
+        if relation in _ACQUAINTANCES:
             predicate = "knows"
         out.append(Statement(predicate, f"{relation} {name}", f"User's {relation} is {name}"))
     return out

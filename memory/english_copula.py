@@ -76,6 +76,12 @@ _OWNED = frozenset(
 )
 
 
+#: "I have a girlfriend": the relationship status a partner says.
+_PARTNERS = {
+    **dict.fromkeys(("girlfriend", "boyfriend", "partner"), "in a relationship"),
+    **dict.fromkeys(("wife", "husband", "spouse"), "married"),
+    **dict.fromkeys(("fiance", "fiancee", "fiancé", "fiancée"), "engaged"),
+}
 _SKIP_NOUNS = frozenset(
     "question problem issue idea feeling time day meeting appointment doubt bug error moment"
     " chance call point lot headache cold".split()
@@ -118,6 +124,24 @@ def have(reading: Reading, verb: str) -> None:
     if pointer(found) or not words or _SKIP_NOUNS.intersection(words):
         return
     state = True
+    # "I have no car": not had. The value is the thing; the content keeps the words.
+    lacks = words[0] == "no" and len(words) > 1
+    had = found.split(" ", 1)[1] if lacks else found
+
+    def emit(predicate: str, content: str) -> None:
+        reading.emit(predicate, had, content, negated=True if lacks else None)
+
+    group = reading.group
+    now = not (group.past or group.used_to)  # "I had a girlfriend": a person, as before
+    if now and words[-1] in _PARTNERS and len(words) == 2 and words[0] in ("a", "an", "no"):
+        # "I have a girlfriend" is a status; "I don't have a boyfriend" (or "no boyfriend")
+        # says single, positively.
+        content = say(reading, "have", found + detail(phrase), state=state)
+        if group.negated or lacks:
+            reading.emit("relationship_status", "single", content, updates=True, negated=False)
+        else:
+            reading.emit("relationship_status", _PARTNERS[words[-1]], content, updates=True)
+        return
     mixed = _kinds(found)
     if mixed:  # "three kids and a beagle named Waffles": each thing had, as what it is
         for part, predicate in mixed:
@@ -125,10 +149,12 @@ def have(reading: Reading, verb: str) -> None:
         return
     if any(w in PETS for w in words):
         shown = found + _apposition(phrase)
-        reading.emit("has_pet", found, say(reading, "have", shown + detail(phrase), state=state))
+        emit("has_pet", say(reading, "have", shown + detail(phrase), state=state))
     elif any(w in RELATIONS for w in words):
-        reading.emit("family", found, say(reading, "have", found + detail(phrase), state=state))
+        emit("family", say(reading, "have", found + detail(phrase), state=state))
     elif "allergy" in words or "allergies" in words:
+        if lacks:  # "I have no allergies": no allergen to name
+            return
         phrase.pos = start
         while not phrase.done() and phrase.peek() not in ("allergy", "allergies"):
             phrase.pos += 1
@@ -139,14 +165,14 @@ def have(reading: Reading, verb: str) -> None:
         elif allergen:
             reading.emit("allergic_to", allergen, say(reading, "be", f"allergic to {allergen}"))
     elif any(w in HEALTH for w in words) or words[-1] in ("disease", "syndrome", "disorder"):
-        reading.emit("health", found, say(reading, "have", found, state=state))
+        emit("health", say(reading, "have", found, state=state))
     elif any(w in _OWNED for w in words) or found.split()[-1][:1].isupper():
-        reading.emit("owns", found, say(reading, "have", found + detail(phrase), state=state))
+        emit("owns", say(reading, "have", found + detail(phrase), state=state))
     elif words[-1] in ("degree", "phd", "masters", "master's", "bachelor's", "diploma"):
-        reading.emit("degree", found, say(reading, "have", found + detail(phrase)))
+        emit("degree", say(reading, "have", found + detail(phrase)))
     elif reading.group.frequency or not _MEALS.isdisjoint(phrase.low):
         # "For breakfast I usually have oatmeal": what the user eats, as a habit.
-        reading.emit("eats", found, say(reading, "have", found + detail(phrase)))
+        emit("eats", say(reading, "have", found + detail(phrase)))
 
 
 def _apposition(phrase: Phrase) -> str:

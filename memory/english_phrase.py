@@ -405,8 +405,10 @@ def say(reading: Reading, verb: str, tail: str, *, state: bool = True) -> str:
         form = f"previously {past(verb)}"
     elif group.negated and group.change:
         form = f"no longer {third_person(verb)}"
-    elif group.negated and verb in ("have", "have been"):
-        form = "has not" if verb == "have" else "has not been"
+    elif group.negated and verb == "have been":
+        form = "has not been"
+    elif group.negated and verb == "have":
+        form = "has not had" if group.perfect else "doesn't have"
     elif group.negated:
         form = f"doesn't {verb}"
     elif group.ability:

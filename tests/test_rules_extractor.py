@@ -244,6 +244,23 @@ def test_moves_and_job_changes_are_updates_however_they_are_phrased(
         pytest.param("我不再喝咖啡了", "用户不再喝咖啡", "drinks", "咖啡", id="zh-no-longer"),
         pytest.param("我以前住在杭州", "用户以前住在杭州", "lives_in", "杭州", id="zh-before"),
         pytest.param("我戒烟了", "用户戒了烟", "habit", "烟", id="zh-quit"),
+        pytest.param(
+            "I haven't got a car", "User doesn't have a car", "owns", "a car", id="not-got"
+        ),
+        pytest.param(
+            "My sister doesn't have a car",
+            "User's sister doesn't have a car",
+            "owns",
+            "a car",
+            id="other-not-have",
+        ),
+        pytest.param("I have no car", "User has no car", "owns", "car", id="have-no"),
+        pytest.param(
+            "I have no siblings", "User has no siblings", "family", "siblings", id="no-kin"
+        ),
+        pytest.param(
+            "I have never had a dog", "User has not had a dog", "has_pet", "a dog", id="never-had"
+        ),
         pytest.param("我没有车", "用户没有车", "owns", "车", id="zh-not-have"),
         pytest.param("我没有哥哥", "用户没有哥哥", "family", "哥哥", id="zh-no-relative"),
         pytest.param("我没有养猫", "用户没养猫", "has_pet", "猫", id="zh-did-not-keep"),
@@ -500,6 +517,61 @@ def test_chinese_statements_become_facts_with_their_structure(
     text: str, expected: list[Row]
 ) -> None:
     assert facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "status", "content"),
+    [
+        ("I have a girlfriend", "in a relationship", "User has a girlfriend"),
+        ("I have a partner", "in a relationship", "User has a partner"),
+        ("I have a husband", "married", "User has a husband"),
+        ("I have a fiancee", "engaged", "User has a fiancee"),
+        ("I don't have a girlfriend", "single", "User doesn't have a girlfriend"),
+        ("I have no boyfriend", "single", "User has no boyfriend"),
+        ("I don't have a boyfriend anymore", "single", "User no longer has a boyfriend"),
+        ("我没有男朋友", "单身", "用户没有男朋友"),
+    ],
+)
+def test_a_partner_had_or_not_is_the_current_relationship_status(
+    text: str, status: str, content: str
+) -> None:
+    [fact] = extract_facts(text)
+    assert (fact.predicate, fact.value, fact.content) == ("relationship_status", status, content)
+    assert (fact.negated, fact.updates_previous) == (False, True)
+
+
+@pytest.mark.parametrize(
+    ("text", "predicate", "value", "content"),
+    [
+        ("My sister is called Ana.", "family", "sister Ana", "User's sister is Ana"),
+        (
+            "My girlfriend is called Anna.",
+            "partner",
+            "girlfriend Anna",
+            "User's girlfriend is Anna",
+        ),
+        ("My boss is named Tom.", "knows", "boss Tom", "User's boss is Tom"),
+        ("Our neighbour Bob is loud.", "knows", "neighbour Bob", "User's neighbour is Bob"),
+    ],
+)
+def test_a_person_named_with_their_relation_is_remembered_by_name(
+    text: str, predicate: str, value: str, content: str
+) -> None:
+    assert facts_of(text)[0] == (content, predicate, value)
+
+
+def test_a_partner_had_before_is_a_person_of_the_past_not_a_status() -> None:
+    [fact] = extract_facts("I used to have a boyfriend")
+    assert (fact.predicate, fact.content, fact.negated) == (
+        "family",
+        "User previously had a boyfriend",
+        True,
+    )
+
+
+@pytest.mark.parametrize("text", ["I have no allergies", "I have no allergy to nuts"])
+def test_having_no_allergy_names_no_allergen(text: str) -> None:
+    assert extract_facts(text) == []
 
 
 def test_a_switch_in_chinese_replaces_the_old_habit() -> None:
