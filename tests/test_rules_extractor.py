@@ -589,3 +589,164 @@ def test_a_fact_written_by_hand_without_its_subject_is_read_as_the_users() -> No
     ]
     assert structure_of("Works at Acme as an engineer") is None  # two facts: no one structure
     assert structure_of("") is None
+
+
+# english_verbs: a sentence per cue word and branch
+
+Flagged = tuple[str, str, str, bool, bool]  # content, predicate, value, negated, updates_previous
+
+
+def flagged_facts_of(text: str) -> list[Flagged]:
+    return [
+        (f.content, f.predicate, f.value, f.negated, f.updates_previous)
+        for f in extract_facts(text)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "I hate cilantro.",
+            [("User hates cilantro", "dislikes", "cilantro", False, False)],
+            id="hate",
+        ),
+        pytest.param(
+            "I dislike crowds.",
+            [("User dislikes crowds", "dislikes", "crowds", False, False)],
+            id="dislike",
+        ),
+        pytest.param(
+            "I avoid sugar.", [("User avoids sugar", "dislikes", "sugar", False, False)], id="avoid"
+        ),
+        pytest.param(
+            "I detest mornings.",
+            [("User detests mornings", "dislikes", "mornings", False, False)],
+            id="detest",
+        ),
+        pytest.param(
+            "I loathe spiders.",
+            [("User loathes spiders", "dislikes", "spiders", False, False)],
+            id="loathe",
+        ),
+        pytest.param(
+            "I despise reality TV.",
+            [("User despises reality TV", "dislikes", "reality TV", False, False)],
+            id="despise",
+        ),
+        pytest.param(
+            "I used to love jazz.",
+            [("User previously loved jazz", "likes", "jazz", True, False)],
+            id="used-to",
+        ),
+        pytest.param(
+            "I can't stand cats and dogs.",
+            [
+                ("User can't stand cats", "dislikes", "cats", False, False),
+                ("User can't stand dogs", "dislikes", "dogs", False, False),
+            ],
+            id="cant-stand-two",
+        ),
+        pytest.param(
+            "I can't stand loud music at night.",
+            [("User can't stand loud music at night", "dislikes", "loud music", False, False)],
+            id="cant-stand-detail",
+        ),
+        pytest.param(
+            "I don't like cilantro.",
+            [("User doesn't like cilantro", "dislikes", "cilantro", False, False)],
+            id="dont-like",
+        ),
+        pytest.param(
+            "I don't enjoy crowds.",
+            [("User doesn't enjoy crowds", "dislikes", "crowds", False, False)],
+            id="dont-enjoy",
+        ),
+        pytest.param(
+            "I don't hate jazz.",
+            [("User doesn't hate jazz", "dislikes", "jazz", True, False)],
+            id="dont-hate",
+        ),
+        pytest.param(
+            "I don't prefer tea.",
+            [("User doesn't prefer tea", "prefers", "tea", True, False)],
+            id="dont-prefer",
+        ),
+        pytest.param(
+            "I prefer tea to coffee.",
+            [("User prefers tea to coffee", "prefers", "tea", False, False)],
+            id="prefer",
+        ),
+    ],
+)
+def test_every_way_of_saying_i_like_or_hate_something_reads_as_a_taste(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("I loved the concert last night", id="past-reaction"),
+        pytest.param("I liked the film", id="past-liked"),
+        pytest.param("I don't stand a chance", id="stand-without-cant"),
+        pytest.param("I can't stand it", id="stand-pointer"),
+    ],
+)
+def test_a_past_reaction_or_standing_a_chance_is_no_lasting_taste(text: str) -> None:
+    found = extract_facts(text)
+    assert [f for f in found if f.predicate in ("likes", "dislikes", "prefers")] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "I speak fluent Spanish.",
+            [("User speaks fluent Spanish", "speaks", "fluent Spanish", False, False)],
+            id="speak-fluent",
+        ),
+        pytest.param(
+            "I know German.",
+            [("User knows German", "speaks", "German", False, False)],
+            id="know-language",
+        ),
+        pytest.param(
+            "I know some Spanish.",
+            [("User knows some Spanish", "speaks", "some Spanish", False, False)],
+            id="know-some",
+        ),
+        pytest.param(
+            "I know a little Japanese.",
+            [("User knows a little Japanese", "speaks", "a little Japanese", False, False)],
+            id="know-a-little",
+        ),
+        pytest.param(
+            "I know basic Korean.",
+            [("User knows basic Korean", "speaks", "basic Korean", False, False)],
+            id="know-basic",
+        ),
+    ],
+)
+def test_every_way_of_saying_i_speak_a_language_reads_as_a_language(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("I speak to my mum every day.", id="to"),
+        pytest.param("I speak with a lisp.", id="with"),
+        pytest.param("I speak about climate policy at conferences.", id="about"),
+        pytest.param("I speak up in meetings.", id="up"),
+        pytest.param("I speak out against bullying.", id="out"),
+        pytest.param("I speak of my father often.", id="of"),
+        pytest.param("I know how to cook.", id="know-how"),
+        pytest.param("I know the owner.", id="know-someone"),
+    ],
+)
+def test_speaking_to_someone_or_knowing_a_thing_is_no_language(text: str) -> None:
+    assert [f for f in extract_facts(text) if f.predicate == "speaks"] == []
