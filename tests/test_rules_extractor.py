@@ -750,3 +750,185 @@ def test_every_way_of_saying_i_speak_a_language_reads_as_a_language(
 )
 def test_speaking_to_someone_or_knowing_a_thing_is_no_language(text: str) -> None:
     assert [f for f in extract_facts(text) if f.predicate == "speaks"] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "I basically live on instant noodles.",
+            [("User lives on instant noodles", "habit", "instant noodles", False, False)],
+            id="live-on-food",
+        ),
+        pytest.param(
+            "I live on Baker Street.",
+            [("User lives on Baker Street", "lives_in", "Baker Street", False, False)],
+            id="live-on-street",
+        ),
+        pytest.param(
+            "I live at 12 Baker Street.",
+            [("User lives at 12 Baker Street", "lives_in", "12 Baker Street", False, False)],
+            id="live-at",
+        ),
+        pytest.param(
+            "I live near Leeds.",
+            [("User lives near Leeds", "lives_in", "Leeds", False, False)],
+            id="live-near",
+        ),
+        pytest.param(
+            "I live outside Boston.",
+            [("User lives outside Boston", "lives_in", "Boston", False, False)],
+            id="live-outside",
+        ),
+        pytest.param(
+            "I live by Lake Geneva.",
+            [("User lives by Lake Geneva", "lives_in", "Lake Geneva", False, False)],
+            id="live-by",
+        ),
+        pytest.param(
+            "I moved back to Leeds.",
+            [("User lives in Leeds", "lives_in", "Leeds", False, True)],
+            id="moved-back",
+        ),
+        pytest.param(
+            "I moved from Leeds to York.",
+            [("User lives in York", "lives_in", "York", False, True)],
+            id="moved-from-to",
+        ),
+        pytest.param(
+            "We moved into a house in Bath.",
+            [("User lives in Bath", "lives_in", "Bath", False, True)],
+            id="moved-into",
+        ),
+        pytest.param(
+            "We settled in Bath.",
+            [("User lives in Bath", "lives_in", "Bath", False, True)],
+            id="settled",
+        ),
+        pytest.param(
+            "We've relocated to Bath.",
+            [("User lives in Bath", "lives_in", "Bath", False, True)],
+            id="relocated-perfect",
+        ),
+        pytest.param(
+            "I grew up on Skye.",
+            [("User grew up in Skye", "from", "Skye", False, False)],
+            id="grew-up-on",
+        ),
+    ],
+)
+def test_every_way_of_saying_where_i_live_or_moved_reads_as_a_home(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "I work full time at a bank.",
+            [("User works at a bank", "employer", "a bank", False, False)],
+            id="work-full-time",
+        ),
+        pytest.param(
+            "I work part time at a bakery.",
+            [("User works at a bakery", "employer", "a bakery", False, False)],
+            id="work-part-time",
+        ),
+        pytest.param(
+            "I work nights at a hospital.",
+            [("User works at a hospital", "employer", "a hospital", False, False)],
+            id="work-nights",
+        ),
+        pytest.param(
+            "I work weekends at a garden centre.",
+            [("User works at a garden centre", "employer", "a garden centre", False, False)],
+            id="work-weekends",
+        ),
+        pytest.param(
+            "I work evenings at a bar.",
+            [("User works at a bar", "employer", "a bar", False, False)],
+            id="work-evenings",
+        ),
+        pytest.param(
+            "I work mornings at a cafe.",
+            [("User works at a cafe", "employer", "a cafe", False, False)],
+            id="work-mornings",
+        ),
+        pytest.param(
+            "I work days at a clinic.",
+            [("User works at a clinic", "employer", "a clinic", False, False)],
+            id="work-days",
+        ),
+        pytest.param(
+            "I work shifts at a care home.",
+            [("User works at a care home", "employer", "a care home", False, False)],
+            id="work-shifts",
+        ),
+        pytest.param(
+            "I work freelance as a designer.",
+            [("User works as a designer", "occupation", "designer", False, False)],
+            id="work-freelance",
+        ),
+        pytest.param(
+            "I work mainly as a translator.",
+            [("User works as a translator", "occupation", "translator", False, False)],
+            id="work-mainly",
+        ),
+        pytest.param(
+            "I work mostly as a tutor.",
+            [("User works as a tutor", "occupation", "tutor", False, False)],
+            id="work-mostly",
+        ),
+        pytest.param(
+            "I work now as a nurse.",
+            [("User works as a nurse", "occupation", "nurse", False, False)],
+            id="work-now",
+        ),
+        pytest.param(
+            "I work remotely for a startup in Berlin.",
+            [("User works for a startup in Berlin", "employer", "a startup", False, False)],
+            id="work-remotely-for",
+        ),
+        pytest.param(
+            "I work remote for a startup.",
+            [("User works for a startup", "employer", "a startup", False, False)],
+            id="work-remote-for",
+        ),
+        pytest.param(
+            "I work for the NHS.",
+            [("User works for the NHS", "employer", "the NHS", False, False)],
+            id="work-for",
+        ),
+        pytest.param(
+            "I work on a compiler.",
+            [("User works on a compiler", "works_on", "a compiler", False, False)],
+            id="work-on",
+        ),
+        pytest.param(
+            "I work in finance.",
+            [("User works in finance", "works_in", "finance", False, False)],
+            id="work-in",
+        ),
+        pytest.param(
+            "I work in finance at a bank.",
+            [("User works in finance at a bank", "works_in", "finance", False, False)],
+            id="work-in-detail",
+        ),
+        pytest.param(
+            "I work from home.",
+            [("User works from home", "habit", "working from home", False, False)],
+            id="work-from-home",
+        ),
+        pytest.param(
+            "I work mostly from home.",
+            [("User works from home", "habit", "working from home", False, False)],
+            id="work-mostly-from-home",
+        ),
+    ],
+)
+def test_every_way_of_saying_where_or_as_what_i_work_reads_as_a_job(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
