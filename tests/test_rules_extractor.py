@@ -932,3 +932,386 @@ def test_every_way_of_saying_where_or_as_what_i_work_reads_as_a_job(
     text: str, expected: list[Flagged]
 ) -> None:
     assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "I started with Deloitte last month.",
+            [("User works at Deloitte", "employer", "Deloitte", False, True)],
+            id="started-with",
+        ),
+        pytest.param(
+            "I started at Google.",
+            [("User works at Google", "employer", "Google", False, True)],
+            id="started-at",
+        ),
+        pytest.param(
+            "I began as a junior developer.",
+            [("User works as a junior developer", "occupation", "junior developer", False, True)],
+            id="began-as",
+        ),
+        pytest.param(
+            "I joined Google last year.",
+            [("User works at Google", "employer", "Google", False, True)],
+            id="joined-employer",
+        ),
+        pytest.param(
+            "I started a new job at the BBC.",
+            [("User works at the BBC", "employer", "the BBC", False, True)],
+            id="started-new-job-at",
+        ),
+        pytest.param(
+            "I started my dream job at NASA.",
+            [("User works at NASA", "employer", "NASA", False, True)],
+            id="started-dream-job",
+        ),
+        pytest.param(
+            "I started a new position as a nurse.",
+            [("User works as a nurse", "occupation", "nurse", False, True)],
+            id="started-new-position-as",
+        ),
+        pytest.param(
+            "I started a new role at Monzo.",
+            [("User works at Monzo", "employer", "Monzo", False, True)],
+            id="started-new-role",
+        ),
+        pytest.param(
+            "I started working at a bakery.",
+            [("User works at a bakery", "employer", "a bakery", False, True)],
+            id="started-working-at",
+        ),
+        pytest.param(
+            "I started yoga.",
+            [("User started yoga", "hobby", "yoga", False, False)],
+            id="started-a-pastime",
+        ),
+        pytest.param(
+            "I began pottery classes.",
+            [("User started pottery classes", "hobby", "pottery classes", False, False)],
+            id="began-a-pastime",
+        ),
+        pytest.param(
+            "I started knitting last year.",
+            [("User knits", "habit", "knitting", False, False)],
+            id="started-a-verb",
+        ),
+        pytest.param(
+            "I got a full-time job at Tesco.",
+            [("User works at Tesco", "employer", "Tesco", False, True)],
+            id="got-full-time-job",
+        ),
+        pytest.param(
+            "I got a part-time job at Tesco.",
+            [("User works at Tesco", "employer", "Tesco", False, True)],
+            id="got-part-time-job",
+        ),
+        pytest.param(
+            "I got hired as a nurse.",
+            [("User works as a nurse", "occupation", "nurse", False, True)],
+            id="got-hired-as",
+        ),
+        pytest.param(
+            "I got a new job as a teacher.",
+            [("User works as a teacher", "occupation", "teacher", False, True)],
+            id="got-new-job-as",
+        ),
+        pytest.param(
+            "I got engaged last month.",
+            [("User got engaged", "relationship_status", "engaged", False, True)],
+            id="got-engaged",
+        ),
+        pytest.param(
+            "I got divorced last year.",
+            [("User got divorced", "relationship_status", "divorced", False, True)],
+            id="got-divorced",
+        ),
+        pytest.param(
+            "I got into med school.",
+            [("User studies at med school", "school", "med school", False, True)],
+            id="got-into-med-school",
+        ),
+        pytest.param(
+            "I got into the University of Leeds.",
+            [
+                (
+                    "User studies at the University of Leeds",
+                    "school",
+                    "the University of Leeds",
+                    False,
+                    True,
+                )
+            ],
+            id="got-into-university",
+        ),
+        pytest.param(
+            "I got into college.",
+            [("User studies at college", "school", "college", False, True)],
+            id="got-into-college",
+        ),
+        pytest.param(
+            "I got into pottery.",
+            [("User is into pottery", "likes", "pottery", False, False)],
+            id="got-into-taste",
+        ),
+        pytest.param(
+            "My dad got me into fishing.",
+            [("User is into fishing", "likes", "fishing", False, False)],
+            id="dad-got-me-into",
+        ),
+        pytest.param(
+            "We got two cats last year.",
+            [("User has two cats", "has_pet", "two cats", False, False)],
+            id="got-two-cats",
+        ),
+        pytest.param(
+            "I get the 6:40 train from Reading.",
+            [("User gets the 6:40 train from Reading", "habit", "commute", False, False)],
+            id="get-the-train",
+        ),
+        pytest.param(
+            "I get the bus to work.",
+            [("User gets the bus to work", "habit", "commute", False, False)],
+            id="get-the-bus",
+        ),
+        pytest.param(
+            "I became a nurse.",
+            [("User is a nurse", "occupation", "nurse", False, True)],
+            id="became-nurse",
+        ),
+        pytest.param(
+            "I've become a teacher.",
+            [("User is a teacher", "occupation", "teacher", False, True)],
+            id="become-perfect",
+        ),
+        pytest.param(
+            "I became pescatarian.",
+            [("User is pescatarian", "diet", "pescatarian", False, True)],
+            id="became-pescatarian",
+        ),
+        pytest.param(
+            "I go vegan on weekdays.",
+            [("User is vegan on weekdays", "diet", "vegan", False, True)],
+            id="go-vegan",
+        ),
+        pytest.param(
+            "I went vegetarian last year.",
+            [("User is vegetarian", "diet", "vegetarian", False, True)],
+            id="went-vegetarian",
+        ),
+        pytest.param(
+            "I go swimming on Sundays.",
+            [("User goes swimming on Sundays", "hobby", "swimming", False, False)],
+            id="go-swimming",
+        ),
+        pytest.param(
+            "I go to church every Sunday.",
+            [("User goes to church every Sunday", "habit", "church", False, False)],
+            id="go-to-church",
+        ),
+    ],
+)
+def test_every_way_of_saying_i_started_got_or_became_something_reads_as_news(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "I quit Facebook last year.",
+            [("User no longer works at Facebook", "employer", "Facebook", True, True)],
+            id="quit-facebook",
+        ),
+        pytest.param(
+            "I left Google.",
+            [("User no longer works at Google", "employer", "Google", True, True)],
+            id="left-employer",
+        ),
+        pytest.param(
+            "I left my job at the council.",
+            [("User no longer works at the Council", "employer", "the Council", True, True)],
+            id="left-my-job-at",
+        ),
+        pytest.param(
+            "I quit caffeine.",
+            [("User quit caffeine", "habit", "caffeine", True, False)],
+            id="quit-caffeine",
+        ),
+        pytest.param(
+            "I gave up meat.", [("User quit meat", "habit", "meat", True, False)], id="gave-up-meat"
+        ),
+        pytest.param(
+            "I stopped eating meat.",
+            [("User no longer eats meat", "eats", "meat", True, False)],
+            id="stopped-eating",
+        ),
+        pytest.param(
+            "I stopped going to church.",
+            [("User no longer goes to church", "habit", "church", True, False)],
+            id="stopped-going",
+        ),
+        pytest.param(
+            "A cigarette a day was too many, so I quit.",
+            [("User no longer smokes", "habit", "smoking", True, False)],
+            id="quit-smoking-cue",
+        ),
+        pytest.param(
+            "My vape broke so I quit.",
+            [("User no longer smokes", "habit", "smoking", True, False)],
+            id="vape-cue",
+        ),
+        pytest.param(
+            "Alcohol was ruining my life so I quit.",
+            [("User no longer drinks", "habit", "drinking", True, False)],
+            id="alcohol-cue",
+        ),
+        pytest.param(
+            "Too much booze! I quit.",
+            [("User no longer drinks", "habit", "drinking", True, False)],
+            id="booze-cue",
+        ),
+        pytest.param(
+            "The drinking got bad so I gave up.",
+            [("User no longer drinks", "habit", "drinking", True, False)],
+            id="drinking-cue",
+        ),
+        pytest.param(
+            "Smoke breaks were my life but I quit.",
+            [("User no longer smokes", "habit", "smoking", True, False)],
+            id="smoke-cue",
+        ),
+        pytest.param(
+            "I used to smoke, but I quit.",
+            [("User previously smoked", "habit", "smoking", True, False)],
+            id="used-to-smoke",
+        ),
+        pytest.param(
+            "I've retired.",
+            [("User is retired", "occupation", "retired", False, True)],
+            id="retired-perfect",
+        ),
+    ],
+)
+def test_every_way_of_saying_i_quit_reads_as_what_i_no_longer_do(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "I've taken up golf.",
+            [("User takes up golf", "hobby", "golf", False, False)],
+            id="taken-up",
+        ),
+        pytest.param(
+            "I take vitamin D every day.",
+            [("User takes vitamin D every day", "takes", "vitamin D", False, False)],
+            id="take-vitamin",
+        ),
+        pytest.param(
+            "I switched from Android to iPhone.",
+            [
+                ("User no longer uses Android", "habit", "Android", True, False),
+                ("User switched from Android to iPhone", "uses", "iPhone", False, True),
+            ],
+            id="switched",
+        ),
+        pytest.param(
+            "I swapped from coffee to tea.",
+            [
+                ("User no longer uses coffee", "habit", "coffee", True, False),
+                ("User switched from coffee to tea", "uses", "tea", False, True),
+            ],
+            id="swapped",
+        ),
+        pytest.param(
+            "I changed from Spotify to Apple Music.",
+            [
+                ("User no longer uses Spotify", "habit", "Spotify", True, False),
+                ("User switched from Spotify to Apple Music", "uses", "Apple Music", False, True),
+            ],
+            id="changed",
+        ),
+        pytest.param(
+            "I want to run a marathon.",
+            [("User wants to run a marathon", "goal", "run a marathon", False, False)],
+            id="want-to",
+        ),
+        pytest.param(
+            "I plan to run a marathon.",
+            [("User plans to run a marathon", "goal", "run a marathon", False, False)],
+            id="plan-to",
+        ),
+        pytest.param(
+            "I hope to retire early.",
+            [("User hopes to retire early", "goal", "retire early", False, False)],
+            id="hope-to",
+        ),
+        pytest.param(
+            "I intend to learn Italian.",
+            [("User intends to learn Italian", "goal", "learn Italian", False, False)],
+            id="intend-to",
+        ),
+        pytest.param(
+            "I aim to read fifty books this year.",
+            [
+                (
+                    "User aims to read fifty books this year",
+                    "goal",
+                    "read fifty books this year",
+                    False,
+                    False,
+                )
+            ],
+            id="aim-to",
+        ),
+        pytest.param(
+            "Everyone calls me Bea.",
+            [("User's name is Bea", "name", "Bea", False, False)],
+            id="they-call-me",
+        ),
+        pytest.param(
+            "I just turned 30.",
+            [("User is 30 years old", "age", "30", False, True)],
+            id="turned-30",
+        ),
+    ],
+)
+def test_every_way_of_saying_what_i_take_switch_want_or_am_called_reads_as_a_fact(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "predicate"),
+    [
+        pytest.param("I take the bus to work.", "takes", id="take-the"),
+        pytest.param("I take a nap every afternoon.", "takes", id="take-a"),
+        pytest.param("I take my dog to the park.", "takes", id="take-my"),
+        pytest.param("I take care of my mum.", "takes", id="take-care"),
+        pytest.param("I take part in a choir.", "takes", id="take-part"),
+        pytest.param("I took ibuprofen yesterday.", "takes", id="took"),
+        pytest.param("I switched to tea.", "uses", id="switch-without-from"),
+        pytest.param("I switched from it to tea.", "uses", id="switch-from-pointer"),
+        pytest.param("I switched from coffee to it.", "uses", id="switch-to-pointer"),
+        pytest.param("I wanted to be a doctor.", "goal", id="wanted"),
+        pytest.param("I want to visit Japan one day.", "goal", id="one-day"),
+        pytest.param("I want to write a book at some point.", "goal", id="some-point"),
+        pytest.param("I got the bus to work.", "habit", id="got-the-bus-once"),
+        pytest.param("I went to the gym.", "habit", id="went-to"),
+        pytest.param("I went swimming.", "hobby", id="went-ing"),
+        pytest.param("I gave up.", "habit", id="gave-up-nothing-named"),
+    ],
+)
+def test_a_thing_taken_once_a_wish_for_some_day_or_a_past_outing_is_no_lasting_fact(
+    text: str, predicate: str
+) -> None:
+    assert [f for f in extract_facts(text) if f.predicate == predicate] == []
