@@ -1315,3 +1315,165 @@ def test_a_thing_taken_once_a_wish_for_some_day_or_a_past_outing_is_no_lasting_f
     text: str, predicate: str
 ) -> None:
     assert [f for f in extract_facts(text) if f.predicate == predicate] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "I'm going by Rebecca now.",
+            [("User's name is Rebecca", "name", "Rebecca", False, True)],
+            id="going-by",
+        ),
+        pytest.param(
+            "We're getting married in June.",
+            [("User is engaged", "relationship_status", "engaged", False, False)],
+            id="getting-married",
+        ),
+        pytest.param(
+            "I'm doing bookkeeping for a builders' merchant.",
+            [
+                (
+                    "User is doing bookkeeping for a builders merchant",
+                    "occupation",
+                    "bookkeeping",
+                    False,
+                    True,
+                )
+            ],
+            id="doing-for",
+        ),
+        pytest.param(
+            "I'm building a treehouse for my kids.",
+            [
+                (
+                    "User is building a treehouse for their kids",
+                    "works_on",
+                    "a treehouse",
+                    False,
+                    False,
+                )
+            ],
+            id="building",
+        ),
+        pytest.param(
+            "I'm writing a novel.",
+            [("User is writing a novel", "works_on", "a novel", False, False)],
+            id="writing",
+        ),
+        pytest.param(
+            "I'm developing a mobile game.",
+            [("User is developing a mobile game", "works_on", "a mobile game", False, False)],
+            id="developing",
+        ),
+        pytest.param(
+            "I'm making a quilt.",
+            [("User is making a quilt", "works_on", "a quilt", False, False)],
+            id="making",
+        ),
+        pytest.param(
+            "I'm designing a board game.",
+            [("User is designing a board game", "works_on", "a board game", False, False)],
+            id="designing",
+        ),
+        pytest.param(
+            "I'm training for a marathon.",
+            [("User is training for a marathon", "goal", "a marathon", False, False)],
+            id="training-for",
+        ),
+        pytest.param(
+            "I'm taking a pottery class.",
+            [("User is taking a pottery class", "learning", "a pottery class", False, False)],
+            id="taking",
+        ),
+        pytest.param(
+            "I'm trying to lose weight.",
+            [("User is trying to lose weight", "goal", "lose weight", False, False)],
+            id="trying-to",
+        ),
+        pytest.param(
+            "I'm planning to run a marathon.",
+            [("User is planning to run a marathon", "goal", "run a marathon", False, False)],
+            id="planning-to",
+        ),
+        pytest.param(
+            "I'm hoping to visit Japan.",
+            [("User is hoping to visit Japan", "goal", "visit Japan", False, False)],
+            id="hoping-to",
+        ),
+        pytest.param(
+            "I'm aiming to read fifty books this year.",
+            [
+                (
+                    "User is aiming to read fifty books this year",
+                    "goal",
+                    "read fifty books this year",
+                    False,
+                    False,
+                )
+            ],
+            id="aiming-to",
+        ),
+        pytest.param(
+            "I'm studying law.",
+            [("User is studying law", "studies", "law", False, False)],
+            id="studying",
+        ),
+        pytest.param(
+            "I'm working at a bakery.",
+            [("User is working at a bakery", "employer", "a bakery", False, False)],
+            id="working-at",
+        ),
+        pytest.param(
+            "I'm living in Madrid.",
+            [("User is living in Madrid", "lives_in", "Madrid", False, False)],
+            id="living-in",
+        ),
+        pytest.param(
+            "I'm dating Sam.",
+            [("User is dating Sam", "relationship_status", "dating Sam", False, False)],
+            id="dating",
+        ),
+        pytest.param(
+            "I'm playing the cello.",
+            [("User is playing the cello", "hobby", "the cello", False, False)],
+            id="playing",
+        ),
+        pytest.param(
+            "I'm practicing the piano.",
+            [("User is practicing the piano", "hobby", "the piano", False, False)],
+            id="practicing",
+        ),
+        pytest.param(
+            "I'm playing football again.",
+            [("User is playing football", "hobby", "football", False, False)],
+            id="playing-again",
+        ),
+        pytest.param(
+            "I don't play golf anymore.",
+            [("User no longer plays golf", "hobby", "golf", True, False)],
+            id="anymore",
+        ),
+    ],
+)
+def test_every_verb_read_in_the_progressive_reads_as_what_is_going_on_now(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "predicate"),
+    [
+        pytest.param("I'm moving to Spain.", "lives_in", id="moving"),
+        pytest.param("I'm leaving Google.", "employer", id="leaving"),
+        pytest.param("I'm starting a new job at Google.", "employer", id="starting"),
+        pytest.param("I'm going to the gym.", "habit", id="going"),
+        pytest.param("I'm getting a dog.", "has_pet", id="getting"),
+        pytest.param("I'm visiting Rome.", "visited", id="visiting"),
+        pytest.param("I'm training hard.", "goal", id="training-for-nothing"),
+        pytest.param("I was doing data science.", "occupation", id="was-doing"),
+    ],
+)
+def test_a_plan_in_the_progressive_is_no_fact_yet(text: str, predicate: str) -> None:
+    assert [f for f in extract_facts(text) if f.predicate == predicate] == []
