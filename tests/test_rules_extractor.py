@@ -1477,3 +1477,83 @@ def test_every_verb_read_in_the_progressive_reads_as_what_is_going_on_now(
 )
 def test_a_plan_in_the_progressive_is_no_fact_yet(text: str, predicate: str) -> None:
     assert [f for f in extract_facts(text) if f.predicate == predicate] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "I volunteer at a food bank.",
+            [("User volunteers at a food bank", "volunteer", "a food bank", False, False)],
+            id="at",
+        ),
+        pytest.param(
+            "I volunteer for the Red Cross.",
+            [("User volunteers for the Red Cross", "volunteer", "the Red Cross", False, False)],
+            id="for",
+        ),
+        pytest.param(
+            "I volunteer with refugees.",
+            [("User volunteers with refugees", "volunteer", "refugees", False, False)],
+            id="with",
+        ),
+        pytest.param(
+            "I commute to London.",
+            [("User commutes to London", "commute", "London", False, False)],
+            id="to",
+        ),
+        pytest.param(
+            "I blog on Medium.", [("User blogs on Medium", "blog", "Medium", False, False)], id="on"
+        ),
+        pytest.param(
+            "I paint in oils.", [("User paints in oils", "paint", "oils", False, False)], id="in"
+        ),
+        pytest.param(
+            "I collect stamps and coins.",
+            [
+                ("User collects stamps", "collect", "stamps", False, False),
+                ("User collects coins", "collect", "coins", False, False),
+            ],
+            id="two-things",
+        ),
+        pytest.param(
+            "I used to collect stamps.",
+            [("User previously collected stamps", "collect", "stamps", True, False)],
+            id="used-to",
+        ),
+        pytest.param(
+            "I smoke about ten a day.",
+            [("User smokes about ten a day", "habit", "smoking", False, False)],
+            id="smoke-a-measure",
+        ),
+        pytest.param(
+            "I vape about twice an hour.",
+            [("User vapes about twice an hour", "habit", "vaping", False, False)],
+            id="vape-a-measure",
+        ),
+        pytest.param(
+            "I run every morning.",
+            [("User runs every morning", "habit", "running", False, False)],
+            id="hobby-alone",
+        ),
+        pytest.param(
+            "I meditate.",
+            [("User meditates", "habit", "meditating", False, False)],
+            id="hobby-verb-alone",
+        ),
+        pytest.param(
+            "I don't smoke.",
+            [("User doesn't smoke", "habit", "smoking", True, False)],
+            id="not-smoke",
+        ),
+        pytest.param(
+            "I don't commute.",
+            [("User doesn't commute", "habit", "commuting", True, False)],
+            id="not-commute",
+        ),
+    ],
+)
+def test_every_verb_without_a_reading_of_its_own_reads_as_what_the_user_does(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
