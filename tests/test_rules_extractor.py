@@ -1557,3 +1557,65 @@ def test_every_verb_without_a_reading_of_its_own_reads_as_what_the_user_does(
     text: str, expected: list[Flagged]
 ) -> None:
     assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "I live on Skye.",
+            [("User lives on Skye", "lives_in", "Skye", False, False)],
+            id="live-on-an-island",
+        ),
+        pytest.param(
+            "I left the Apple Store.",
+            [("User no longer works at Apple Store", "employer", "Apple Store", True, True)],
+            id="left-the-workplace",
+        ),
+        pytest.param(
+            "I left the Acme Agency last year.",
+            [("User no longer works at Acme Agency", "employer", "Acme Agency", True, True)],
+            id="quit-the-agency",
+        ),
+        pytest.param(
+            "I retired from teaching.",
+            [("User is retired", "occupation", "retired", False, True)],
+            id="retired-from",
+        ),
+        pytest.param(
+            "I started Spanish lessons.",
+            [("User started Spanish lessons", "hobby", "Spanish lessons", False, False)],
+            id="started-a-capitalised-pastime",
+        ),
+        pytest.param(
+            "I began Pilates last month.",
+            [("User started Pilates", "hobby", "Pilates", False, False)],
+            id="began-a-capitalised-pastime",
+        ),
+        pytest.param(
+            "I began swimming again.",
+            [("User swims", "habit", "swimming", False, False)],
+            id="began-a-verb-again",
+        ),
+    ],
+)
+def test_a_capital_after_the_verb_decides_between_a_place_an_employer_and_a_pastime(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "predicate"),
+    [
+        pytest.param("I quit the choir.", "habit", id="quit-the-choir"),
+        pytest.param("I left the band.", "habit", id="left-the-band"),
+        pytest.param("I joined a choir.", "hobby", id="joined-no-pastime"),
+        pytest.param("I joined a startup.", "employer", id="joined-lower-case"),
+        pytest.param("I get migraines.", "habit", id="get-no-commute"),
+    ],
+)
+def test_leaving_a_group_joining_one_or_getting_an_ailment_is_no_habit_or_job(
+    text: str, predicate: str
+) -> None:
+    assert [f for f in extract_facts(text) if f.predicate == predicate] == []
