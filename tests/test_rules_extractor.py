@@ -1224,6 +1224,14 @@ def test_every_way_of_saying_i_quit_reads_as_what_i_no_longer_do(
             id="switched",
         ),
         pytest.param(
+            "My doctor switched me from sertraline to citalopram.",
+            [
+                ("User no longer uses sertraline", "habit", "sertraline", True, False),
+                ("User switched from sertraline to citalopram", "uses", "citalopram", False, True),
+            ],
+            id="doctor-switched-me",
+        ),
+        pytest.param(
             "I swapped from coffee to tea.",
             [
                 ("User no longer uses coffee", "habit", "coffee", True, False),
@@ -1305,6 +1313,7 @@ def test_every_way_of_saying_what_i_take_switch_want_or_am_called_reads_as_a_fac
         pytest.param("I wanted to be a doctor.", "goal", id="wanted"),
         pytest.param("I want to visit Japan one day.", "goal", id="one-day"),
         pytest.param("I want to write a book at some point.", "goal", id="some-point"),
+        pytest.param("I want to move to Spain someday.", "goal", id="someday"),
         pytest.param("I got the bus to work.", "habit", id="got-the-bus-once"),
         pytest.param("I went to the gym.", "habit", id="went-to"),
         pytest.param("I went swimming.", "hobby", id="went-ing"),
