@@ -1459,6 +1459,26 @@ def test_a_thing_taken_once_a_wish_for_some_day_or_a_past_outing_is_no_lasting_f
             id="playing-again",
         ),
         pytest.param(
+            "I'm training up for a triathlon.",
+            [("User is training for a triathlon", "goal", "a triathlon", False, False)],
+            id="training-up-for",
+        ),
+        pytest.param(
+            "I'm seeing someone new.",
+            [("User is seeing someone", "relationship_status", "dating", False, False)],
+            id="seeing-someone-new",
+        ),
+        pytest.param(
+            "I was living in Rome.",
+            [("User previously lived in Rome", "lives_in", "Rome", False, False)],
+            id="was-living",
+        ),
+        pytest.param(
+            "We were living in Rome.",
+            [("User previously lived in Rome", "lives_in", "Rome", False, False)],
+            id="were-living",
+        ),
+        pytest.param(
             "I don't play golf anymore.",
             [("User no longer plays golf", "hobby", "golf", True, False)],
             id="anymore",
