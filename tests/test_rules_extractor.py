@@ -1648,3 +1648,85 @@ def test_leaving_a_group_joining_one_or_getting_an_ailment_is_no_habit_or_job(
     text: str, predicate: str
 ) -> None:
     assert [f for f in extract_facts(text) if f.predicate == predicate] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "I live in Leeds again.",
+            [("User lives in Leeds", "lives_in", "Leeds", False, True)],
+            id="live-again",
+        ),
+        pytest.param(
+            "I'm living by Lake Geneva.",
+            [("User is living by Lake Geneva", "lives_in", "Lake Geneva", False, False)],
+            id="living-by",
+        ),
+        pytest.param(
+            "I got promoted to senior engineer.",
+            [("User is a senior engineer", "occupation", "senior engineer", False, True)],
+            id="got-promoted-to",
+        ),
+        pytest.param(
+            "I got a new job for a charity.",
+            [("User works at a charity", "employer", "a charity", False, True)],
+            id="got-a-job-for",
+        ),
+        pytest.param(
+            "I started dance classes.",
+            [("User started dance classes", "hobby", "dance classes", False, False)],
+            id="started-a-verb-noun",
+        ),
+        pytest.param(
+            "I gave up drink.",
+            [("User quit drink", "habit", "drink", True, False)],
+            id="gave-up-drink",
+        ),
+        pytest.param(
+            "It was the booze. So I quit.",
+            [("User no longer drinks", "habit", "drinking", True, False)],
+            id="booze-before-a-full-stop",
+        ),
+        pytest.param(
+            "I'm doing deliveries for Amazon.",
+            [
+                ("User is doing deliveries", "occupation", "deliveries", False, True),
+                ("User is working for Amazon", "employer", "Amazon", False, True),
+            ],
+            id="doing-for-without-work-words",
+        ),
+    ],
+)
+def test_again_promoted_for_a_verb_as_a_noun_and_a_cue_before_a_full_stop_read_right(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "predicate"),
+    [
+        pytest.param("I started it last year.", "hobby", id="started-it"),
+        pytest.param("My dad got me into it.", "likes", id="got-me-into-it"),
+        pytest.param("I got into it.", "likes", id="got-into-it"),
+        pytest.param("I work from Lisbon these days.", "habit", id="work-from-a-city"),
+        pytest.param("I'm getting a dog.", "relationship_status", id="getting-no-wedding"),
+    ],
+)
+def test_a_pointer_a_city_worked_from_or_a_dog_being_got_is_no_taste_habit_or_wedding(
+    text: str, predicate: str
+) -> None:
+    assert [f for f in extract_facts(text) if f.predicate == predicate] == []
+
+
+def test_calling_someone_who_is_not_me_is_what_the_user_does_and_no_name() -> None:
+    found = extract_facts("I call my mum every Sunday.")
+    assert [(f.content, f.predicate) for f in found] == [
+        ("User calls their mum every Sunday", "call")
+    ]
+
+
+def test_an_age_said_in_words_after_turned_is_never_a_broken_age() -> None:
+    found = extract_facts("I turned forty last week.")
+    assert all(f.value.isdigit() for f in found if f.predicate == "age")
