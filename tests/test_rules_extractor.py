@@ -1712,6 +1712,8 @@ def test_again_promoted_for_a_verb_as_a_noun_and_a_cue_before_a_full_stop_read_r
         pytest.param("I got into it.", "likes", id="got-into-it"),
         pytest.param("I work from Lisbon these days.", "habit", id="work-from-a-city"),
         pytest.param("I'm getting a dog.", "relationship_status", id="getting-no-wedding"),
+        pytest.param("Coffee? I live on it.", "habit", id="live-on-a-pointer"),
+        pytest.param("I started by learning Python.", "employer", id="started-by"),
     ],
 )
 def test_a_pointer_a_city_worked_from_or_a_dog_being_got_is_no_taste_habit_or_wedding(
