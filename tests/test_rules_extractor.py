@@ -1502,6 +1502,9 @@ def test_every_verb_read_in_the_progressive_reads_as_what_is_going_on_now(
         pytest.param("I'm visiting Rome.", "visited", id="visiting"),
         pytest.param("I'm training hard.", "goal", id="training-for-nothing"),
         pytest.param("I was doing data science.", "occupation", id="was-doing"),
+        pytest.param(
+            "I'm doing a lot of baking for the fair.", "occupation", id="doing-for-far-off"
+        ),
     ],
 )
 def test_a_plan_in_the_progressive_is_no_fact_yet(text: str, predicate: str) -> None:
