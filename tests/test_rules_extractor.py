@@ -661,3 +661,1149 @@ def test_a_fact_written_by_hand_without_its_subject_is_read_as_the_users() -> No
     ]
     assert structure_of("Works at Acme as an engineer") is None  # two facts: no one structure
     assert structure_of("") is None
+
+
+# english_verbs: a sentence per cue word and branch
+
+Flagged = tuple[str, str, str, bool, bool]  # content, predicate, value, negated, updates_previous
+
+
+def flagged_facts_of(text: str) -> list[Flagged]:
+    return [
+        (f.content, f.predicate, f.value, f.negated, f.updates_previous)
+        for f in extract_facts(text)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "I hate cilantro.",
+            [("User hates cilantro", "dislikes", "cilantro", False, False)],
+            id="hate",
+        ),
+        pytest.param(
+            "I dislike crowds.",
+            [("User dislikes crowds", "dislikes", "crowds", False, False)],
+            id="dislike",
+        ),
+        pytest.param(
+            "I avoid sugar.", [("User avoids sugar", "dislikes", "sugar", False, False)], id="avoid"
+        ),
+        pytest.param(
+            "I detest mornings.",
+            [("User detests mornings", "dislikes", "mornings", False, False)],
+            id="detest",
+        ),
+        pytest.param(
+            "I loathe spiders.",
+            [("User loathes spiders", "dislikes", "spiders", False, False)],
+            id="loathe",
+        ),
+        pytest.param(
+            "I despise reality TV.",
+            [("User despises reality TV", "dislikes", "reality TV", False, False)],
+            id="despise",
+        ),
+        pytest.param(
+            "I used to love jazz.",
+            [("User previously loved jazz", "likes", "jazz", True, False)],
+            id="used-to",
+        ),
+        pytest.param(
+            "I can't stand cats and dogs.",
+            [
+                ("User can't stand cats", "dislikes", "cats", False, False),
+                ("User can't stand dogs", "dislikes", "dogs", False, False),
+            ],
+            id="cant-stand-two",
+        ),
+        pytest.param(
+            "I can't stand loud music at night.",
+            [("User can't stand loud music at night", "dislikes", "loud music", False, False)],
+            id="cant-stand-detail",
+        ),
+        pytest.param(
+            "I don't like cilantro.",
+            [("User doesn't like cilantro", "dislikes", "cilantro", False, False)],
+            id="dont-like",
+        ),
+        pytest.param(
+            "I don't enjoy crowds.",
+            [("User doesn't enjoy crowds", "dislikes", "crowds", False, False)],
+            id="dont-enjoy",
+        ),
+        pytest.param(
+            "I don't hate jazz.",
+            [("User doesn't hate jazz", "dislikes", "jazz", True, False)],
+            id="dont-hate",
+        ),
+        pytest.param(
+            "I don't prefer tea.",
+            [("User doesn't prefer tea", "prefers", "tea", True, False)],
+            id="dont-prefer",
+        ),
+        pytest.param(
+            "I prefer tea to coffee.",
+            [("User prefers tea to coffee", "prefers", "tea", False, False)],
+            id="prefer",
+        ),
+    ],
+)
+def test_every_way_of_saying_i_like_or_hate_something_reads_as_a_taste(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("I loved the concert last night", id="past-reaction"),
+        pytest.param("I liked the film", id="past-liked"),
+        pytest.param("I don't stand a chance", id="stand-without-cant"),
+        pytest.param("I can't stand it", id="stand-pointer"),
+    ],
+)
+def test_a_past_reaction_or_standing_a_chance_is_no_lasting_taste(text: str) -> None:
+    found = extract_facts(text)
+    assert [f for f in found if f.predicate in ("likes", "dislikes", "prefers")] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "I speak fluent Spanish.",
+            [("User speaks fluent Spanish", "speaks", "fluent Spanish", False, False)],
+            id="speak-fluent",
+        ),
+        pytest.param(
+            "I know German.",
+            [("User knows German", "speaks", "German", False, False)],
+            id="know-language",
+        ),
+        pytest.param(
+            "I know some Spanish.",
+            [("User knows some Spanish", "speaks", "some Spanish", False, False)],
+            id="know-some",
+        ),
+        pytest.param(
+            "I know a little Japanese.",
+            [("User knows a little Japanese", "speaks", "a little Japanese", False, False)],
+            id="know-a-little",
+        ),
+        pytest.param(
+            "I know basic Korean.",
+            [("User knows basic Korean", "speaks", "basic Korean", False, False)],
+            id="know-basic",
+        ),
+    ],
+)
+def test_every_way_of_saying_i_speak_a_language_reads_as_a_language(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("I speak to my mum every day.", id="to"),
+        pytest.param("I speak with a lisp.", id="with"),
+        pytest.param("I speak about climate policy at conferences.", id="about"),
+        pytest.param("I speak up in meetings.", id="up"),
+        pytest.param("I speak out against bullying.", id="out"),
+        pytest.param("I speak of my father often.", id="of"),
+        pytest.param("I know how to cook.", id="know-how"),
+        pytest.param("I know the owner.", id="know-someone"),
+    ],
+)
+def test_speaking_to_someone_or_knowing_a_thing_is_no_language(text: str) -> None:
+    assert [f for f in extract_facts(text) if f.predicate == "speaks"] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "I basically live on instant noodles.",
+            [("User lives on instant noodles", "habit", "instant noodles", False, False)],
+            id="live-on-food",
+        ),
+        pytest.param(
+            "I live on Baker Street.",
+            [("User lives on Baker Street", "lives_in", "Baker Street", False, False)],
+            id="live-on-street",
+        ),
+        pytest.param(
+            "I live at 12 Baker Street.",
+            [("User lives at 12 Baker Street", "lives_in", "12 Baker Street", False, False)],
+            id="live-at",
+        ),
+        pytest.param(
+            "I live near Leeds.",
+            [("User lives near Leeds", "lives_in", "Leeds", False, False)],
+            id="live-near",
+        ),
+        pytest.param(
+            "I live outside Boston.",
+            [("User lives outside Boston", "lives_in", "Boston", False, False)],
+            id="live-outside",
+        ),
+        pytest.param(
+            "I live by Lake Geneva.",
+            [("User lives by Lake Geneva", "lives_in", "Lake Geneva", False, False)],
+            id="live-by",
+        ),
+        pytest.param(
+            "I moved back to Leeds.",
+            [("User lives in Leeds", "lives_in", "Leeds", False, True)],
+            id="moved-back",
+        ),
+        pytest.param(
+            "I moved from Leeds to York.",
+            [("User lives in York", "lives_in", "York", False, True)],
+            id="moved-from-to",
+        ),
+        pytest.param(
+            "We moved into a house in Bath.",
+            [("User lives in Bath", "lives_in", "Bath", False, True)],
+            id="moved-into",
+        ),
+        pytest.param(
+            "We settled in Bath.",
+            [("User lives in Bath", "lives_in", "Bath", False, True)],
+            id="settled",
+        ),
+        pytest.param(
+            "We've relocated to Bath.",
+            [("User lives in Bath", "lives_in", "Bath", False, True)],
+            id="relocated-perfect",
+        ),
+        pytest.param(
+            "I grew up on Skye.",
+            [("User grew up in Skye", "from", "Skye", False, False)],
+            id="grew-up-on",
+        ),
+    ],
+)
+def test_every_way_of_saying_where_i_live_or_moved_reads_as_a_home(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "I work full time at a bank.",
+            [("User works at a bank", "employer", "a bank", False, False)],
+            id="work-full-time",
+        ),
+        pytest.param(
+            "I work part time at a bakery.",
+            [("User works at a bakery", "employer", "a bakery", False, False)],
+            id="work-part-time",
+        ),
+        pytest.param(
+            "I work nights at a hospital.",
+            [("User works at a hospital", "employer", "a hospital", False, False)],
+            id="work-nights",
+        ),
+        pytest.param(
+            "I work weekends at a garden centre.",
+            [("User works at a garden centre", "employer", "a garden centre", False, False)],
+            id="work-weekends",
+        ),
+        pytest.param(
+            "I work evenings at a bar.",
+            [("User works at a bar", "employer", "a bar", False, False)],
+            id="work-evenings",
+        ),
+        pytest.param(
+            "I work mornings at a cafe.",
+            [("User works at a cafe", "employer", "a cafe", False, False)],
+            id="work-mornings",
+        ),
+        pytest.param(
+            "I work days at a clinic.",
+            [("User works at a clinic", "employer", "a clinic", False, False)],
+            id="work-days",
+        ),
+        pytest.param(
+            "I work shifts at a care home.",
+            [("User works at a care home", "employer", "a care home", False, False)],
+            id="work-shifts",
+        ),
+        pytest.param(
+            "I work freelance as a designer.",
+            [("User works as a designer", "occupation", "designer", False, False)],
+            id="work-freelance",
+        ),
+        pytest.param(
+            "I work mainly as a translator.",
+            [("User works as a translator", "occupation", "translator", False, False)],
+            id="work-mainly",
+        ),
+        pytest.param(
+            "I work mostly as a tutor.",
+            [("User works as a tutor", "occupation", "tutor", False, False)],
+            id="work-mostly",
+        ),
+        pytest.param(
+            "I work now as a nurse.",
+            [("User works as a nurse", "occupation", "nurse", False, False)],
+            id="work-now",
+        ),
+        pytest.param(
+            "I work remotely for a startup in Berlin.",
+            [("User works for a startup in Berlin", "employer", "a startup", False, False)],
+            id="work-remotely-for",
+        ),
+        pytest.param(
+            "I work remote for a startup.",
+            [("User works for a startup", "employer", "a startup", False, False)],
+            id="work-remote-for",
+        ),
+        pytest.param(
+            "I work for the NHS.",
+            [("User works for the NHS", "employer", "the NHS", False, False)],
+            id="work-for",
+        ),
+        pytest.param(
+            "I work on a compiler.",
+            [("User works on a compiler", "works_on", "a compiler", False, False)],
+            id="work-on",
+        ),
+        pytest.param(
+            "I work in finance.",
+            [("User works in finance", "works_in", "finance", False, False)],
+            id="work-in",
+        ),
+        pytest.param(
+            "I work in finance at a bank.",
+            [("User works in finance at a bank", "works_in", "finance", False, False)],
+            id="work-in-detail",
+        ),
+        pytest.param(
+            "I work from home.",
+            [("User works from home", "habit", "working from home", False, False)],
+            id="work-from-home",
+        ),
+        pytest.param(
+            "I work mostly from home.",
+            [("User works from home", "habit", "working from home", False, False)],
+            id="work-mostly-from-home",
+        ),
+    ],
+)
+def test_every_way_of_saying_where_or_as_what_i_work_reads_as_a_job(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "I started with Deloitte last month.",
+            [("User works at Deloitte", "employer", "Deloitte", False, True)],
+            id="started-with",
+        ),
+        pytest.param(
+            "I started at Google.",
+            [("User works at Google", "employer", "Google", False, True)],
+            id="started-at",
+        ),
+        pytest.param(
+            "I began as a junior developer.",
+            [("User works as a junior developer", "occupation", "junior developer", False, True)],
+            id="began-as",
+        ),
+        pytest.param(
+            "I joined Google last year.",
+            [("User works at Google", "employer", "Google", False, True)],
+            id="joined-employer",
+        ),
+        pytest.param(
+            "I started a new job at the BBC.",
+            [("User works at the BBC", "employer", "the BBC", False, True)],
+            id="started-new-job-at",
+        ),
+        pytest.param(
+            "I started my dream job at NASA.",
+            [("User works at NASA", "employer", "NASA", False, True)],
+            id="started-dream-job",
+        ),
+        pytest.param(
+            "I started a new position as a nurse.",
+            [("User works as a nurse", "occupation", "nurse", False, True)],
+            id="started-new-position-as",
+        ),
+        pytest.param(
+            "I started a new role at Monzo.",
+            [("User works at Monzo", "employer", "Monzo", False, True)],
+            id="started-new-role",
+        ),
+        pytest.param(
+            "I started working at a bakery.",
+            [("User works at a bakery", "employer", "a bakery", False, True)],
+            id="started-working-at",
+        ),
+        pytest.param(
+            "I started yoga.",
+            [("User started yoga", "hobby", "yoga", False, False)],
+            id="started-a-pastime",
+        ),
+        pytest.param(
+            "I began pottery classes.",
+            [("User started pottery classes", "hobby", "pottery classes", False, False)],
+            id="began-a-pastime",
+        ),
+        pytest.param(
+            "I started knitting last year.",
+            [("User knits", "habit", "knitting", False, False)],
+            id="started-a-verb",
+        ),
+        pytest.param(
+            "I got a full-time job at Tesco.",
+            [("User works at Tesco", "employer", "Tesco", False, True)],
+            id="got-full-time-job",
+        ),
+        pytest.param(
+            "I got a part-time job at Tesco.",
+            [("User works at Tesco", "employer", "Tesco", False, True)],
+            id="got-part-time-job",
+        ),
+        pytest.param(
+            "I got hired as a nurse.",
+            [("User works as a nurse", "occupation", "nurse", False, True)],
+            id="got-hired-as",
+        ),
+        pytest.param(
+            "I got a new job as a teacher.",
+            [("User works as a teacher", "occupation", "teacher", False, True)],
+            id="got-new-job-as",
+        ),
+        pytest.param(
+            "I got engaged last month.",
+            [("User got engaged", "relationship_status", "engaged", False, True)],
+            id="got-engaged",
+        ),
+        pytest.param(
+            "I got divorced last year.",
+            [("User got divorced", "relationship_status", "divorced", False, True)],
+            id="got-divorced",
+        ),
+        pytest.param(
+            "I got into med school.",
+            [("User studies at med school", "school", "med school", False, True)],
+            id="got-into-med-school",
+        ),
+        pytest.param(
+            "I got into the University of Leeds.",
+            [
+                (
+                    "User studies at the University of Leeds",
+                    "school",
+                    "the University of Leeds",
+                    False,
+                    True,
+                )
+            ],
+            id="got-into-university",
+        ),
+        pytest.param(
+            "I got into college.",
+            [("User studies at college", "school", "college", False, True)],
+            id="got-into-college",
+        ),
+        pytest.param(
+            "I got into pottery.",
+            [("User is into pottery", "likes", "pottery", False, False)],
+            id="got-into-taste",
+        ),
+        pytest.param(
+            "My dad got me into fishing.",
+            [("User is into fishing", "likes", "fishing", False, False)],
+            id="dad-got-me-into",
+        ),
+        pytest.param(
+            "We got two cats last year.",
+            [("User has two cats", "has_pet", "two cats", False, False)],
+            id="got-two-cats",
+        ),
+        pytest.param(
+            "I get the 6:40 train from Reading.",
+            [("User gets the 6:40 train from Reading", "habit", "commute", False, False)],
+            id="get-the-train",
+        ),
+        pytest.param(
+            "I get the bus to work.",
+            [("User gets the bus to work", "habit", "commute", False, False)],
+            id="get-the-bus",
+        ),
+        pytest.param(
+            "I became a nurse.",
+            [("User is a nurse", "occupation", "nurse", False, True)],
+            id="became-nurse",
+        ),
+        pytest.param(
+            "I've become a teacher.",
+            [("User is a teacher", "occupation", "teacher", False, True)],
+            id="become-perfect",
+        ),
+        pytest.param(
+            "I became pescatarian.",
+            [("User is pescatarian", "diet", "pescatarian", False, True)],
+            id="became-pescatarian",
+        ),
+        pytest.param(
+            "I go vegan on weekdays.",
+            [("User is vegan on weekdays", "diet", "vegan", False, True)],
+            id="go-vegan",
+        ),
+        pytest.param(
+            "I went vegetarian last year.",
+            [("User is vegetarian", "diet", "vegetarian", False, True)],
+            id="went-vegetarian",
+        ),
+        pytest.param(
+            "I go swimming on Sundays.",
+            [("User goes swimming on Sundays", "hobby", "swimming", False, False)],
+            id="go-swimming",
+        ),
+        pytest.param(
+            "I go to church every Sunday.",
+            [("User goes to church every Sunday", "habit", "church", False, False)],
+            id="go-to-church",
+        ),
+    ],
+)
+def test_every_way_of_saying_i_started_got_or_became_something_reads_as_news(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "I quit Facebook last year.",
+            [("User no longer works at Facebook", "employer", "Facebook", True, True)],
+            id="quit-facebook",
+        ),
+        pytest.param(
+            "I left Google.",
+            [("User no longer works at Google", "employer", "Google", True, True)],
+            id="left-employer",
+        ),
+        pytest.param(
+            "I left my job at the council.",
+            [("User no longer works at the Council", "employer", "the Council", True, True)],
+            id="left-my-job-at",
+        ),
+        pytest.param(
+            "I quit caffeine.",
+            [("User quit caffeine", "habit", "caffeine", True, False)],
+            id="quit-caffeine",
+        ),
+        pytest.param(
+            "I gave up meat.", [("User quit meat", "habit", "meat", True, False)], id="gave-up-meat"
+        ),
+        pytest.param(
+            "I stopped eating meat.",
+            [("User no longer eats meat", "eats", "meat", True, False)],
+            id="stopped-eating",
+        ),
+        pytest.param(
+            "I stopped going to church.",
+            [("User no longer goes to church", "habit", "church", True, False)],
+            id="stopped-going",
+        ),
+        pytest.param(
+            "A cigarette a day was too many, so I quit.",
+            [("User no longer smokes", "habit", "smoking", True, False)],
+            id="quit-smoking-cue",
+        ),
+        pytest.param(
+            "My vape broke so I quit.",
+            [("User no longer smokes", "habit", "smoking", True, False)],
+            id="vape-cue",
+        ),
+        pytest.param(
+            "Alcohol was ruining my life so I quit.",
+            [("User no longer drinks", "habit", "drinking", True, False)],
+            id="alcohol-cue",
+        ),
+        pytest.param(
+            "Too much booze! I quit.",
+            [("User no longer drinks", "habit", "drinking", True, False)],
+            id="booze-cue",
+        ),
+        pytest.param(
+            "The drinking got bad so I gave up.",
+            [("User no longer drinks", "habit", "drinking", True, False)],
+            id="drinking-cue",
+        ),
+        pytest.param(
+            "Smoke breaks were my life but I quit.",
+            [("User no longer smokes", "habit", "smoking", True, False)],
+            id="smoke-cue",
+        ),
+        pytest.param(
+            "I used to smoke, but I quit.",
+            [("User previously smoked", "habit", "smoking", True, False)],
+            id="used-to-smoke",
+        ),
+        pytest.param(
+            "I've retired.",
+            [("User is retired", "occupation", "retired", False, True)],
+            id="retired-perfect",
+        ),
+    ],
+)
+def test_every_way_of_saying_i_quit_reads_as_what_i_no_longer_do(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "I've taken up golf.",
+            [("User takes up golf", "hobby", "golf", False, False)],
+            id="taken-up",
+        ),
+        pytest.param(
+            "I take vitamin D every day.",
+            [("User takes vitamin D every day", "takes", "vitamin D", False, False)],
+            id="take-vitamin",
+        ),
+        pytest.param(
+            "I switched from Android to iPhone.",
+            [
+                ("User no longer uses Android", "habit", "Android", True, False),
+                ("User switched from Android to iPhone", "uses", "iPhone", False, True),
+            ],
+            id="switched",
+        ),
+        pytest.param(
+            "My doctor switched me from sertraline to citalopram.",
+            [
+                ("User no longer uses sertraline", "habit", "sertraline", True, False),
+                ("User switched from sertraline to citalopram", "uses", "citalopram", False, True),
+            ],
+            id="doctor-switched-me",
+        ),
+        pytest.param(
+            "I swapped from coffee to tea.",
+            [
+                ("User no longer uses coffee", "habit", "coffee", True, False),
+                ("User switched from coffee to tea", "uses", "tea", False, True),
+            ],
+            id="swapped",
+        ),
+        pytest.param(
+            "I changed from Spotify to Apple Music.",
+            [
+                ("User no longer uses Spotify", "habit", "Spotify", True, False),
+                ("User switched from Spotify to Apple Music", "uses", "Apple Music", False, True),
+            ],
+            id="changed",
+        ),
+        pytest.param(
+            "I want to run a marathon.",
+            [("User wants to run a marathon", "goal", "run a marathon", False, False)],
+            id="want-to",
+        ),
+        pytest.param(
+            "I plan to run a marathon.",
+            [("User plans to run a marathon", "goal", "run a marathon", False, False)],
+            id="plan-to",
+        ),
+        pytest.param(
+            "I hope to retire early.",
+            [("User hopes to retire early", "goal", "retire early", False, False)],
+            id="hope-to",
+        ),
+        pytest.param(
+            "I intend to learn Italian.",
+            [("User intends to learn Italian", "goal", "learn Italian", False, False)],
+            id="intend-to",
+        ),
+        pytest.param(
+            "I aim to read fifty books this year.",
+            [
+                (
+                    "User aims to read fifty books this year",
+                    "goal",
+                    "read fifty books this year",
+                    False,
+                    False,
+                )
+            ],
+            id="aim-to",
+        ),
+        pytest.param(
+            "Everyone calls me Bea.",
+            [("User's name is Bea", "name", "Bea", False, False)],
+            id="they-call-me",
+        ),
+        pytest.param(
+            "I just turned 30.",
+            [("User is 30 years old", "age", "30", False, True)],
+            id="turned-30",
+        ),
+    ],
+)
+def test_every_way_of_saying_what_i_take_switch_want_or_am_called_reads_as_a_fact(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "predicate"),
+    [
+        pytest.param("I take the bus to work.", "takes", id="take-the"),
+        pytest.param("I take a nap every afternoon.", "takes", id="take-a"),
+        pytest.param("I take my dog to the park.", "takes", id="take-my"),
+        pytest.param("I take care of my mum.", "takes", id="take-care"),
+        pytest.param("I take part in a choir.", "takes", id="take-part"),
+        pytest.param("I took ibuprofen yesterday.", "takes", id="took"),
+        pytest.param("I switched to tea.", "uses", id="switch-without-from"),
+        pytest.param("I switched from it to tea.", "uses", id="switch-from-pointer"),
+        pytest.param("I switched from coffee to it.", "uses", id="switch-to-pointer"),
+        pytest.param("I wanted to be a doctor.", "goal", id="wanted"),
+        pytest.param("I want to visit Japan one day.", "goal", id="one-day"),
+        pytest.param("I want to write a book at some point.", "goal", id="some-point"),
+        pytest.param("I want to move to Spain someday.", "goal", id="someday"),
+        pytest.param("I got the bus to work.", "habit", id="got-the-bus-once"),
+        pytest.param("I went to the gym.", "habit", id="went-to"),
+        pytest.param("I went swimming.", "hobby", id="went-ing"),
+        pytest.param("I gave up.", "habit", id="gave-up-nothing-named"),
+    ],
+)
+def test_a_thing_taken_once_a_wish_for_some_day_or_a_past_outing_is_no_lasting_fact(
+    text: str, predicate: str
+) -> None:
+    assert [f for f in extract_facts(text) if f.predicate == predicate] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "I'm going by Rebecca now.",
+            [("User's name is Rebecca", "name", "Rebecca", False, True)],
+            id="going-by",
+        ),
+        pytest.param(
+            "We're getting married in June.",
+            [("User is engaged", "relationship_status", "engaged", False, False)],
+            id="getting-married",
+        ),
+        pytest.param(
+            "I'm doing bookkeeping for a builders' merchant.",
+            [
+                (
+                    "User is doing bookkeeping for a builders merchant",
+                    "occupation",
+                    "bookkeeping",
+                    False,
+                    True,
+                )
+            ],
+            id="doing-for",
+        ),
+        pytest.param(
+            "I'm building a treehouse for my kids.",
+            [
+                (
+                    "User is building a treehouse for their kids",
+                    "works_on",
+                    "a treehouse",
+                    False,
+                    False,
+                )
+            ],
+            id="building",
+        ),
+        pytest.param(
+            "I'm writing a novel.",
+            [("User is writing a novel", "works_on", "a novel", False, False)],
+            id="writing",
+        ),
+        pytest.param(
+            "I'm developing a mobile game.",
+            [("User is developing a mobile game", "works_on", "a mobile game", False, False)],
+            id="developing",
+        ),
+        pytest.param(
+            "I'm making a quilt.",
+            [("User is making a quilt", "works_on", "a quilt", False, False)],
+            id="making",
+        ),
+        pytest.param(
+            "I'm designing a board game.",
+            [("User is designing a board game", "works_on", "a board game", False, False)],
+            id="designing",
+        ),
+        pytest.param(
+            "I'm training for a marathon.",
+            [("User is training for a marathon", "goal", "a marathon", False, False)],
+            id="training-for",
+        ),
+        pytest.param(
+            "I'm taking a pottery class.",
+            [("User is taking a pottery class", "learning", "a pottery class", False, False)],
+            id="taking",
+        ),
+        pytest.param(
+            "I'm trying to lose weight.",
+            [("User is trying to lose weight", "goal", "lose weight", False, False)],
+            id="trying-to",
+        ),
+        pytest.param(
+            "I'm planning to run a marathon.",
+            [("User is planning to run a marathon", "goal", "run a marathon", False, False)],
+            id="planning-to",
+        ),
+        pytest.param(
+            "I'm hoping to visit Japan.",
+            [("User is hoping to visit Japan", "goal", "visit Japan", False, False)],
+            id="hoping-to",
+        ),
+        pytest.param(
+            "I'm aiming to read fifty books this year.",
+            [
+                (
+                    "User is aiming to read fifty books this year",
+                    "goal",
+                    "read fifty books this year",
+                    False,
+                    False,
+                )
+            ],
+            id="aiming-to",
+        ),
+        pytest.param(
+            "I'm studying law.",
+            [("User is studying law", "studies", "law", False, False)],
+            id="studying",
+        ),
+        pytest.param(
+            "I'm working at a bakery.",
+            [("User is working at a bakery", "employer", "a bakery", False, False)],
+            id="working-at",
+        ),
+        pytest.param(
+            "I'm living in Madrid.",
+            [("User is living in Madrid", "lives_in", "Madrid", False, False)],
+            id="living-in",
+        ),
+        pytest.param(
+            "I'm dating Sam.",
+            [("User is dating Sam", "relationship_status", "dating Sam", False, False)],
+            id="dating",
+        ),
+        pytest.param(
+            "I'm playing the cello.",
+            [("User is playing the cello", "hobby", "the cello", False, False)],
+            id="playing",
+        ),
+        pytest.param(
+            "I'm practicing the piano.",
+            [("User is practicing the piano", "hobby", "the piano", False, False)],
+            id="practicing",
+        ),
+        pytest.param(
+            "I'm playing football again.",
+            [("User is playing football", "hobby", "football", False, False)],
+            id="playing-again",
+        ),
+        pytest.param(
+            "I'm training up for a triathlon.",
+            [("User is training for a triathlon", "goal", "a triathlon", False, False)],
+            id="training-up-for",
+        ),
+        pytest.param(
+            "I'm seeing someone new.",
+            [("User is seeing someone", "relationship_status", "dating", False, False)],
+            id="seeing-someone-new",
+        ),
+        pytest.param(
+            "I was living in Rome.",
+            [("User previously lived in Rome", "lives_in", "Rome", False, False)],
+            id="was-living",
+        ),
+        pytest.param(
+            "We were living in Rome.",
+            [("User previously lived in Rome", "lives_in", "Rome", False, False)],
+            id="were-living",
+        ),
+        pytest.param(
+            "I don't play golf anymore.",
+            [("User no longer plays golf", "hobby", "golf", True, False)],
+            id="anymore",
+        ),
+    ],
+)
+def test_every_verb_read_in_the_progressive_reads_as_what_is_going_on_now(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "predicate"),
+    [
+        pytest.param("I'm moving to Spain.", "lives_in", id="moving"),
+        pytest.param("I'm leaving Google.", "employer", id="leaving"),
+        pytest.param("I'm starting a new job at Google.", "employer", id="starting"),
+        pytest.param("I'm going to the gym.", "habit", id="going"),
+        pytest.param("I'm getting a dog.", "has_pet", id="getting"),
+        pytest.param("I'm visiting Rome.", "visited", id="visiting"),
+        pytest.param("I'm training hard.", "goal", id="training-for-nothing"),
+        pytest.param("I was doing data science.", "occupation", id="was-doing"),
+        pytest.param(
+            "I'm doing a lot of baking for the fair.", "occupation", id="doing-for-far-off"
+        ),
+    ],
+)
+def test_a_plan_in_the_progressive_is_no_fact_yet(text: str, predicate: str) -> None:
+    assert [f for f in extract_facts(text) if f.predicate == predicate] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "I volunteer at a food bank.",
+            [("User volunteers at a food bank", "volunteer", "a food bank", False, False)],
+            id="at",
+        ),
+        pytest.param(
+            "I volunteer for the Red Cross.",
+            [("User volunteers for the Red Cross", "volunteer", "the Red Cross", False, False)],
+            id="for",
+        ),
+        pytest.param(
+            "I volunteer with refugees.",
+            [("User volunteers with refugees", "volunteer", "refugees", False, False)],
+            id="with",
+        ),
+        pytest.param(
+            "I commute to London.",
+            [("User commutes to London", "commute", "London", False, False)],
+            id="to",
+        ),
+        pytest.param(
+            "I blog on Medium.", [("User blogs on Medium", "blog", "Medium", False, False)], id="on"
+        ),
+        pytest.param(
+            "I paint in oils.", [("User paints in oils", "paint", "oils", False, False)], id="in"
+        ),
+        pytest.param(
+            "I collect stamps and coins.",
+            [
+                ("User collects stamps", "collect", "stamps", False, False),
+                ("User collects coins", "collect", "coins", False, False),
+            ],
+            id="two-things",
+        ),
+        pytest.param(
+            "I used to collect stamps.",
+            [("User previously collected stamps", "collect", "stamps", True, False)],
+            id="used-to",
+        ),
+        pytest.param(
+            "I smoke about ten a day.",
+            [("User smokes about ten a day", "habit", "smoking", False, False)],
+            id="smoke-a-measure",
+        ),
+        pytest.param(
+            "I vape about twice an hour.",
+            [("User vapes about twice an hour", "habit", "vaping", False, False)],
+            id="vape-a-measure",
+        ),
+        pytest.param(
+            "I run every morning.",
+            [("User runs every morning", "habit", "running", False, False)],
+            id="hobby-alone",
+        ),
+        pytest.param(
+            "I meditate.",
+            [("User meditates", "habit", "meditating", False, False)],
+            id="hobby-verb-alone",
+        ),
+        pytest.param(
+            "I don't smoke.",
+            [("User doesn't smoke", "habit", "smoking", True, False)],
+            id="not-smoke",
+        ),
+        pytest.param(
+            "I don't commute.",
+            [("User doesn't commute", "habit", "commuting", True, False)],
+            id="not-commute",
+        ),
+    ],
+)
+def test_every_verb_without_a_reading_of_its_own_reads_as_what_the_user_does(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "I live on Skye.",
+            [("User lives on Skye", "lives_in", "Skye", False, False)],
+            id="live-on-an-island",
+        ),
+        pytest.param(
+            "I left the Apple Store.",
+            [("User no longer works at Apple Store", "employer", "Apple Store", True, True)],
+            id="left-the-workplace",
+        ),
+        pytest.param(
+            "I left the Acme Agency last year.",
+            [("User no longer works at Acme Agency", "employer", "Acme Agency", True, True)],
+            id="quit-the-agency",
+        ),
+        pytest.param(
+            "I retired from teaching.",
+            [("User is retired", "occupation", "retired", False, True)],
+            id="retired-from",
+        ),
+        pytest.param(
+            "I started Spanish lessons.",
+            [("User started Spanish lessons", "hobby", "Spanish lessons", False, False)],
+            id="started-a-capitalised-pastime",
+        ),
+        pytest.param(
+            "I began Pilates last month.",
+            [("User started Pilates", "hobby", "Pilates", False, False)],
+            id="began-a-capitalised-pastime",
+        ),
+        pytest.param(
+            "I began swimming again.",
+            [("User swims", "habit", "swimming", False, False)],
+            id="began-a-verb-again",
+        ),
+    ],
+)
+def test_a_capital_after_the_verb_decides_between_a_place_an_employer_and_a_pastime(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "predicate"),
+    [
+        pytest.param("I quit the choir.", "habit", id="quit-the-choir"),
+        pytest.param("I left the band.", "habit", id="left-the-band"),
+        pytest.param("I joined a choir.", "hobby", id="joined-no-pastime"),
+        pytest.param("I joined a startup.", "employer", id="joined-lower-case"),
+        pytest.param("I get migraines.", "habit", id="get-no-commute"),
+    ],
+)
+def test_leaving_a_group_joining_one_or_getting_an_ailment_is_no_habit_or_job(
+    text: str, predicate: str
+) -> None:
+    assert [f for f in extract_facts(text) if f.predicate == predicate] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "I live in Leeds again.",
+            [("User lives in Leeds", "lives_in", "Leeds", False, True)],
+            id="live-again",
+        ),
+        pytest.param(
+            "I'm living by Lake Geneva.",
+            [("User is living by Lake Geneva", "lives_in", "Lake Geneva", False, False)],
+            id="living-by",
+        ),
+        pytest.param(
+            "I got promoted to senior engineer.",
+            [("User is a senior engineer", "occupation", "senior engineer", False, True)],
+            id="got-promoted-to",
+        ),
+        pytest.param(
+            "I got a new job for a charity.",
+            [("User works at a charity", "employer", "a charity", False, True)],
+            id="got-a-job-for",
+        ),
+        pytest.param(
+            "I started dance classes.",
+            [("User started dance classes", "hobby", "dance classes", False, False)],
+            id="started-a-verb-noun",
+        ),
+        pytest.param(
+            "I gave up drink.",
+            [("User quit drink", "habit", "drink", True, False)],
+            id="gave-up-drink",
+        ),
+        pytest.param(
+            "It was the booze. So I quit.",
+            [("User no longer drinks", "habit", "drinking", True, False)],
+            id="booze-before-a-full-stop",
+        ),
+        pytest.param(
+            "I'm doing deliveries for Amazon.",
+            [
+                ("User is doing deliveries", "occupation", "deliveries", False, True),
+                ("User is working for Amazon", "employer", "Amazon", False, True),
+            ],
+            id="doing-for-without-work-words",
+        ),
+    ],
+)
+def test_again_promoted_for_a_verb_as_a_noun_and_a_cue_before_a_full_stop_read_right(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "predicate"),
+    [
+        pytest.param("I started it last year.", "hobby", id="started-it"),
+        pytest.param("My dad got me into it.", "likes", id="got-me-into-it"),
+        pytest.param("I got into it.", "likes", id="got-into-it"),
+        pytest.param("I work from Lisbon these days.", "habit", id="work-from-a-city"),
+        pytest.param("I'm getting a dog.", "relationship_status", id="getting-no-wedding"),
+        pytest.param("Coffee? I live on it.", "habit", id="live-on-a-pointer"),
+        pytest.param("I started by learning Python.", "employer", id="started-by"),
+    ],
+)
+def test_a_pointer_a_city_worked_from_or_a_dog_being_got_is_no_taste_habit_or_wedding(
+    text: str, predicate: str
+) -> None:
+    assert [f for f in extract_facts(text) if f.predicate == predicate] == []
+
+
+def test_calling_someone_who_is_not_me_is_what_the_user_does_and_no_name() -> None:
+    found = extract_facts("I call my mum every Sunday.")
+    assert [(f.content, f.predicate) for f in found] == [
+        ("User calls their mum every Sunday", "call")
+    ]
+
+
+def test_an_age_said_in_words_after_turned_is_never_a_broken_age() -> None:
+    found = extract_facts("I turned forty last week.")
+    assert all(f.value.isdigit() for f in found if f.predicate == "age")
