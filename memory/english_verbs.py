@@ -507,7 +507,17 @@ def read_verb(reading: Reading) -> None:
             phrase.pos += 1
             _want(reading, verb)
             return
-        if verb not in ("learn", "study", "work", "live", "date", "see", "play", "practice"):
+        if verb not in (
+            "learn",
+            "study",
+            "work",
+            "live",
+            "date",
+            "see",
+            "play",
+            "practice",
+            "practise",
+        ):
             return
     phrase.pos += 1
     dispatch(reading, verb)

@@ -267,7 +267,8 @@ VERBS = frozenset(_IRREGULAR) | _words(
     ferment teach write read watch listen build make run manage own share volunteer
     photograph film edit blog vlog podcast tutor babysit foster donate recycle compost
     sail row box wrestle fence golf bowl skydive dive snorkel camp backpack hand diagnose
-    follow avoid keep take plant grow bake commute switch swap change
+    follow avoid keep take plant grow bake commute switch swap change save create prepare
+    gamble
     """
 )
 

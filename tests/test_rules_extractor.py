@@ -560,6 +560,27 @@ def test_a_person_named_with_their_relation_is_remembered_by_name(
     assert facts_of(text)[0] == (content, predicate, value)
 
 
+@pytest.mark.parametrize(
+    ("text", "predicate", "value", "content"),
+    [
+        ("I'm saving up for a house.", "goal", "a house", "User is saving for a house"),
+        ("I'm creating a podcast.", "works_on", "a podcast", "User is creating a podcast"),
+        (
+            "I'm preparing for the marathon.",
+            "goal",
+            "the marathon",
+            "User is preparing for the marathon",
+        ),
+        ("I gamble a lot.", "habit", "gambling", "User gambles a lot"),
+        ("I'm practising yoga.", "hobby", "yoga", "User is practising yoga"),
+    ],
+)
+def test_verbs_that_drop_their_e_before_ing_are_read_as_themselves(
+    text: str, predicate: str, value: str, content: str
+) -> None:
+    assert facts_of(text) == [(content, predicate, value)]
+
+
 def test_a_partner_had_before_is_a_person_of_the_past_not_a_status() -> None:
     [fact] = extract_facts("I used to have a boyfriend")
     assert (fact.predicate, fact.content, fact.negated) == (
