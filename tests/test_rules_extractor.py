@@ -589,3 +589,342 @@ def test_a_fact_written_by_hand_without_its_subject_is_read_as_the_users() -> No
     ]
     assert structure_of("Works at Acme as an engineer") is None  # two facts: no one structure
     assert structure_of("") is None
+
+
+Flagged = tuple[str, str, str, bool, bool]  # content, predicate, value, negated, updates
+
+
+def flagged_facts_of(text: str) -> list[Flagged]:
+    return [
+        (f.content, f.predicate, f.value, f.negated, f.updates_previous)
+        for f in extract_facts(text)
+    ]
+
+
+# What follows am / is / was: one sentence per cue word and per branch of the copula.
+# fmt: off
+COPULA: dict[str, tuple[str, list[Flagged]]] = {
+    "based-in": ("I'm based in Lisbon.",
+        [('User lives in Lisbon', 'lives_in', 'Lisbon', False, False)]),
+    "living-in": ("I'm living in Berlin.",
+        [('User is living in Berlin', 'lives_in', 'Berlin', False, False)]),
+    "located-in": ("I'm located in Austin.",
+        [('User lives in Austin', 'lives_in', 'Austin', False, False)]),
+    "settled-in": ("I'm settled in Dublin.",
+        [('User lives in Dublin', 'lives_in', 'Dublin', False, False)]),
+    "now-based-in": ("I'm now based in Lisbon.",
+        [('User lives in Lisbon', 'lives_in', 'Lisbon', False, True)]),
+    "in-a-capital": ("I'm in Berlin now.",
+        [('User lives in Berlin', 'lives_in', 'Berlin', False, False)]),
+    "no-longer-in": ("I'm no longer in Berlin.",
+        [('User no longer lives in Berlin', 'lives_in', 'Berlin', True, True)]),
+    "originally-from": ("I'm originally from Porto.",
+        [('User is from Porto', 'from', 'Porto', False, False)]),
+    "relative-in": ('My daughter is in Paris.',
+        [("User's daughter lives in Paris", 'lives_in', 'Paris', False, False)]),
+    "lactose-intolerant": ("I'm lactose intolerant.",
+        [('User is lactose intolerant', 'allergic_to', 'lactose', False, False)]),
+    "not-intolerant": ("I'm not lactose intolerant.",
+        [('User is not lactose intolerant', 'allergic_to', 'lactose', True, False)]),
+    "intolerant-to": ("I'm intolerant to gluten.",
+        [('User is intolerant to gluten', 'allergic_to', 'gluten', False, False)]),
+    "relative-allergic": ('My son is allergic to eggs.',
+        [("User's son is allergic to eggs", 'allergic_to', 'eggs', False, False)]),
+    "in-a-relationship": ("I'm in a relationship.",
+        [('User is in a relationship', 'relationship_status', 'in a relationship', False, False)]),
+    "not-in-a-relationship": ("I'm not in a relationship.",
+        [('User is not in a relationship', 'relationship_status', 'in a relationship', True,
+          False)]),
+    "newly-single": ("I'm newly single.",
+        [('User is single', 'relationship_status', 'single', False, True)]),
+    "into": ("I'm really into jazz.",
+        [('User likes jazz', 'likes', 'jazz', False, False)]),
+    "not-into": ("I'm not into jazz.",
+        [("User doesn't like jazz", 'likes', 'jazz', True, False)]),
+    "no-longer-into": ("I'm no longer into jazz.",
+        [('User no longer likes jazz', 'likes', 'jazz', True, False)]),
+    "obsessed-with": ("I'm obsessed with knitting.",
+        [('User likes knitting', 'likes', 'knitting', False, False)]),
+    "crazy-about": ("I'm crazy about football.",
+        [('User likes football', 'likes', 'football', False, False)]),
+    "passionate-about": ("I'm passionate about photography.",
+        [('User likes photography', 'likes', 'photography', False, False)]),
+    "fond-of": ("I'm fond of cheese.",
+        [('User likes cheese', 'likes', 'cheese', False, False)]),
+    "keen-on": ("I'm keen on cycling.",
+        [('User likes cycling', 'likes', 'cycling', False, False)]),
+    "mad-about": ("I'm mad about horses.",
+        [('User likes horses', 'likes', 'horses', False, False)]),
+    "nuts-about": ("I'm nuts about chess.",
+        [('User likes chess', 'likes', 'chess', False, False)]),
+    "relative-into": ('My brother is into rugby.',
+        [("User's brother likes rugby", 'likes', 'rugby', False, False)]),
+    "all-about": ("I'm all about spicy food.",
+        [('User is all about spicy food', 'likes', 'spicy food', False, False)]),
+    "afraid-of": ("I'm afraid of spiders.",
+        [('User is afraid of spiders', 'afraid_of', 'spiders', False, False)]),
+    "scared-of": ("I'm scared of heights.",
+        [('User is scared of heights', 'afraid_of', 'heights', False, False)]),
+    "terrified-of": ("I'm terrified of clowns.",
+        [('User is terrified of clowns', 'afraid_of', 'clowns', False, False)]),
+    "frightened-of": ("I'm frightened of the dark.",
+        [('User is frightened of the dark', 'afraid_of', 'the dark', False, False)]),
+    "not-afraid": ("I'm not afraid of spiders.",
+        [('User is not afraid of spiders', 'afraid_of', 'spiders', True, False)]),
+    "no-longer-afraid": ("I'm no longer afraid of spiders.",
+        [('User is no longer afraid of spiders', 'afraid_of', 'spiders', True, False)]),
+    "good-at": ("I'm good at chess.",
+        [('User is good at chess', 'skill', 'chess', False, False)]),
+    "great-at": ("I'm great at cooking.",
+        [('User is great at cooking', 'skill', 'cooking', False, False)]),
+    "skilled-at": ("I'm skilled at woodworking.",
+        [('User is skilled at woodworking', 'skill', 'woodworking', False, False)]),
+    "decent-at": ("I'm decent at tennis.",
+        [('User is decent at tennis', 'skill', 'tennis', False, False)]),
+    "not-good-at": ("I'm not good at chess.",
+        [('User is not good at chess', 'skill', 'chess', True, False)]),
+    "fluent-in": ("I'm fluent in German.",
+        [('User speaks German', 'speaks', 'German', False, False)]),
+    "diabetic": ("I'm diabetic.",
+        [('User is diabetic', 'health', 'diabetic', False, False)]),
+    "asthmatic": ("I'm asthmatic.",
+        [('User is asthmatic', 'health', 'asthmatic', False, False)]),
+    "not-diabetic": ("I'm not diabetic.",
+        [('User is not diabetic', 'health', 'diabetic', True, False)]),
+    "diagnosed-with": ('I was diagnosed with ADHD.',
+        [('User has ADHD', 'health', 'ADHD', False, False)]),
+    "retired": ("I'm retired.",
+        [('User is retired', 'occupation', 'retired', False, True)]),
+    "officially-retired": ("I'm officially retired.",
+        [('User is retired', 'occupation', 'retired', False, True)]),
+    "unemployed": ("I'm unemployed.",
+        [('User is unemployed', 'occupation', 'unemployed', False, True)]),
+    "self-employed": ("I'm self-employed.",
+        [('User is self-employed', 'occupation', 'self-employed', False, True)]),
+    "freelance": ("I'm freelance.",
+        [('User is freelance', 'occupation', 'freelance', False, True)]),
+    "jobless": ("I'm jobless.",
+        [('User is jobless', 'occupation', 'jobless', False, True)]),
+    "been-to": ("I've been to Japan.",
+        [('User has been to Japan', 'visited', 'Japan', False, False)]),
+    "catholic": ("I'm Catholic.",
+        [('User is Catholic', 'religion', 'Catholic', False, False)]),
+    "buddhist": ("I'm Buddhist.",
+        [('User is Buddhist', 'religion', 'Buddhist', False, False)]),
+    "not-catholic": ("I'm not Catholic.",
+        [('User is not Catholic', 'religion', 'Catholic', True, False)]),
+    "brazilian": ("I'm Brazilian.",
+        [('User is Brazilian', 'nationality', 'Brazilian', False, False)]),
+    "a-nurse": ("I'm a nurse.",
+        [('User is a nurse', 'occupation', 'nurse', False, False)]),
+    "not-a-nurse": ("I'm not a nurse.",
+        [('User is not a nurse', 'occupation', 'nurse', True, False)]),
+    "bare-job": ("I'm nurse",
+        [('User is a nurse', 'occupation', 'nurse', False, False)]),
+    "bare-job-at": ("I'm nurse at the hospital",
+        [('User is a nurse at the hospital', 'occupation', 'nurse', False, False)]),
+    "job-at": ("I'm a nurse at Google.",
+        [('User is a nurse', 'occupation', 'nurse', False, False),
+         ('User works at Google', 'employer', 'Google', False, False)]),
+    "morning-person": ("I'm a morning person.",
+        [('User is a morning person', 'habit', 'morning person', False, False)]),
+    "not-morning-person": ("I'm not a morning person.",
+        [('User is not a morning person', 'habit', 'morning person', True, False)]),
+    "more-of-a-person": ("I'm more of a cat person.",
+        [('User is a cat person', 'likes', 'cat', False, False)]),
+    "a-fan": ("I'm a jazz fan.",
+        [('User is a jazz fan', 'likes', 'jazz', False, False)]),
+    "a-lover": ("I'm a coffee lover.",
+        [('User is a coffee lover', 'likes', 'coffee', False, False)]),
+    "a-huge-nerd": ("I'm a huge Star Wars nerd.",
+        [('User is a Star Wars nerd', 'likes', 'Star Wars', False, False)]),
+    "native-speaker": ("I'm a native Spanish speaker.",
+        [('User is a native Spanish speaker', 'speaks', 'Spanish', False, False)]),
+    "total-vegan": ("I'm a total vegan.",
+        [('User is vegan', 'diet', 'vegan', False, False)]),
+    "relative-name": ('My sister is Jess.',
+        [("User's sister is Jess", 'name', 'Jess', False, False)]),
+    "relative-name-son": ('My son is Leo.',
+        [("User's son is Leo", 'name', 'Leo', False, False)]),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize(("text", "expected"), COPULA.values(), ids=COPULA.keys())
+def test_every_word_after_am_or_is_reads_as_its_own_fact_with_its_flags(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+# What someone has, and where and when someone was born.
+# fmt: off
+HAVE: dict[str, tuple[str, list[Flagged]]] = {
+    "peanut-allergy": ('I have a peanut allergy.',
+        [('User is allergic to peanut', 'allergic_to', 'peanut', False, False)]),
+    "allergy-to": ('I have an allergy to penicillin.',
+        [('User is allergic to penicillin', 'allergic_to', 'penicillin', False, False)]),
+    "allergies-to": ('I have allergies to dust and pollen.',
+        [('User is allergic to dust', 'allergic_to', 'dust', False, False),
+         ('User is allergic to pollen', 'allergic_to', 'pollen', False, False)]),
+    "celiac-disease": ('I have celiac disease.',
+        [('User has celiac disease', 'health', 'celiac disease', False, False)]),
+    "syndrome": ('I have Tourette syndrome.',
+        [('User has Tourette syndrome', 'health', 'Tourette syndrome', False, False)]),
+    "disorder": ('I have a sleep disorder.',
+        [('User has a sleep disorder', 'health', 'a sleep disorder', False, False)]),
+    "asthma": ('I have asthma.',
+        [('User has asthma', 'health', 'asthma', False, False)]),
+    "had-asthma": ('I had asthma.',
+        [('User previously had asthma', 'health', 'asthma', False, False)]),
+    "a-car": ('I have a car.',
+        [('User has a car', 'owns', 'a car', False, False)]),
+    "a-motorcycle": ('I have a motorcycle.',
+        [('User has a motorcycle', 'owns', 'a motorcycle', False, False)]),
+    "a-brand": ('I have a Tesla.',
+        [('User has a Tesla', 'owns', 'a Tesla', False, False)]),
+    "had-a-car": ('I had a car.',
+        [('User previously had a car', 'owns', 'a car', False, False)]),
+    "masters-degree": ("I have a master's degree in physics.",
+        [("User has a master's degree in physics", 'degree', "a master's degree", False, False)]),
+    "bachelors": ("I have a bachelor's.",
+        [("User has a bachelor's", 'degree', "a bachelor's", False, False)]),
+    "diploma": ('I have a diploma.',
+        [('User has a diploma', 'degree', 'a diploma', False, False)]),
+    "masters": ('I have a masters',
+        [('User has a masters', 'degree', 'a masters', False, False)]),
+    "breakfast": ('I usually have toast for breakfast.',
+        [('User usually has toast for breakfast', 'eats', 'toast', False, False)]),
+    "had-pets": ('I had two dogs.',
+        [('User previously had two dogs', 'has_pet', 'two dogs', False, False)]),
+    "had-a-brother": ('I had a brother.',
+        [('User previously had a brother', 'family', 'a brother', False, False)]),
+    "had-kids-and-a-dog": ('I had two kids and a dog.',
+        [('User previously had two kids', 'family', 'two kids', False, False),
+         ('User previously had a dog', 'has_pet', 'a dog', False, False)]),
+    "got-a-dog": ("I've got a dog.",
+        [('User has a dog', 'has_pet', 'a dog', False, False)]),
+    "pet-a-breed": ('I have a dog, a husky called Luna.',
+        [('User has a dog, a husky called Luna', 'has_pet', 'a dog', False, False)]),
+    "pet-an-adjective": ('I have a cat, an old tabby.',
+        [('User has a cat, an old tabby', 'has_pet', 'a cat', False, False)]),
+    "pets-both": ('I have two dogs, both rescues.',
+        [('User has two dogs, both rescues', 'has_pet', 'two dogs', False, False)]),
+    "pet-named": ('I have a dog, named Rex.',
+        [('User has a dog, named Rex', 'has_pet', 'a dog', False, False)]),
+    "pet-called": ('I have a dog, called Rex.',
+        [('User has a dog, called Rex', 'has_pet', 'a dog', False, False)]),
+    "born-in-month": ('I was born in May.',
+        [("User's birthday is May", 'birthday', 'May', False, False)]),
+    "born-on-the": ('I was born on the 4th of July.',
+        [("User's birthday is the 4th of July", 'birthday', 'the 4th of July', False, False)]),
+    "relative-born-in": ('My sister was born in Madrid.',
+        [("User's sister was born in Madrid", 'from', 'Madrid', False, False)]),
+    "relative-born-on": ('My sister was born on May 5th.',
+        [("User's sister's birthday is May 5th", 'birthday', 'May 5th', False, False)]),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize(("text", "expected"), HAVE.values(), ids=HAVE.keys())
+def test_every_kind_of_thing_had_reads_as_what_it_is(text: str, expected: list[Flagged]) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+# "my <noun> is <value>": one sentence per attribute noun.
+# fmt: off
+ATTRIBUTES: dict[str, tuple[str, list[Flagged]]] = {
+    "phone-number": ('My phone number is 555-0134.',
+        [("User's phone number is 555-0134", 'phone', '555-0134', False, False)]),
+    "number": ('My number is 555-0134.',
+        [("User's number is 555-0134", 'phone', '555-0134', False, False)]),
+    "mobile": ('My mobile is 07700 900123.',
+        [("User's mobile is 07700 900123", 'phone', '07700 900123', False, False)]),
+    "cell": ('My cell is 555-0199.',
+        [("User's cell is 555-0199", 'phone', '555-0199', False, False)]),
+    "e-mail": ('My e-mail is bo@example.org',
+        [("User's e-mail is bo@example.org", 'email', 'bo@example.org', False, False)]),
+    "email-address": ('My email address is bo@example.org',
+        [("User's email address is bo@example.org", 'email', 'bo@example.org', False, False)]),
+    "email-for": ('My email for receipts is bo@example.org',
+        [("User's email is bo@example.org", 'email', 'bo@example.org', False, False)]),
+    "job-a": ('My job is a nurse.',
+        [("User's job is a nurse", 'occupation', 'a nurse', False, False)]),
+    "occupation": ('My occupation is accountant.',
+        [("User's occupation is accountant", 'occupation', 'accountant', False, False)]),
+    "profession": ('My profession is architect.',
+        [("User's profession is architect", 'occupation', 'architect', False, False)]),
+    "title": ('My title is senior engineer.',
+        [("User's title is senior engineer", 'occupation', 'senior engineer', False, False)]),
+    "employer": ('My employer is acme corp.',
+        [("User's employer is Acme Corp", 'employer', 'Acme Corp', False, False)]),
+    "company": ('My company is globex.',
+        [("User's company is Globex", 'employer', 'Globex', False, False)]),
+    "hometown": ('My hometown is porto.',
+        [("User's hometown is Porto", 'from', 'Porto', False, False)]),
+    "address": ('My address is 12 high street.',
+        [("User's address is 12 High Street", 'lives_in', '12 High Street', False, False)]),
+    "age": ('My age is 34.',
+        [("User's age is 34", 'age', '34', False, False)]),
+    "major": ('My major is biology.',
+        [("User's major is biology", 'studies', 'biology', False, False)]),
+    "diet": ('My diet is keto.',
+        [("User's diet is keto", 'diet', 'keto', False, False)]),
+    "native-language": ('My native language is Spanish.',
+        [("User's native language is Spanish", 'speaks', 'Spanish', False, False)]),
+    "first-language": ('My first language is Tagalog.',
+        [("User's first language is Tagalog", 'speaks', 'Tagalog', False, False)]),
+    "native-tongue": ('My native tongue is Polish.',
+        [("User's native language is Polish", 'speaks', 'Polish', False, False)]),
+    "favorite-color": ('My favorite color is blue.',
+        [("User's favorite color is blue", 'favorite', 'blue', False, False)]),
+    "birthday-in": ('My birthday is in March.',
+        [("User's birthday is March", 'birthday', 'March', False, False)]),
+    "name-adverb": ('My name is really Bob.',
+        [("User's name is Bob", 'name', 'Bob', False, False)]),
+    "relative-name": ("My sister's name is Ana.",
+        [("User's sister's name is Ana", 'name', 'Ana', False, False)]),
+    "relative-birthday": ("My sister's birthday is June 2nd.",
+        [("User's sister's birthday is June 2nd", 'birthday', 'June 2nd', False, False)]),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize(("text", "expected"), ATTRIBUTES.values(), ids=ATTRIBUTES.keys())
+def test_every_attribute_noun_reads_as_its_predicate(text: str, expected: list[Flagged]) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param("My daughter is 1.", ("age", "1"), id="one"),
+        pytest.param("I was raised in Ohio.", ("from", "Ohio"), id="raised-in"),
+        pytest.param("I was brought up in Glasgow.", ("from", "Glasgow"), id="brought-up-in"),
+    ],
+)
+def test_a_first_year_and_an_upbringing_are_read(text: str, expected: tuple[str, str]) -> None:
+    assert [(f.predicate, f.value, f.negated, f.updates_previous) for f in extract_facts(text)] == [
+        (*expected, False, False)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "predicate"),
+    [
+        pytest.param("I'm 130 years old", "age", id="age-past-129"),
+        pytest.param("I'm 3 kids in", "age", id="a-counted-number"),
+        pytest.param("I'm in London this week for a conference.", "lives_in", id="a-trip"),
+        pytest.param("I'm Brazilian and proud", "nationality", id="nationality-and-more"),
+        pytest.param("I'm at Google.", "employer", id="at-without-work-cue"),
+        pytest.param("I have a question.", "owns", id="a-question"),
+        pytest.param("I have a headache.", "health", id="a-headache"),
+        pytest.param("My job is stressful.", "occupation", id="how-the-job-is"),
+        pytest.param("My birthday is coming up.", "birthday", id="coming-up"),
+        pytest.param("My birthday is soon.", "birthday", id="soon"),
+        pytest.param("My birthday is tomorrow.", "birthday", id="tomorrow"),
+        pytest.param("My birthday is next week.", "birthday", id="next-week"),
+    ],
+)
+def test_a_passing_state_or_a_when_is_not_the_fact_it_looks_like(text: str, predicate: str) -> None:
+    assert [f for f in extract_facts(text) if f.predicate == predicate] == []
