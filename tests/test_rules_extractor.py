@@ -746,6 +746,34 @@ COPULA: dict[str, tuple[str, list[Flagged]]] = {
         [("User's sister is Jess", 'name', 'Jess', False, False)]),
     "relative-name-son": ('My son is Leo.',
         [("User's son is Leo", 'name', 'Leo', False, False)]),
+    "stay-at-home": ("I'm a stay-at-home mom.",
+        [('User is a stay-at-home mom', 'occupation', 'stay-at-home mom', False, False)]),
+    "now-a-job": ("I'm now a nurse.",
+        [('User is a nurse', 'occupation', 'nurse', False, True)]),
+    "now-a-diet": ("I'm now a vegan.",
+        [('User is vegan', 'diet', 'vegan', False, True)]),
+    "massive-nerd": ("I'm a massive coffee nerd.",
+        [('User is a coffee nerd', 'likes', 'coffee', False, False)]),
+    "real-buff": ("I'm a real film buff.",
+        [('User is a film buff', 'likes', 'film', False, False)]),
+    "big-fan": ("I'm a big Marvel fan.",
+        [('User is a Marvel fan', 'likes', 'Marvel', False, False)]),
+    "total-nerd": ("I'm a total book nerd.",
+        [('User is a book nerd', 'likes', 'book', False, False)]),
+    "night-person": ("I'm a night person.",
+        [('User is a night person', 'habit', 'night person', False, False)]),
+    "people-person": ("I'm a people person.",
+        [('User is a people person', 'habit', 'people person', False, False)]),
+    "dog-person": ("I'm a dog person.",
+        [('User is a dog person', 'likes', 'dog', False, False)]),
+    "addict": ("I'm a coffee addict.",
+        [('User is a coffee addict', 'likes', 'coffee', False, False)]),
+    "buff": ("I'm a film buff.",
+        [('User is a film buff', 'likes', 'film', False, False)]),
+    "lover": ("I'm a book lover.",
+        [('User is a book lover', 'likes', 'book', False, False)]),
+    "fan-of-negated": ("I'm not a fan of jazz.",
+        [('User is not a fan of jazz', 'likes', 'jazz', True, False)]),
 }
 # fmt: on
 
@@ -822,6 +850,16 @@ HAVE: dict[str, tuple[str, list[Flagged]]] = {
         [("User's sister was born in Madrid", 'from', 'Madrid', False, False)]),
     "relative-born-on": ('My sister was born on May 5th.',
         [("User's sister's birthday is May 5th", 'birthday', 'May 5th', False, False)]),
+    "pets-and-a-relative": ('I have a dog, two cats and a sister.',
+        [('User has a dog', 'has_pet', 'a dog', False, False),
+         ('User has two cats', 'has_pet', 'two cats', False, False),
+         ('User has a sister', 'family', 'a sister', False, False)]),
+    "kids-named-and-a-pet": ('I have two kids, Maya and Leo, and a beagle.',
+        [('User has two kids, Maya, Leo', 'family', 'two kids, Maya, Leo', False, False),
+         ('User has a beagle', 'has_pet', 'a beagle', False, False)]),
+    "a-wife-and-cats": ('I have a wife and two cats.',
+        [('User has a wife', 'family', 'a wife', False, False),
+         ('User has two cats', 'has_pet', 'two cats', False, False)]),
 }
 # fmt: on
 
@@ -886,6 +924,41 @@ ATTRIBUTES: dict[str, tuple[str, list[Flagged]]] = {
         [("User's sister's name is Ana", 'name', 'Ana', False, False)]),
     "relative-birthday": ("My sister's birthday is June 2nd.",
         [("User's sister's birthday is June 2nd", 'birthday', 'June 2nd', False, False)]),
+    "role-er": ('My job is dog walker.',
+        [("User's job is dog walker", 'occupation', 'dog walker', False, False)]),
+    "role-ian": ('My role is data custodian.',
+        [("User's role is data custodian", 'occupation', 'data custodian', False, False)]),
+    "role-ist": ('My job is violinist.',
+        [("User's job is violinist", 'occupation', 'violinist', False, False)]),
+    "role-or": ('My job is supervisor.',
+        [("User's job is supervisor", 'occupation', 'supervisor', False, False)]),
+    "role-archivist": ('My title is archivist.',
+        [("User's title is archivist", 'occupation', 'archivist', False, False)]),
+    "role-ing": ('My title is head of engineering.',
+        [("User's title is head of engineering", 'occupation', 'head of engineering',
+          False, False)]),
+    "relative-job": ("My dad's job is a plumber.",
+        [("User's dad's job is a plumber", 'occupation', 'a plumber', False, False)]),
+    "relative-hometown": ("My mom's hometown is lyon.",
+        [("User's mom's hometown is Lyon", 'from', 'Lyon', False, False)]),
+    "phone": ('My phone is 555-0101.',
+        [("User's phone is 555-0101", 'phone', '555-0101', False, False)]),
+    "email-at": ('My email at work is bo@acme.com',
+        [("User's email is bo@acme.com", 'email', 'bo@acme.com', False, False)]),
+    "birthday-date": ('My birthday is May 3rd.',
+        [("User's birthday is May 3rd", 'birthday', 'May 3rd', False, False)]),
+    "birthday-on-the": ('My birthday is on the 5th.',
+        [("User's birthday is the 5th", 'birthday', 'the 5th', False, False)]),
+    "birthday-s-in": ("My birthday's in May.",
+        [("User's birthday is May", 'birthday', 'May', False, False)]),
+    "favorite-food": ('My favorite food is sushi.',
+        [("User's favorite food is sushi", 'favorite', 'sushi', False, False)]),
+    "favorite-kind-of": ('My favorite kind of music is jazz.',
+        [("User's favorite kind of music is jazz", 'favorite', 'jazz', False, False)]),
+    "hobby": ('My hobby is chess.',
+        [("User's hobby is chess", 'hobby', 'chess', False, False)]),
+    "surname": ('My name is Bond.',
+        [("User's name is Bond", 'name', 'Bond', False, False)]),
 }
 # fmt: on
 
@@ -924,7 +997,20 @@ def test_a_first_year_and_an_upbringing_are_read(text: str, expected: tuple[str,
         pytest.param("My birthday is soon.", "birthday", id="soon"),
         pytest.param("My birthday is tomorrow.", "birthday", id="tomorrow"),
         pytest.param("My birthday is next week.", "birthday", id="next-week"),
+        pytest.param("My birthday is in the summer.", "birthday", id="no-day-or-month"),
+        pytest.param("My job is remote.", "occupation", id="where-the-job-is"),
+        pytest.param("I'm a native Klingon speaker.", "speaks", id="no-language"),
+        pytest.param("I'm a fan.", "likes", id="a-fan-of-nothing"),
     ],
 )
 def test_a_passing_state_or_a_when_is_not_the_fact_it_looks_like(text: str, predicate: str) -> None:
     assert [f for f in extract_facts(text) if f.predicate == predicate] == []
+
+
+def test_a_favorite_keeps_its_kind_and_hobbies_are_one_fact_each() -> None:
+    [food] = extract_facts("My favorite food is sushi.")
+    [music] = extract_facts("My favorite kind of music is jazz.")
+    assert (food.key, food.value) == ("food", "sushi")
+    assert (music.key, music.value) == ("kind of music", "jazz")
+    found = extract_facts("My hobbies are chess and sailing.")
+    assert [(f.predicate, f.value) for f in found] == [("hobby", "chess"), ("hobby", "sailing")]
