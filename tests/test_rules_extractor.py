@@ -774,6 +774,24 @@ COPULA: dict[str, tuple[str, list[Flagged]]] = {
         [('User is a book lover', 'likes', 'book', False, False)]),
     "fan-of-negated": ("I'm not a fan of jazz.",
         [('User is not a fan of jazz', 'likes', 'jazz', True, False)]),
+    "never-been-to": ("I've never been to Japan.",
+        [('User has not been to Japan', 'visited', 'Japan', True, False)]),
+    "never-afraid": ("I'm never afraid of the dark.",
+        [('User is not afraid of the dark', 'afraid_of', 'the dark', True, False)]),
+    "officially-a-job": ("I'm officially a nurse.",
+        [('User is a nurse', 'occupation', 'nurse', False, True)]),
+    "now-also-a-job": ("I'm now also a nurse.",
+        [('User is a nurse', 'occupation', 'nurse', False, True)]),
+    "officially-in": ("I'm officially in Berlin.",
+        [('User lives in Berlin', 'lives_in', 'Berlin', False, True)]),
+    "now-in": ("I'm now in Berlin.",
+        [('User lives in Berlin', 'lives_in', 'Berlin', False, True)]),
+    "currently-in": ("I'm currently in Berlin.",
+        [('User lives in Berlin', 'lives_in', 'Berlin', False, False)]),
+    "not-brazilian": ("I'm not Brazilian.",
+        [('User is not Brazilian', 'nationality', 'Brazilian', True, False)]),
+    "relative-not-allergic": ('My sister is not allergic to eggs.',
+        [("User's sister is not allergic to eggs", 'allergic_to', 'eggs', True, False)]),
 }
 # fmt: on
 
@@ -1014,3 +1032,8 @@ def test_a_favorite_keeps_its_kind_and_hobbies_are_one_fact_each() -> None:
     assert (music.key, music.value) == ("kind of music", "jazz")
     found = extract_facts("My hobbies are chess and sailing.")
     assert [(f.predicate, f.value) for f in found] == [("hobby", "chess"), ("hobby", "sailing")]
+
+
+@pytest.mark.parametrize("text", ["I'm not Ada.", "My son is not Leo."])
+def test_a_name_said_with_not_is_no_name(text: str) -> None:
+    assert [f for f in extract_facts(text) if f.predicate == "name"] == []
