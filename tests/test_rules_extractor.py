@@ -792,6 +792,9 @@ COPULA: dict[str, tuple[str, list[Flagged]]] = {
         [('User is not Brazilian', 'nationality', 'Brazilian', True, False)]),
     "relative-not-allergic": ('My sister is not allergic to eggs.',
         [("User's sister is not allergic to eggs", 'allergic_to', 'eggs', True, False)]),
+    "apprentice": ("I'm an apprentice electrician 2nd year.",
+        [('User is an apprentice electrician 2nd year', 'occupation', 'apprentice electrician',
+          False, False)]),
 }
 # fmt: on
 
@@ -878,6 +881,22 @@ HAVE: dict[str, tuple[str, list[Flagged]]] = {
     "a-wife-and-cats": ('I have a wife and two cats.',
         [('User has a wife', 'family', 'a wife', False, False),
          ('User has two cats', 'has_pet', 'two cats', False, False)]),
+    "two-word-allergen": ('I have a tree nut allergy.',
+        [('User is allergic to tree nut', 'allergic_to', 'tree nut', False, False)]),
+    "a-disease": ('I have Lyme disease.',
+        [('User has Lyme disease', 'health', 'Lyme disease', False, False)]),
+    "a-camel-case-brand": ('I have a MacBook.',
+        [('User has a MacBook', 'owns', 'a MacBook', False, False)]),
+    "owned-with-detail": ('I have a bike for commuting.',
+        [('User has a bike for commuting', 'owns', 'a bike', False, False)]),
+    "degree-in": ('I have a degree in chemistry.',
+        [('User has a degree in chemistry', 'degree', 'a degree', False, False)]),
+    "had-with-detail": ('I had a car with a sunroof.',
+        [('User previously had a car with a sunroof', 'owns', 'a car', False, False)]),
+    "pet-apposition-adjectives": ('I have a dog, a big fluffy husky.',
+        [('User has a dog, a big fluffy husky', 'has_pet', 'a dog', False, False)]),
+    "born-on-a-holiday": ('I was born on Christmas Day.',
+        [("User's birthday is Christmas Day", 'birthday', 'Christmas Day', False, False)]),
 }
 # fmt: on
 
@@ -977,6 +996,8 @@ ATTRIBUTES: dict[str, tuple[str, list[Flagged]]] = {
         [("User's hobby is chess", 'hobby', 'chess', False, False)]),
     "surname": ('My name is Bond.',
         [("User's name is Bond", 'name', 'Bond', False, False)]),
+    "birthday-digits": ('My birthday is 05/03.',
+        [("User's birthday is 05/03", 'birthday', '05/03', False, False)]),
 }
 # fmt: on
 
@@ -1015,6 +1036,7 @@ def test_a_first_year_and_an_upbringing_are_read(text: str, expected: tuple[str,
         pytest.param("My birthday is soon.", "birthday", id="soon"),
         pytest.param("My birthday is tomorrow.", "birthday", id="tomorrow"),
         pytest.param("My birthday is next week.", "birthday", id="next-week"),
+        pytest.param("My birthday is today.", "birthday", id="today"),
         pytest.param("My birthday is in the summer.", "birthday", id="no-day-or-month"),
         pytest.param("My job is remote.", "occupation", id="where-the-job-is"),
         pytest.param("I'm a native Klingon speaker.", "speaks", id="no-language"),
@@ -1037,3 +1059,14 @@ def test_a_favorite_keeps_its_kind_and_hobbies_are_one_fact_each() -> None:
 @pytest.mark.parametrize("text", ["I'm not Ada.", "My son is not Leo."])
 def test_a_name_said_with_not_is_no_name(text: str) -> None:
     assert [f for f in extract_facts(text) if f.predicate == "name"] == []
+
+
+def test_a_goal_drops_its_to_and_a_favorite_said_with_are_keeps_its_kind() -> None:
+    [goal] = extract_facts("My goal is to run a marathon.")
+    [dream] = extract_facts("My dream is to open a bakery.")
+    [colors] = extract_facts("My favorite colors are blue and green.")
+    assert [(f.predicate, f.value, f.key) for f in (goal, dream, colors)] == [
+        ("goal", "run a marathon", None),
+        ("goal", "open a bakery", None),
+        ("favorite", "blue and green", "colors"),
+    ]
