@@ -795,6 +795,18 @@ COPULA: dict[str, tuple[str, list[Flagged]]] = {
     "apprentice": ("I'm an apprentice electrician 2nd year.",
         [('User is an apprentice electrician 2nd year', 'occupation', 'apprentice electrician',
           False, False)]),
+    "job-after-a-word": ("I'm head nurse.",
+        [('User is a head nurse', 'occupation', 'head nurse', False, False)]),
+    "job-after-a-word-at": ("I'm head nurse at St Mary's.",
+        [('User is a head nurse', 'occupation', 'head nurse', False, False),
+         ("User works at St Mary's", 'employer', "St Mary's", False, False)]),
+    "full-name": ("I'm Ada Lovelace.",
+        [("User's name is Ada Lovelace", 'name', 'Ada Lovelace', False, False)]),
+    "name-and-more": ("I'm Jess and I live in Leeds.",
+        [("User's name is Jess", 'name', 'Jess', False, False),
+         ('User lives in Leeds', 'lives_in', 'Leeds', False, False)]),
+    "not-from": ("I'm not from Porto.",
+        [('User is not from Porto', 'from', 'Porto', True, False)]),
 }
 # fmt: on
 
@@ -1025,6 +1037,7 @@ def test_a_first_year_and_an_upbringing_are_read(text: str, expected: tuple[str,
     ("text", "predicate"),
     [
         pytest.param("I'm 130 years old", "age", id="age-past-129"),
+        pytest.param("I'm 0 years old.", "age", id="age-zero"),
         pytest.param("I'm 3 kids in", "age", id="a-counted-number"),
         pytest.param("I'm in London this week for a conference.", "lives_in", id="a-trip"),
         pytest.param("I'm Brazilian and proud", "nationality", id="nationality-and-more"),
