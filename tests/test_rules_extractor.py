@@ -807,6 +807,9 @@ COPULA: dict[str, tuple[str, list[Flagged]]] = {
          ('User lives in Leeds', 'lives_in', 'Leeds', False, False)]),
     "not-from": ("I'm not from Porto.",
         [('User is not from Porto', 'from', 'Porto', True, False)]),
+    "relative-named-then-she": ('My sister is Jess. She is a nurse.',
+        [("User's sister is Jess", 'name', 'Jess', False, False),
+         ("User's sister Jess is a nurse", 'occupation', 'nurse', False, False)]),
 }
 # fmt: on
 
@@ -1058,6 +1061,10 @@ def test_a_first_year_and_an_upbringing_are_read(text: str, expected: tuple[str,
         pytest.param("My birthday is tomorrow.", "birthday", id="tomorrow"),
         pytest.param("My birthday is next week.", "birthday", id="next-week"),
         pytest.param("My birthday is today.", "birthday", id="today"),
+        pytest.param("I'm in a band.", "relationship_status", id="in-a-band"),
+        pytest.param("I'm proud of my kids.", "afraid_of", id="proud-of"),
+        pytest.param("I'm happy with my job.", "health", id="happy-with"),
+        pytest.param("I'm happy in Leeds.", "from", id="happy-in"),
         pytest.param("My address is changing soon.", "lives_in", id="address-changing"),
         pytest.param("My hometown is next to Leeds.", "from", id="next-to"),
         pytest.param("My phone is dying.", "phone", id="phone-dying"),
@@ -1094,3 +1101,12 @@ def test_a_goal_drops_its_to_and_a_favorite_said_with_are_keeps_its_kind() -> No
         ("goal", "open a bakery", None),
         ("favorite", "blue and green", "colors"),
     ]
+
+
+def test_at_a_company_after_a_job_change_is_where_the_user_works_now() -> None:
+    found = extract_facts("I switched jobs, I'm at Spotify.")
+    assert [
+        (f.content, f.predicate, f.value, f.negated, f.updates_previous)
+        for f in found
+        if f.predicate == "employer"
+    ] == [("User works at Spotify", "employer", "Spotify", False, True)]
