@@ -810,6 +810,8 @@ COPULA: dict[str, tuple[str, list[Flagged]]] = {
     "relative-named-then-she": ('My sister is Jess. She is a nurse.',
         [("User's sister is Jess", 'name', 'Jess', False, False),
          ("User's sister Jess is a nurse", 'occupation', 'nurse', False, False)]),
+    "perfect-a-job": ("I've been a nurse for ten years.",
+        [('User is a nurse', 'occupation', 'nurse', False, False)]),
 }
 # fmt: on
 
@@ -1021,6 +1023,8 @@ ATTRIBUTES: dict[str, tuple[str, list[Flagged]]] = {
         [("User's name is Bond", 'name', 'Bond', False, False)]),
     "birthday-digits": ('My birthday is 05/03.',
         [("User's birthday is 05/03", 'birthday', '05/03', False, False)]),
+    "lower-case-name": ('My name is ada.',
+        [("User's name is Ada", 'name', 'Ada', False, False)]),
 }
 # fmt: on
 
@@ -1061,6 +1065,8 @@ def test_a_first_year_and_an_upbringing_are_read(text: str, expected: tuple[str,
         pytest.param("My birthday is tomorrow.", "birthday", id="tomorrow"),
         pytest.param("My birthday is next week.", "birthday", id="next-week"),
         pytest.param("My birthday is today.", "birthday", id="today"),
+        pytest.param("I'm an early riser.", "likes", id="early-riser"),
+        pytest.param("I'm a night owl.", "likes", id="night-owl"),
         pytest.param("I'm in a band.", "relationship_status", id="in-a-band"),
         pytest.param("I'm proud of my kids.", "afraid_of", id="proud-of"),
         pytest.param("I'm happy with my job.", "health", id="happy-with"),
