@@ -283,8 +283,14 @@ def copula(reading: Reading, verb: str) -> None:
         occupation(reading, "be", "")
     elif phrase.word()[:1].isupper() and not group.negated and reading.speaker.is_user:
         read_name(reading, capitalised=True)
-    elif phrase.word().isalpha() and phrase.word()[:1].isupper() and reading.speaker.name is None:
-        # "my sister is Jess": the relative's name
+    elif (
+        phrase.word().isalpha()
+        and phrase.word()[:1].isupper()
+        and reading.speaker.name is None
+        and not reading.speaker.is_user
+        and not group.negated
+    ):
+        # "my sister is Jess": the relative's name ("I'm not Ada", "my son is not Leo": none)
         name, relation = phrase.word(), reading.speaker.relation
         reading.people.meet(Speaker(name=name, relation=relation))
         reading.emit("name", name, f"User's {relation} is {name}", negated=False)
