@@ -2346,3 +2346,63 @@ def test_at_a_company_after_a_job_change_is_where_the_user_works_now() -> None:
         for f in found
         if f.predicate == "employer"
     ] == [("User works at Spotify", "employer", "Spotify", False, True)]
+
+
+# english_capture, english_life and english_facts: a sentence per cue word and branch
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "I did a PhD in chemistry at Oxford.",
+            [("User did a PhD in chemistry at Oxford", "degree", "a PhD", False, False)],
+        ),
+        (
+            "I did my masters in physics.",
+            [("User did their masters in physics", "degree", "my masters", False, False)],
+        ),
+        ("I graduated.", [("User graduated", "school", "graduated", False, True)]),
+        (
+            "I graduated from Leeds.",
+            [("User graduated from Leeds", "school", "graduated from Leeds", False, True)],
+        ),
+        (
+            "I used to teach math.",
+            [("User previously taught math", "occupation", "math teacher", True, True)],
+        ),
+        ("I teach.", [("User teaches", "occupation", "teacher", False, False)]),
+        (
+            "I now teach yoga.",
+            [("User teaches yoga", "occupation", "yoga teacher", False, True)],
+        ),
+        ("I keep halal.", [("User is halal", "diet", "halal", False, True)]),
+        (
+            "I've been seeing somebody.",
+            [("User is seeing someone", "relationship_status", "dating", False, False)],
+        ),
+        (
+            "I broke up with Mia.",
+            [
+                (
+                    "User is single (broke up with Mia)",
+                    "relationship_status",
+                    "single",
+                    False,
+                    True,
+                )
+            ],
+        ),
+        (
+            "I broke up with him last week.",
+            [("User is single", "relationship_status", "single", False, True)],
+        ),
+        ("My band broke up.", []),
+        ("I fostered a puppy.", [("User has a puppy", "has_pet", "a puppy", False, False)]),
+        ("We adopted a baby.", [("User adopted a baby", "adopt", "a baby", False, False)]),
+    ],
+)
+def test_a_life_event_is_read_as_what_it_leaves_the_user_with(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
