@@ -133,8 +133,8 @@ def _placelike(found: str) -> bool:
 _DETERMINERS = frozenset("the a an my our another some their his her".split())
 #: Countries people name with "the", typed in lower case.
 _THE_COUNTRIES = frozenset(
-    "netherlands philippines uk us usa uae states bahamas maldives czech republic".split()
-)
+    "netherlands philippines uk us usa uae states bahamas maldives".split()
+) | {"czech republic"}
 
 
 def employer(reading: Reading, prep: str, *, updates: bool = False) -> None:

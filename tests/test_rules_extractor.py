@@ -2406,3 +2406,201 @@ def test_a_life_event_is_read_as_what_it_leaves_the_user_with(
     text: str, expected: list[Flagged]
 ) -> None:
     assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "I got promoted to head chef.",
+            [("User is a head chef", "occupation", "head chef", False, True)],
+        ),
+        (
+            "I got promoted to assistant manager.",
+            [("User is an assistant manager", "occupation", "assistant manager", False, True)],
+        ),
+        ("I became a nurse.", [("User is a nurse", "occupation", "nurse", False, True)]),
+        (
+            "I work as head chef.",
+            [("User works as head chef", "occupation", "head chef", False, False)],
+        ),
+        ("I'm a nurse.", [("User is a nurse", "occupation", "nurse", False, False)]),
+        ("I was a nurse.", [("User was previously a nurse", "occupation", "nurse", False, False)]),
+        (
+            "I'm a nurse for Oxfam.",
+            [
+                ("User is a nurse", "occupation", "nurse", False, False),
+                ("User works for Oxfam", "employer", "Oxfam", False, False),
+            ],
+        ),
+        (
+            "I was a nurse at Guy's Hospital.",
+            [
+                ("User was previously a nurse", "occupation", "nurse", False, False),
+                (
+                    "User previously worked at Guy's Hospital",
+                    "employer",
+                    "Guy's Hospital",
+                    False,
+                    False,
+                ),
+            ],
+        ),
+        (
+            "I'm now a nurse at Guy's Hospital.",
+            [
+                ("User is a nurse", "occupation", "nurse", False, True),
+                ("User works at Guy's Hospital", "employer", "Guy's Hospital", False, True),
+            ],
+        ),
+        (
+            "I'm an apprentice electrician 2nd year.",
+            [
+                (
+                    "User is an apprentice electrician 2nd year",
+                    "occupation",
+                    "apprentice electrician",
+                    False,
+                    False,
+                )
+            ],
+        ),
+        (
+            "I work for a small design agency in Cork.",
+            [
+                (
+                    "User works for a small design agency in Cork",
+                    "employer",
+                    "a small design agency",
+                    False,
+                    False,
+                )
+            ],
+        ),
+        (
+            "I work at a small design agency as a designer.",
+            [
+                (
+                    "User works at a small design agency",
+                    "employer",
+                    "a small design agency",
+                    False,
+                    False,
+                ),
+                ("User works as a designer", "occupation", "designer", False, False),
+            ],
+        ),
+        (
+            "I worked at Google.",
+            [("User previously worked at Google", "employer", "Google", False, False)],
+        ),
+        (
+            "I started at Google as an engineer.",
+            [
+                ("User works at Google", "employer", "Google", False, True),
+                ("User works as an engineer", "occupation", "engineer", False, True),
+            ],
+        ),
+        ("I work at home.", [("User works at home", "work", "at home", False, False)]),
+    ],
+)
+def test_a_job_is_a_role_with_its_article_and_an_employer_named_after_at_or_for(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "I moved into a house in Bristol.",
+            [("User lives in Bristol", "lives_in", "Bristol", False, True)],
+        ),
+        (
+            "I moved to an apartment at Canary Wharf.",
+            [("User lives in Canary Wharf", "lives_in", "Canary Wharf", False, True)],
+        ),
+        (
+            "I live in a flat in Leeds.",
+            [("User lives in Leeds", "lives_in", "Leeds", False, False)],
+        ),
+        ("I moved here.", []),
+        ("I moved there last year.", []),
+        ("I moved home.", [("User moved home", "move", "home", False, False)]),
+        ("I live in Leeds, England.", [("User lives in Leeds", "lives_in", "Leeds", False, False)]),
+        ("I lived in Rome.", [("User previously lived in Rome", "lives_in", "Rome", False, False)]),
+        ("I moved to Rome.", [("User lives in Rome", "lives_in", "Rome", False, True)]),
+        (
+            "I moved to a small town.",
+            [("User lives in a small town", "lives_in", "a small town", False, True)],
+        ),
+        (
+            "I moved to the Algarve.",
+            [("User lives in the Algarve", "lives_in", "the Algarve", False, True)],
+        ),
+        ("I moved to the uk.", [("User lives in the UK", "lives_in", "the UK", False, True)]),
+        (
+            "I moved to the afternoon shift.",
+            [("User moved to the afternoon shift", "move", "to the afternoon shift", False, False)],
+        ),
+    ],
+)
+def test_a_place_moved_to_is_a_name_or_a_kind_of_place(text: str, expected: list[Flagged]) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I got remarried.", [("User got married", "relationship_status", "married", False, True)]),
+        (
+            "I got divorced last year.",
+            [("User got divorced", "relationship_status", "divorced", False, True)],
+        ),
+        (
+            "I got married to Sam in June.",
+            [("User got married to Sam in June", "relationship_status", "married", False, True)],
+        ),
+        (
+            "I'm married to Sam.",
+            [("User is married to Sam", "relationship_status", "married", False, False)],
+        ),
+        ("I'm engaged.", [("User is engaged", "relationship_status", "engaged", False, False)]),
+        ("I'm a strict vegan.", [("User is vegan", "diet", "vegan", False, True)]),
+        (
+            "I'm a fully committed vegetarian.",
+            [("User is vegetarian", "diet", "vegetarian", False, True)],
+        ),
+        ("I went vegan.", [("User is vegan", "diet", "vegan", False, True)]),
+        (
+            "I play guitar and sing in a choir.",
+            [
+                ("User plays guitar", "hobby", "guitar", False, False),
+                ("User sings in a choir", "sing", "a choir", False, False),
+            ],
+        ),
+        ("My name is ada.", [("User's name is Ada", "name", "Ada", False, False)]),
+        (
+            "I'm going by Rebecca now.",
+            [("User's name is Rebecca", "name", "Rebecca", False, True)],
+        ),
+        (
+            "I'm Ada Lovelace and I live in Leeds.",
+            [
+                ("User's name is Ada Lovelace", "name", "Ada Lovelace", False, False),
+                ("User lives in Leeds", "lives_in", "Leeds", False, False),
+            ],
+        ),
+    ],
+)
+def test_a_status_a_diet_a_second_verb_and_a_name_are_read_whole(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+def test_the_czech_republic_typed_in_lower_case_is_a_place_moved_to() -> None:
+    assert flagged_facts_of("I moved to the czech republic.") == [
+        ("User lives in the Czech Republic", "lives_in", "the Czech Republic", False, True)
+    ]
