@@ -2604,3 +2604,16 @@ def test_the_czech_republic_typed_in_lower_case_is_a_place_moved_to() -> None:
     assert flagged_facts_of("I moved to the czech republic.") == [
         ("User lives in the Czech Republic", "lives_in", "the Czech Republic", False, True)
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("My name is Ada McBride.", "Ada McBride"),
+        ("My name is Ada from Leeds.", "Ada"),
+        ("Call me Ada please.", "Ada"),
+        ("Call me ishmael.", "Ishmael"),
+    ],
+)
+def test_a_name_keeps_its_capitals_and_ends_at_a_word_that_is_no_name(text: str, name: str) -> None:
+    assert flagged_facts_of(text) == [(f"User's name is {name}", "name", name, False, False)]
