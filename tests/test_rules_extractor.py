@@ -2617,3 +2617,235 @@ def test_the_czech_republic_typed_in_lower_case_is_a_place_moved_to() -> None:
 )
 def test_a_name_keeps_its_capitals_and_ends_at_a_word_that_is_no_name(text: str, name: str) -> None:
     assert flagged_facts_of(text) == [(f"User's name is {name}", "name", name, False, False)]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "I keep bees in my garden.",
+            [("User keeps bees in their garden", "keep", "bees in their garden", False, False)],
+        ),
+        (
+            "We keep bees in the garden.",
+            [("User keeps bees in the garden", "keep", "bees in the garden", False, False)],
+        ),
+        (
+            "Plus I keep bees in my garden.",
+            [("User keeps bees in their garden", "keep", "bees in their garden", False, False)],
+        ),
+        (
+            "And also I keep bees in my garden.",
+            [("User keeps bees in their garden", "keep", "bees in their garden", False, False)],
+        ),
+        (
+            "I still keep bees in my garden.",
+            [
+                (
+                    "User still keeps bees in their garden",
+                    "keep",
+                    "bees in their garden",
+                    False,
+                    False,
+                )
+            ],
+        ),
+        (
+            "I keep three beehives.",
+            [("User keeps three beehives", "keep", "three beehives", False, False)],
+        ),
+        (
+            "I am a beekeeper with three hives.",
+            [
+                (
+                    "User is a beekeeper with three hives",
+                    "be",
+                    "a beekeeper with three hives",
+                    False,
+                    False,
+                )
+            ],
+        ),
+        (
+            "I have three hives in my garden.",
+            [
+                (
+                    "User has three hives in their garden",
+                    "have",
+                    "three hives in their garden",
+                    False,
+                    False,
+                )
+            ],
+        ),
+        (
+            "I knit both scarves for my mum.",
+            [
+                (
+                    "User knits both scarves for their mum",
+                    "knit",
+                    "both scarves for their mum",
+                    False,
+                    False,
+                )
+            ],
+        ),
+        (
+            "I knit all the scarves for my family.",
+            [
+                (
+                    "User knits all the scarves for their family",
+                    "knit",
+                    "all the scarves for their family",
+                    False,
+                    False,
+                )
+            ],
+        ),
+        (
+            "restoring a 1967 Mini Cooper in my garage.",
+            [
+                (
+                    "User is restoring a 1967 Mini Cooper in their garage",
+                    "be",
+                    "restoring a 1967 Mini Cooper in their garage",
+                    False,
+                    False,
+                )
+            ],
+        ),
+        (
+            "Finished my first marathon in Berlin.",
+            [
+                (
+                    "User finished their first marathon in Berlin",
+                    "finish",
+                    "their first marathon in Berlin",
+                    False,
+                    False,
+                )
+            ],
+        ),
+        (
+            "Volunteered at the animal shelter on weekends.",
+            [
+                (
+                    "User volunteered at the animal shelter on weekends",
+                    "volunteer",
+                    "at the animal shelter on weekends",
+                    False,
+                    False,
+                )
+            ],
+        ),
+        (
+            "Sculpted a tiny bust of my grandmother.",
+            [
+                (
+                    "User sculpted a tiny bust of their grandmother",
+                    "sculpt",
+                    "a tiny bust of their grandmother",
+                    False,
+                    False,
+                )
+            ],
+        ),
+        (
+            "Waxed my surfboard before the trip.",
+            [
+                (
+                    "User waxed their surfboard before the trip",
+                    "wax",
+                    "their surfboard before the trip",
+                    False,
+                    False,
+                )
+            ],
+        ),
+        (
+            "Hiked the whole West Highland Way.",
+            [
+                (
+                    "User hiked the whole West Highland Way",
+                    "hike",
+                    "the whole West Highland Way",
+                    False,
+                    False,
+                )
+            ],
+        ),
+        ("Sled dogs are amazing animals.", []),
+        ("I keep bees in my garden, like you.", []),
+        ("Maybe I keep bees in my garden.", []),
+        ("I will keep bees in my garden.", []),
+        ("I keep no bees in my garden.", []),
+        ("I never keep bees in my garden.", []),
+        ("I keep this scarf for my mum.", []),
+        ("I keep bees in my garden today.", []),
+        ("I think about bees in my garden.", []),
+        ("I get bees in my garden.", []),
+    ],
+)
+def test_a_clause_no_reading_understood_is_kept_in_the_users_words_when_it_is_plain(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "content", "predicate", "value", "cardinality"),
+    [
+        ("My climbing grade is 7a.", "User's climbing grade is 7a", "climbing_grade", "7a", "one"),
+        ("My team is 12 people.", "User's team is 12 people", "team", "12 people", "one"),
+        (
+            "My garden was overgrown with brambles.",
+            "User's garden was overgrown with brambles",
+            "garden",
+            "overgrown with brambles",
+            "one",
+        ),
+        (
+            "My bike was a gift from my dad.",
+            "User's bike was a gift from their dad",
+            "bike",
+            "a gift from their dad",
+            "one",
+        ),
+        ("My shifts are 12 hours.", "User's shifts are 12 hours", "be", "12 hours", None),
+        (
+            "My plants are thriving on the balcony.",
+            "User's plants are thriving on the balcony",
+            "be",
+            "thriving on the balcony",
+            None,
+        ),
+        (
+            "My running club meets on Tuesdays.",
+            "User's running club meets on Tuesdays",
+            "meet",
+            "on Tuesdays",
+            None,
+        ),
+        (
+            "Our running club meets on Tuesdays.",
+            "User's running club meets on Tuesdays",
+            "meet",
+            "on Tuesdays",
+            None,
+        ),
+        ("My team won the league.", "User's team won the league", "win", "the league", None),
+        (
+            "My sourdough starter lives in the fridge.",
+            "User's sourdough starter lives in the fridge",
+            "live",
+            "in the fridge",
+            None,
+        ),
+    ],
+)
+def test_something_of_the_users_is_an_attribute_after_is_and_a_verb_otherwise(
+    text: str, content: str, predicate: str, value: str, cardinality: str | None
+) -> None:
+    assert [
+        (f.content, f.predicate, f.value, f.negated, f.cardinality) for f in extract_facts(text)
+    ] == [(content, predicate, value, False, cardinality)]
