@@ -2849,3 +2849,102 @@ def test_something_of_the_users_is_an_attribute_after_is_and_a_verb_otherwise(
     assert [
         (f.content, f.predicate, f.value, f.negated, f.cardinality) for f in extract_facts(text)
     ] == [(content, predicate, value, False, cardinality)]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "I restore old Mini Coopers, mostly from the sixties.",
+            [
+                (
+                    "User restores old Mini Coopers, mostly from the sixties",
+                    "restore",
+                    "old Mini Coopers",
+                    False,
+                    False,
+                )
+            ],
+        ),
+        ("My answer is no.", []),
+        (
+            "My home town is Leeds.",
+            [("User's home town is Leeds", "home_town", "Leeds", False, False)],
+        ),
+        ("My flat is tiny.", [("User's flat is tiny", "flat", "tiny", False, False)]),
+        (
+            "My fiancé Callum and I are getting married.",
+            [
+                ("User's fiancé is Callum", "partner", "fiancé Callum", False, False),
+                ("User is engaged", "relationship_status", "engaged", False, False),
+            ],
+        ),
+        (
+            "My coworker Jen is hilarious.",
+            [("User's coworker is Jen", "knows", "coworker Jen", False, False)],
+        ),
+        (
+            "Our neighbour Pete waved at me.",
+            [("User's neighbour is Pete", "knows", "neighbour Pete", False, False)],
+        ),
+        (
+            "My twin brother Max and I went hiking.",
+            [
+                ("User's brother is Max", "family", "brother Max", False, False),
+                ("User went hiking", "go", "hiking", False, False),
+            ],
+        ),
+        (
+            "My sister is called Ana.",
+            [("User's sister is Ana", "family", "sister Ana", False, False)],
+        ),
+        (
+            "My sister Ana is visiting. She is a nurse.",
+            [
+                ("User's sister is Ana", "family", "sister Ana", False, False),
+                ("User's sister Ana is a nurse", "occupation", "nurse", False, False),
+            ],
+        ),
+        (
+            "My wife, Jo, loves hiking.",
+            [("User's wife Jo loves hiking", "likes", "hiking", False, False)],
+        ),
+        (
+            "My dog Rex digs everything up.",
+            [("User has a dog named Rex", "has_pet", "a dog named Rex", False, False)],
+        ),
+        (
+            "my dog Rex digs everything up.",
+            [("User has a dog named Rex", "has_pet", "a dog named Rex", False, False)],
+        ),
+        ("My dog digs everything up.", [("User has a dog", "has_pet", "a dog", False, False)]),
+        (
+            "My old cat, named Tom, sleeps all day.",
+            [("User has a cat named Tom", "has_pet", "a cat named Tom", False, False)],
+        ),
+        (
+            "My cat is called Luna.",
+            [("User has a cat named Luna", "has_pet", "a cat named Luna", False, False)],
+        ),
+        (
+            "My hamster, Nibbles, escaped again.",
+            [
+                (
+                    "User has a hamster named Nibbles",
+                    "has_pet",
+                    "a hamster named Nibbles",
+                    False,
+                    False,
+                )
+            ],
+        ),
+        (
+            "My iguana Spike eats lettuce.",
+            [("User has an iguana named Spike", "has_pet", "an iguana named Spike", False, False)],
+        ),
+    ],
+)
+def test_a_relative_or_a_pet_named_in_passing_is_met_and_what_is_mine_is_kept(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
