@@ -2948,3 +2948,31 @@ def test_a_relative_or_a_pet_named_in_passing_is_met_and_what_is_mine_is_kept(
     text: str, expected: list[Flagged]
 ) -> None:
     assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "I eat sushi and ramen.",
+            [
+                ("User eats sushi", "eats", "sushi", False, "behavior"),
+                ("User eats ramen", "eats", "ramen", False, "behavior"),
+            ],
+        ),
+        ("I drink oat milk.", [("User drinks oat milk", "drinks", "oat milk", False, "behavior")]),
+        (
+            "I don't like olives or capers.",
+            [
+                ("User doesn't like olives", "dislikes", "olives", False, "preference"),
+                ("User doesn't like capers", "dislikes", "capers", False, "preference"),
+            ],
+        ),
+    ],
+)
+def test_what_is_eaten_is_behaviour_and_what_is_not_liked_is_a_dislike_said_positively(
+    text: str, expected: list[tuple[str, str, str, bool, str | None]]
+) -> None:
+    assert [
+        (f.content, f.predicate, f.value, f.negated, f.category) for f in extract_facts(text)
+    ] == expected
