@@ -122,8 +122,10 @@ def capture(text: str, people: People) -> list[Statement]:
     if first in ("my", "our") and len(words) > 2:
         return _possession(words[1:])
     verb = lemma(first)
-    if first.endswith("ing") and len(low) > i + 1 and BE.isdisjoint(low[i + 1 :]):
-        return _restated(["am", *words], people, implied=True)
+    if first.endswith("ing") and len(low) > i + 1:
+        if BE.isdisjoint(low[i + 1 :]):
+            return _restated(["am", *words], people, implied=True)
+        return []  # "knitting is relaxing": the activity is the subject, not the user
     past = verb in VERBS or (first.endswith("ed") and len(first) > 4)  # not "red"
     if first != verb and past and not first.endswith("s"):
         return _restated(words, people, implied=True)

@@ -2976,3 +2976,18 @@ def test_what_is_eaten_is_behaviour_and_what_is_not_liked_is_a_dislike_said_posi
     assert [
         (f.content, f.predicate, f.value, f.negated, f.category) for f in extract_facts(text)
     ] == expected
+
+
+@pytest.mark.parametrize(
+    "text", ["knitting is relaxing.", "Knitting was relaxing for me.", "Gardening is hard work."]
+)
+def test_an_activity_that_is_the_subject_is_not_kept_as_something_the_user_does(
+    text: str,
+) -> None:
+    assert flagged_facts_of(text) == []
+
+
+def test_an_activity_alone_is_what_the_user_is_doing() -> None:
+    assert flagged_facts_of("baking sourdough.") == [
+        ("User is baking sourdough", "be", "baking sourdough", False, False)
+    ]
