@@ -2991,3 +2991,28 @@ def test_an_activity_alone_is_what_the_user_is_doing() -> None:
     assert flagged_facts_of("baking sourdough.") == [
         ("User is baking sourdough", "be", "baking sourdough", False, False)
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "Hobby-wise I keep bees in my garden.",
+            [("User keeps bees in their garden", "keep", "bees in their garden", False, False)],
+        ),
+        (
+            "Money-wise we keep a strict budget spreadsheet.",
+            [
+                (
+                    "User keeps a strict budget spreadsheet",
+                    "keep",
+                    "a strict budget spreadsheet",
+                    False,
+                    False,
+                )
+            ],
+        ),
+    ],
+)
+def test_a_clause_after_a_topic_ending_in_wise_is_kept(text: str, expected: list[Flagged]) -> None:
+    assert flagged_facts_of(text) == expected
