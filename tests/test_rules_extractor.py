@@ -3016,3 +3016,9 @@ def test_an_activity_alone_is_what_the_user_is_doing() -> None:
 )
 def test_a_clause_after_a_topic_ending_in_wise_is_kept(text: str, expected: list[Flagged]) -> None:
     assert flagged_facts_of(text) == expected
+
+
+def test_working_for_oneself_names_no_employer() -> None:
+    assert flagged_facts_of("I work for myself.") == [
+        ("User works for themselves", "work", "for themselves", False, False)
+    ]
