@@ -2778,8 +2778,6 @@ def test_a_name_keeps_its_capitals_and_ends_at_a_word_that_is_no_name(text: str,
         ("I keep bees in my garden, like you.", []),
         ("Maybe I keep bees in my garden.", []),
         ("I will keep bees in my garden.", []),
-        ("I keep no bees in my garden.", []),
-        ("I never keep bees in my garden.", []),
         ("I keep this scarf for my mum.", []),
         ("I keep bees in my garden today.", []),
         ("I think about bees in my garden.", []),
@@ -3021,4 +3019,23 @@ def test_a_clause_after_a_topic_ending_in_wise_is_kept(text: str, expected: list
 def test_working_for_oneself_names_no_employer() -> None:
     assert flagged_facts_of("I work for myself.") == [
         ("User works for themselves", "work", "for themselves", False, False)
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I keep no bees in my garden.",
+        "I never keep bees in my garden.",
+        "I do not keep bees in my garden.",
+        "I don't keep bees in my garden.",
+    ],
+)
+def test_what_the_user_does_not_do_is_not_kept_as_what_they_do(text: str) -> None:
+    assert [f for f in extract_facts(text) if not f.negated] == []
+
+
+def test_adverbs_before_the_verb_stay_in_the_users_words() -> None:
+    assert flagged_facts_of("I also still keep bees in my garden.") == [
+        ("User also still keeps bees in their garden", "keep", "bees in their garden", False, False)
     ]
