@@ -3039,3 +3039,45 @@ def test_adverbs_before_the_verb_stay_in_the_users_words() -> None:
     assert flagged_facts_of("I also still keep bees in my garden.") == [
         ("User also still keeps bees in their garden", "keep", "bees in their garden", False, False)
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I did a PhD.", [("User did a PhD", "degree", "a PhD", False, False)]),
+        (
+            "I finished my masters.",
+            [("User did their masters", "degree", "my masters", False, False)],
+        ),
+        (
+            "I finished my first marathon.",
+            [
+                (
+                    "User finished their first marathon",
+                    "finish",
+                    "their first marathon",
+                    False,
+                    False,
+                )
+            ],
+        ),
+        (
+            "I do yoga with my neighbours.",
+            [("User does yoga with their neighbours", "hobby", "yoga", False, False)],
+        ),
+        (
+            "I'm married to that guy.",
+            [("User is married", "relationship_status", "married", False, False)],
+        ),
+        (
+            "I moved into a place in Lyon.",
+            [("User lives in Lyon", "lives_in", "Lyon", False, True)],
+        ),
+        ("I live here now.", []),
+        ("I live at home.", [("User lives at home", "live", "at home", False, False)]),
+    ],
+)
+def test_a_degree_needs_its_word_near_the_verb_and_a_place_needs_a_name(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
