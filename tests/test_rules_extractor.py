@@ -3081,3 +3081,8 @@ def test_a_degree_needs_its_word_near_the_verb_and_a_place_needs_a_name(
     text: str, expected: list[Flagged]
 ) -> None:
     assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize("text", ["I graduated in 2019.", "I graduated with honours."])
+def test_graduating_names_a_school_only_after_from(text: str) -> None:
+    assert flagged_facts_of(text) == [("User graduated", "school", "graduated", False, True)]
