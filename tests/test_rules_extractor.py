@@ -3086,3 +3086,35 @@ def test_a_degree_needs_its_word_near_the_verb_and_a_place_needs_a_name(
 @pytest.mark.parametrize("text", ["I graduated in 2019.", "I graduated with honours."])
 def test_graduating_names_a_school_only_after_from(text: str) -> None:
     assert flagged_facts_of(text) == [("User graduated", "school", "graduated", False, True)]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "My wife Jo and my dog Rex went for a walk.",
+            [
+                ("User's wife is Jo", "partner", "wife Jo", False, False),
+                ("User has a dog named Rex", "has_pet", "a dog named Rex", False, False),
+            ],
+        ),
+        (
+            "My dog Rex and my wife Jo went for a walk.",
+            [
+                ("User has a dog named Rex", "has_pet", "a dog named Rex", False, False),
+                ("User's wife is Jo", "partner", "wife Jo", False, False),
+            ],
+        ),
+        (
+            "My wife Jo and my brother Max went sailing.",
+            [
+                ("User's wife is Jo", "partner", "wife Jo", False, False),
+                ("User's brother is Max", "family", "brother Max", False, False),
+            ],
+        ),
+    ],
+)
+def test_every_relative_and_pet_named_in_one_clause_is_met(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
