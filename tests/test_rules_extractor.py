@@ -3118,3 +3118,15 @@ def test_every_relative_and_pet_named_in_one_clause_is_met(
     text: str, expected: list[Flagged]
 ) -> None:
     assert flagged_facts_of(text) == expected
+
+
+def test_an_irregular_past_opening_a_clause_is_kept_in_the_users_words() -> None:
+    assert flagged_facts_of("Built a treehouse for my nephews.") == [
+        (
+            "User built a treehouse for their nephews",
+            "build",
+            "a treehouse for their nephews",
+            False,
+            False,
+        )
+    ]
