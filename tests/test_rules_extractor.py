@@ -3130,3 +3130,16 @@ def test_an_irregular_past_opening_a_clause_is_kept_in_the_users_words() -> None
             False,
         )
     ]
+
+
+def test_a_relative_named_in_passing_is_who_she_is_in_the_next_sentence() -> None:
+    assert flagged_facts_of("Yesterday I visited my aunt Rosa. She lives in Porto.") == [
+        ("User's aunt is Rosa", "family", "aunt Rosa", False, False),
+        ("User's aunt Rosa lives in Porto", "lives_in", "Porto", False, False),
+    ]
+
+
+def test_three_letter_words_count_as_content() -> None:
+    assert flagged_facts_of("I keep pet rats.") == [
+        ("User keeps pet rats", "keep", "pet rats", False, False)
+    ]
