@@ -3139,7 +3139,12 @@ def test_a_relative_named_in_passing_is_who_she_is_in_the_next_sentence() -> Non
     ]
 
 
-def test_three_letter_words_count_as_content() -> None:
-    assert flagged_facts_of("I keep pet rats.") == [
-        ("User keeps pet rats", "keep", "pet rats", False, False)
-    ]
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I keep pet rats.", [("User keeps pet rats", "keep", "pet rats", False, False)]),
+        ("I fix old radios.", [("User fixes old radios", "fix", "old radios", False, False)]),
+    ],
+)
+def test_three_letter_words_count_as_content(text: str, expected: list[Flagged]) -> None:
+    assert flagged_facts_of(text) == expected
