@@ -67,7 +67,7 @@ _MY_RELATIVE = re.compile(
 )
 _MY_PET = re.compile(
     r"\b(?i:my) (?:(?i:little|old|new|sweet) )?(?P<pet>[A-Za-z]+)"
-    r"(?:,? (?:is |'s )?(?:named|called) (?P<named>[A-Za-z]+)|,? (?P<name>[A-Z][a-z]+))?"
+    r"(?:(?:,? (?:is )?|'s )(?:named|called) (?P<named>[A-Za-z]+)|,? (?P<name>[A-Z][a-z]+))?"
 )
 _MAX = 200
 _VOCABULARY = Vocabulary()

@@ -3148,3 +3148,10 @@ def test_a_relative_named_in_passing_is_who_she_is_in_the_next_sentence() -> Non
 )
 def test_three_letter_words_count_as_content(text: str, expected: list[Flagged]) -> None:
     assert flagged_facts_of(text) == expected
+
+
+def test_a_pet_whose_name_follows_s_called_is_named() -> None:
+    found = flagged_facts_of("My little puppy's called Biscuit.")
+    assert [row for row in found if row[1] == "has_pet"] == [
+        ("User has a puppy named Biscuit", "has_pet", "a puppy named Biscuit", False, False)
+    ]
