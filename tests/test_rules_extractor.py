@@ -3155,3 +3155,22 @@ def test_a_pet_whose_name_follows_s_called_is_named() -> None:
     assert [row for row in found if row[1] == "has_pet"] == [
         ("User has a puppy named Biscuit", "has_pet", "a puppy named Biscuit", False, False)
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "content", "value"),
+    [
+        (
+            "We are on the waiting list for an allotment.",
+            "User is on the waiting list for an allotment",
+            "on the waiting list for an allotment",
+        ),
+        (
+            "We are renovating a farmhouse in Wales.",
+            "User is renovating a farmhouse in Wales",
+            "renovating a farmhouse in Wales",
+        ),
+    ],
+)
+def test_we_are_is_what_the_user_is(text: str, content: str, value: str) -> None:
+    assert flagged_facts_of(text) == [(content, "be", value, False, False)]
