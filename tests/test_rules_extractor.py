@@ -2346,3 +2346,206 @@ def test_at_a_company_after_a_job_change_is_where_the_user_works_now() -> None:
         for f in found
         if f.predicate == "employer"
     ] == [("User works at Spotify", "employer", "Spotify", False, True)]
+
+
+# english_phrase and english_implied: a sentence per cue word and branch
+
+from memory import english_phrase as phrase_reader  # noqa: E402
+
+
+def _detail_after_first_word(text: str) -> str:
+    phrase = phrase_reader.Phrase.of(text)
+    phrase.pos = 1
+    return phrase_reader.detail(phrase)
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        pytest.param("tea with milk", " with milk", id="adverbial-kept"),
+        pytest.param("tea in the morning,", " in the morning", id="trailing-comma-dropped"),
+        pytest.param("tea in the morning and coffee at night", " in the morning", id="and"),
+        pytest.param("tea because it calms me", "", id="because"),
+        pytest.param("tea which is odd", "", id="which"),
+        pytest.param("tea but not coffee", "", id="but"),
+        pytest.param("tea when it rains", "", id="when"),
+        pytest.param("tea, mostly green", ", mostly green", id="comma-mostly"),
+        pytest.param("tea, especially green", ", especially green", id="comma-especially"),
+        pytest.param("tea, with milk", ", with milk", id="comma-with"),
+        pytest.param("tea, every morning", ", every morning", id="comma-every"),
+        pytest.param("tea, I guess", "", id="comma-new-clause"),
+        pytest.param("tea, with milk, , usually", ", with milk", id="double-comma"),
+        pytest.param("tea now with milk", " with milk", id="now-dropped"),
+        pytest.param("tea last week with milk", " with milk", id="last-week"),
+        pytest.param("tea this year in Leeds", " in Leeds", id="this-year"),
+        pytest.param("tea next month in Leeds", " in Leeds", id="next-month"),
+        pytest.param("tea last of all", " last of all", id="last-without-a-unit"),
+        pytest.param("tea 3 years ago in Leeds", " in Leeds", id="digits-ago"),
+        pytest.param("tea a few weeks ago in Leeds", " in Leeds", id="a-few-ago"),
+        pytest.param("tea since 2019", "", id="since-a-year"),
+        pytest.param("tea since 1998", "", id="since-a-last-century-year"),
+        pytest.param("tea since May", " since May", id="since-a-month-kept"),
+        pytest.param("tea since 1850 in Leeds", " since 1850 in Leeds", id="since-old-year"),
+        pytest.param("tea for ages", "", id="for-ages"),
+        pytest.param("tea for six years", "", id="for-years"),
+        pytest.param("tea for six years because it helps", "", id="for-years-then-because"),
+        pytest.param("tea for six years, with milk", ", with milk", id="for-years-comma"),
+        pytest.param("tea for my health", " for my health", id="for-a-reason-kept"),
+        pytest.param("tea these days", "", id="these-days"),
+        pytest.param("tea right now", "", id="right-now"),
+        pytest.param("tea at the moment with milk", " with milk", id="at-the-moment"),
+        pytest.param("tea at home", " at home", id="at-home-kept"),
+        pytest.param("tea right here", " right here", id="right-here-kept"),
+        pytest.param("tea as well", "", id="as-well"),
+        pytest.param("tea as a treat", " as a treat", id="as-a-treat-kept"),
+        pytest.param("tea a lot", "", id="a-lot"),
+        pytest.param("tea so much", "", id="so-much"),
+        pytest.param("tea very much", "", id="very-much"),
+    ],
+)
+def test_the_detail_after_a_value_keeps_adverbials_and_drops_time_words(
+    text: str, kept: str
+) -> None:
+    assert _detail_after_first_word(text) == kept
+
+
+@pytest.mark.parametrize(
+    ("text", "read"),
+    [
+        pytest.param("energy drinks two weeks ago", "energy drinks", id="number-word-span"),
+        pytest.param("energy drinks 3 years ago", "energy drinks", id="digit-span"),
+        pytest.param("energy drinks couple of months ago", "energy drinks", id="couple-of"),
+        pytest.param("energy drinks couple months ago", "energy drinks", id="couple"),
+        pytest.param("two cats", "two cats", id="a-count-first-is-no-span"),
+        pytest.param("3 kids", "3 kids", id="digits-not-a-span"),
+        pytest.param("every day", "", id="never-first"),
+        pytest.param("in Leeds", "in Leeds", id="preposition-first"),
+        pytest.param("tea in the morning", "tea", id="preposition-ends"),
+        pytest.param("tea, coffee and juice", "tea, coffee and juice", id="list-and"),
+        pytest.param("tea, coffee or juice", "tea, coffee or juice", id="list-or"),
+        pytest.param("tea, coffee", "tea", id="comma-no-list"),
+        pytest.param("tea, in the morning and juice", "tea", id="comma-then-adverbial"),
+        pytest.param("tea and", "tea", id="trailing-and"),
+        pytest.param("tea or", "tea", id="trailing-or"),
+        pytest.param("French fluently", "French", id="ly-adverb"),
+        pytest.param("my aunt Polly", "my aunt Polly", id="short-ly-name"),
+        pytest.param("my family", "my family", id="family-is-no-adverb"),
+    ],
+)
+def test_a_value_runs_to_its_boundary(text: str, read: str) -> None:
+    assert phrase_reader.value(phrase_reader.Phrase.of(text)) == read
+
+
+@pytest.mark.parametrize(
+    ("typed", "written"),
+    [
+        pytest.param("paris", "Paris", id="a-city"),
+        pytest.param("Paris", "Paris", id="capitals-kept"),
+        pytest.param("new york", "New York", id="two-words"),
+        pytest.param("a small agency", "a small agency", id="a"),
+        pytest.param("an old bakery", "an old bakery", id="an"),
+        pytest.param("my hometown", "my hometown", id="my"),
+        pytest.param("our office", "our office", id="our"),
+        pytest.param("some startup", "some startup", id="some"),
+        pytest.param("rio de janeiro", "Rio de Janeiro", id="de"),
+        pytest.param("isle of man", "Isle of Man", id="of"),
+        pytest.param("trinidad and tobago", "Trinidad and Tobago", id="and"),
+        pytest.param("the bbc", "the BBC", id="the-and-no-vowels"),
+        pytest.param("st louis", "St Louis", id="abbreviation"),
+        pytest.param("ibm", "IBM", id="acronym"),
+        pytest.param("hsbc", "HSBC", id="four-letters-no-vowel"),
+        pytest.param("lynch", "Lynch", id="five-letters-no-vowel"),
+    ],
+)
+def test_a_place_typed_in_lower_case_is_written_as_a_name(typed: str, written: str) -> None:
+    assert phrase_reader.capitalize_place(typed) == written
+
+
+@pytest.mark.parametrize(
+    ("text", "parts"),
+    [
+        pytest.param("tea, coffee and juice", ["tea", "coffee", "juice"], id="comma-and"),
+        pytest.param("tea or coffee", ["tea", "coffee"], id="or"),
+        pytest.param("tea & coffee", ["tea", "coffee"], id="ampersand"),
+        pytest.param("tea, and coffee", ["tea", "coffee"], id="comma-and-together"),
+        pytest.param("tea, or coffee", ["tea", "coffee"], id="comma-or-together"),
+        pytest.param("rock and roll", ["rock and roll"], id="compound"),
+        pytest.param("Mac and Cheese", ["Mac and Cheese"], id="compound-capitals"),
+        pytest.param("two cats, Miso and Tofu", ["two cats, Miso and Tofu"], id="count-names"),
+        pytest.param("3 cats, Miso and Tofu", ["3 cats, Miso and Tofu"], id="digits-names"),
+        pytest.param("a dog, Rex", ["a dog, Rex"], id="a-dog-named"),
+        pytest.param("cats, Miso and Tofu", ["cats", "Miso", "Tofu"], id="no-count"),
+        pytest.param("Miso, Tofu and Bean", ["Miso", "Tofu", "Bean"], id="names"),
+        pytest.param("two cats, Miso and Big Tofu", ["two cats", "Miso", "Big Tofu"], id="long"),
+        pytest.param("two cats and a dog", ["two cats", "a dog"], id="lower-case-second"),
+        pytest.param("green tea", ["green tea"], id="one"),
+    ],
+)
+def test_a_list_value_splits_into_items_and_keeps_names_with_their_count(
+    text: str, parts: list[str]
+) -> None:
+    assert phrase_reader.items(text) == parts
+
+
+@pytest.mark.parametrize(
+    ("text", "points"),
+    [
+        pytest.param("it", True, id="it"),
+        pytest.param("That you said", True, id="that"),
+        pytest.param("", True, id="empty"),
+        pytest.param("   ", True, id="blank"),
+        pytest.param("!!", True, id="no-letters"),
+        pytest.param("Paris", False, id="a-place"),
+        pytest.param("itching powder", False, id="a-word-starting-with-it"),
+    ],
+)
+def test_a_pointer_is_a_word_for_the_conversation(text: str, points: bool) -> None:
+    assert phrase_reader.pointer(text) is points
+
+
+def test_the_users_own_words_are_restated_in_the_third_person() -> None:
+    said = "I told my Mom it's mine, me and Myself"
+    assert (
+        phrase_reader.third_person_words(said)
+        == "they told their Mom it's theirs, them and themselves"
+    )
+    assert phrase_reader.third_person_words("iPhone is mine") == "iPhone is theirs"
+
+
+def test_tokens_keep_handles_versions_and_addresses_whole() -> None:
+    assert phrase_reader.tokens("I'm a C++ dev, mail a.b@c.com #tag v2.0!") == [
+        "I'm",
+        "a",
+        "C++",
+        "dev",
+        ",",
+        "mail",
+        "a.b@c.com",
+        "#tag",
+        "v2.0",
+    ]
+
+
+def test_a_phrase_reads_words_and_positions_within_its_bounds() -> None:
+    phrase = phrase_reader.Phrase.of("I Really love Tea")
+    assert (phrase.peek(), phrase.peek(-1), phrase.word(), phrase.word(-1)) == ("i", "", "I", "")
+    assert (phrase.peek(4), phrase.word(4), phrase.peek_at(3), phrase.peek_at(-1)) == (
+        "",
+        "",
+        "tea",
+        "",
+    )
+    assert phrase.peek_at(4) == ""
+    assert not phrase.take("i", "love")
+    assert phrase.pos == 0
+    assert phrase.take("i", "really")
+    assert (phrase.pos, phrase.peek(), phrase.word(1), phrase.word(-1)) == (
+        2,
+        "love",
+        "Tea",
+        "Really",
+    )
+    phrase.skip(frozenset({"love", "really"}))
+    assert (phrase.pos, phrase.done()) == (3, False)
+    phrase.skip(frozenset({"tea"}))
+    assert (phrase.pos, phrase.done()) == (4, True)
