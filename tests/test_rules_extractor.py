@@ -2351,6 +2351,8 @@ def test_at_a_company_after_a_job_change_is_where_the_user_works_now() -> None:
 # english_phrase and english_implied: a sentence per cue word and branch
 
 from memory import english_phrase as phrase_reader  # noqa: E402
+from memory.english_implied import implied_i  # noqa: E402
+from memory.statements import USER  # noqa: E402
 
 
 def _detail_after_first_word(text: str) -> str:
@@ -2549,3 +2551,331 @@ def test_a_phrase_reads_words_and_positions_within_its_bounds() -> None:
     assert (phrase.pos, phrase.done()) == (3, False)
     phrase.skip(frozenset({"tea"}))
     assert (phrase.pos, phrase.done()) == (4, True)
+
+
+@pytest.mark.parametrize(
+    ("text", "row"),
+    [
+        pytest.param(
+            "I used to live in Rome.",
+            ("User previously lived in Rome", "lives_in", "Rome", True, True),
+            id="used-to",
+        ),
+        pytest.param(
+            "I lived in Rome.",
+            ("User previously lived in Rome", "lives_in", "Rome", False, False),
+            id="simple-past-state",
+        ),
+        pytest.param(
+            "I was living in Rome.",
+            ("User previously lived in Rome", "lives_in", "Rome", False, False),
+            id="past-progressive",
+        ),
+        pytest.param(
+            "I'm living in Rome.",
+            ("User is living in Rome", "lives_in", "Rome", False, False),
+            id="progressive",
+        ),
+        pytest.param(
+            "I'm not living in Rome.",
+            ("User doesn't live in Rome", "lives_in", "Rome", True, False),
+            id="progressive-negated",
+        ),
+        pytest.param(
+            "I no longer live in Rome.",
+            ("User no longer lives in Rome", "lives_in", "Rome", True, True),
+            id="no-longer",
+        ),
+        pytest.param(
+            "I'm not working at Google anymore.",
+            ("User no longer works at Google", "employer", "Google", True, True),
+            id="not-anymore",
+        ),
+        pytest.param(
+            "I moved to Leeds.",
+            ("User lives in Leeds", "lives_in", "Leeds", False, True),
+            id="event-past",
+        ),
+        pytest.param(
+            "I can speak French.",
+            ("User can speak French", "speaks", "French", False, False),
+            id="ability",
+        ),
+        pytest.param(
+            "I usually drink coffee.",
+            ("User usually drinks coffee", "drinks", "coffee", False, False),
+            id="frequency",
+        ),
+        pytest.param(
+            "I usually don't drink coffee.",
+            ("User doesn't drink coffee", "drinks", "coffee", True, False),
+            id="frequency-negated",
+        ),
+        pytest.param(
+            "I never drink coffee.",
+            ("User doesn't drink coffee", "drinks", "coffee", True, False),
+            id="never",
+        ),
+        pytest.param(
+            "I don't have a car.",
+            ("User doesn't have a car", "owns", "a car", True, False),
+            id="have-negated",
+        ),
+        pytest.param(
+            "I haven't had a car.",
+            ("User has not had a car", "owns", "a car", True, False),
+            id="have-perfect-negated",
+        ),
+        pytest.param(
+            "I had a dog.",
+            ("User previously had a dog", "has_pet", "a dog", False, False),
+            id="had",
+        ),
+        pytest.param(
+            "I've had a dog.", ("User has a dog", "has_pet", "a dog", False, False), id="have-had"
+        ),
+        pytest.param(
+            "I haven't been to Japan.",
+            ("User has not been to Japan", "visited", "Japan", True, False),
+            id="have-been-negated",
+        ),
+        pytest.param(
+            "I have been to Japan.",
+            ("User has been to Japan", "visited", "Japan", False, False),
+            id="have-been",
+        ),
+        pytest.param(
+            "I was a teacher.",
+            ("User was previously a teacher", "occupation", "teacher", False, False),
+            id="be-past",
+        ),
+        pytest.param(
+            "I used to be a teacher.",
+            ("User was previously a teacher", "occupation", "teacher", True, True),
+            id="be-used-to",
+        ),
+        pytest.param(
+            "I'm no longer a teacher.",
+            ("User is no longer a teacher", "occupation", "teacher", True, True),
+            id="be-no-longer",
+        ),
+        pytest.param(
+            "I'm not a teacher.",
+            ("User is not a teacher", "occupation", "teacher", True, False),
+            id="be-not",
+        ),
+        pytest.param(
+            "I'm a teacher.", ("User is a teacher", "occupation", "teacher", False, False), id="be"
+        ),
+        pytest.param(
+            "On Sundays I play tennis.",
+            ("User plays tennis on Sundays", "hobby", "tennis", False, False),
+            id="occasion",
+        ),
+        pytest.param(
+            "I live in Lyon with my wife.",
+            ("User lives in Lyon with their wife", "lives_in", "Lyon", False, False),
+            id="my-restated",
+        ),
+        pytest.param(
+            "I live in new york.",
+            ("User lives in New York", "lives_in", "New York", False, False),
+            id="place-capitalized",
+        ),
+        pytest.param(
+            "I work at the bbc.",
+            ("User works at the BBC", "employer", "the BBC", False, False),
+            id="acronym",
+        ),
+        pytest.param(
+            "I love hiking, especially in the mountains.",
+            ("User loves hiking, especially in the mountains", "likes", "hiking", False, False),
+            id="detail-after-comma",
+        ),
+        pytest.param(
+            "I love hiking because it relaxes me.",
+            ("User loves hiking", "likes", "hiking", False, False),
+            id="detail-ends-at-because",
+        ),
+        pytest.param(
+            "I've lived in Berlin since 2019.",
+            ("User lives in Berlin", "lives_in", "Berlin", False, False),
+            id="since-a-year",
+        ),
+        pytest.param(
+            "I love tennis so much.",
+            ("User loves tennis", "likes", "tennis", False, False),
+            id="so-much",
+        ),
+    ],
+)
+def test_the_clause_is_restated_about_the_user_with_their_verb_form(
+    text: str, row: Flagged
+) -> None:
+    assert flagged_facts_of(text) == [row]
+
+
+def test_a_second_verb_of_the_same_subject_is_read_with_the_first() -> None:
+    assert flagged_facts_of("I love hiking and sing in a choir.") == [
+        ("User loves hiking", "likes", "hiking", False, False),
+        ("User sings in a choir", "sing", "a choir", False, False),
+    ]
+
+
+def test_an_emit_without_a_value_finds_nothing() -> None:
+    reading = phrase_reader.Reading(USER, phrase_reader.Group(), phrase_reader.Phrase.of(""))
+    reading.emit("likes", "  ", "User likes")
+    assert reading.found == []
+    reading.emit("likes", " tea ", "User likes tea", key="drink", updates=True, category="food")
+    reading.emit("likes", "coffee", "User likes coffee", negated=True)
+    assert [
+        (s.predicate, s.value, s.content, s.key, s.negated, s.updates_previous, s.category)
+        for s in reading.found
+    ] == [
+        ("likes", "tea", "User likes tea", "drink", False, True, "food"),
+        ("likes", "coffee", "User likes coffee", None, True, False, None),
+    ]
+    again = reading.again(phrase_reader.Phrase.of("and sing"))
+    assert (again.speaker, again.group, again.found, again.phrase.low) == (
+        USER,
+        reading.group,
+        reading.found,
+        ["and", "sing"],
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "read_as"),
+    [
+        pytest.param("Just moved to Leeds", "moved to Leeds", id="filler-then-past"),
+        pytest.param("yeah basically just moved to Leeds", "moved to Leeds", id="three-fillers"),
+        pytest.param("so yeah basically just moved to Leeds", None, id="four-fillers-too-many"),
+        pytest.param("just", None, id="only-a-filler"),
+        pytest.param("Moves to Leeds", None, id="third-person-present"),
+        pytest.param("Went to Paris", "Went to Paris", id="irregular-past"),
+        pytest.param("Was in Paris", None, id="was"),
+        pytest.param("Married with two kids", "am married with two kids", id="status"),
+        pytest.param("married", "am married", id="status-alone"),
+        pytest.param("Divorced since 2016", "am divorced since 2016", id="status-since"),
+        pytest.param("Married Sam last year", "Married Sam last year", id="married-a-name"),
+        pytest.param("Married her last year", "Married her last year", id="married-her"),
+        pytest.param("Training for a marathon", "am training for a marathon", id="ongoing"),
+        pytest.param("Moving", "am moving", id="ongoing-alone"),
+        pytest.param("Ordering lunch is a puzzle", None, id="gerund-subject"),
+        pytest.param("Vegan for five years", "am vegan for five years", id="diet"),
+        pytest.param("Strict vegan for five years", "am strict vegan for five years", id="strict"),
+        pytest.param("Mostly vegetarian", "am vegetarian", id="adverb-then-diet"),
+        pytest.param("Strict parents", None, id="strict-without-a-diet"),
+        pytest.param("Been vegan for years", "have Been vegan for years", id="been"),
+        pytest.param("Quit sugar", "have Quit sugar", id="quit-first"),
+        pytest.param("Also quit sugar", None, id="quit-after-a-filler"),
+        pytest.param("Two kids, both girls", "have two kids , both girls", id="kids"),
+        pytest.param("Two kids", "have two kids", id="two-kids"),
+        pytest.param("3 kids", "have 3 kids", id="digit-kids"),
+        pytest.param("A dog and two cats", "have a dog and two cats", id="pets"),
+        pytest.param("Two cats", "have two cats", id="two-cats"),
+        pytest.param("Two big fluffy cats", "have two big fluffy cats", id="noun-third-word"),
+        pytest.param("Two very big fluffy cats", None, id="noun-too-far"),
+        pytest.param("Two", None, id="a-count-alone"),
+        pytest.param("A cat called Miso", "have a cat called Miso", id="called"),
+        pytest.param(
+            "Two cats named Miso and Tofu", "have two cats named Miso and Tofu", id="named"
+        ),
+        pytest.param("A son aged 5", "have a son aged 5", id="aged"),
+        pytest.param("Two cats are asleep", None, id="cats-are"),
+        pytest.param("My two cats", None, id="my-count"),
+        pytest.param("Also two cats", None, id="count-after-a-filler"),
+        pytest.param("Big fan of jazz", "am a fan of jazz", id="big-fan"),
+        pytest.param("Huge fan of jazz", "am a Huge fan of jazz", id="huge-fan"),
+        pytest.param("Fan of jazz", "am a Fan of jazz", id="fan"),
+        pytest.param("A fan of jazz", "am a fan of jazz", id="a-fan"),
+        pytest.param("Kinda a big fan of jazz", "am a big fan of jazz", id="kinda-a-big-fan"),
+        pytest.param("Big fan", None, id="fan-of-nothing"),
+        pytest.param("Into baking", "am into baking", id="into"),
+        pytest.param("Really really into baking", "am into baking", id="adverbs-then-into"),
+        pytest.param("Learning Spanish is fun", None, id="learning-is"),
+    ],
+)
+def test_a_clause_without_its_i_is_read_as_the_users(text: str, read_as: str | None) -> None:
+    phrase = phrase_reader.Phrase.of(text)
+    speaker = implied_i(phrase)
+    if read_as is None:
+        assert speaker is None
+        assert phrase.pos == 0
+    else:
+        assert speaker is USER
+        assert " ".join(phrase.toks[phrase.pos :]) == read_as
+        assert phrase.low[phrase.pos :] == [t.casefold() for t in phrase.toks[phrase.pos :]]
+
+
+@pytest.mark.parametrize(
+    ("text", "row"),
+    [
+        pytest.param(
+            "Just moved to Leeds.",
+            ("User lives in Leeds", "lives_in", "Leeds", False, True),
+            id="moved",
+        ),
+        pytest.param(
+            "Also started pottery.",
+            ("User started pottery", "hobby", "pottery", False, False),
+            id="started",
+        ),
+        pytest.param(
+            "Really into baking.", ("User likes baking", "likes", "baking", False, False), id="into"
+        ),
+        pytest.param(
+            "Allergic to kiwi.",
+            ("User is allergic to kiwi", "allergic_to", "kiwi", False, False),
+            id="allergic",
+        ),
+        pytest.param(
+            "Married with two kids.",
+            ("User is married", "relationship_status", "married", False, False),
+            id="married",
+        ),
+        pytest.param(
+            "Strict vegan for five years.",
+            ("User is vegan", "diet", "vegan", False, True),
+            id="vegan",
+        ),
+        pytest.param(
+            "Been vegan for years.",
+            ("User is vegan", "diet", "vegan", False, True),
+            id="been-vegan",
+        ),
+        pytest.param(
+            "Quit sugar last month.", ("User quit sugar", "habit", "sugar", True, False), id="quit"
+        ),
+        pytest.param(
+            "Two kids, both girls.",
+            ("User has two kids", "family", "two kids", False, False),
+            id="kids",
+        ),
+        pytest.param(
+            "A dog and two cats.",
+            ("User has a dog and two cats", "has_pet", "a dog and two cats", False, False),
+            id="pets",
+        ),
+        pytest.param(
+            "Training for a marathon.",
+            ("User is training for a marathon", "goal", "a marathon", False, False),
+            id="training",
+        ),
+        pytest.param(
+            "Big fan of jazz.", ("User is a fan of jazz", "likes", "jazz", False, False), id="fan"
+        ),
+        pytest.param(
+            "Fluent in Spanish.",
+            ("User speaks Spanish", "speaks", "Spanish", False, False),
+            id="fluent",
+        ),
+        pytest.param(
+            "Learning Spanish.",
+            ("User is learning Spanish", "learning", "Spanish", False, False),
+            id="learning",
+        ),
+    ],
+)
+def test_a_chat_sentence_without_its_i_gives_the_users_fact(text: str, row: Flagged) -> None:
+    assert flagged_facts_of(text) == [row]
