@@ -2879,3 +2879,29 @@ def test_a_clause_without_its_i_is_read_as_the_users(text: str, read_as: str | N
 )
 def test_a_chat_sentence_without_its_i_gives_the_users_fact(text: str, row: Flagged) -> None:
     assert flagged_facts_of(text) == [row]
+
+
+@pytest.mark.parametrize(
+    ("text", "read"),
+    [
+        pytest.param("an apple a day", "an apple a day", id="a-day-is-no-span"),
+        pytest.param("three meals a day", "three meals a day", id="meals-a-day"),
+        pytest.param("flat 2", "flat 2", id="a-number-last"),
+        pytest.param("room two", "room two", id="a-number-word-last"),
+        pytest.param("energy drinks couple", "energy drinks couple", id="couple-last"),
+        pytest.param("energy drinks couple of", "energy drinks couple of", id="couple-of-last"),
+    ],
+)
+def test_a_count_is_no_span_of_time_without_its_unit(text: str, read: str) -> None:
+    assert phrase_reader.value(phrase_reader.Phrase.of(text)) == read
+
+
+def test_the_second_verb_keeps_the_occasion_said_before_the_subject() -> None:
+    assert flagged_facts_of("On Sundays I play tennis and sing in a choir.") == [
+        ("User plays tennis on Sundays", "hobby", "tennis", False, False),
+        ("User sings in a choir on Sundays", "sing", "a choir", False, False),
+    ]
+    assert flagged_facts_of("I was a teacher and lived in Rome.") == [
+        ("User was previously a teacher", "occupation", "teacher", False, False),
+        ("User previously lived in Rome", "lives_in", "Rome", False, False),
+    ]
