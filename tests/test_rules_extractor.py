@@ -2794,6 +2794,11 @@ def test_an_emit_without_a_value_finds_nothing() -> None:
         pytest.param("Into baking", "am into baking", id="into"),
         pytest.param("Really really into baking", "am into baking", id="adverbs-then-into"),
         pytest.param("Learning Spanish is fun", None, id="learning-is"),
+        pytest.param("Cooking is fun", None, id="gerund-then-is"),
+        pytest.param("Strict vegan", "am strict vegan", id="strict-vegan-alone"),
+        pytest.param("Married Sam", "Married Sam", id="married-a-name-alone"),
+        pytest.param("Two cats live with me", None, id="cats-live"),
+        pytest.param("Two kids, aged 5 and 7", "have two kids , aged 5 and 7", id="kids-aged"),
     ],
 )
 def test_a_clause_without_its_i_is_read_as_the_users(text: str, read_as: str | None) -> None:
