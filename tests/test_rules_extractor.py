@@ -2910,3 +2910,73 @@ def test_the_second_verb_keeps_the_occasion_said_before_the_subject() -> None:
         ("User was previously a teacher", "occupation", "teacher", False, False),
         ("User previously lived in Rome", "lives_in", "Rome", False, False),
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        pytest.param("tea next", " next", id="next-last"),
+        pytest.param("tea for my mum every day", " for my mum every day", id="for-someone"),
+        pytest.param("tea for about six years, with milk", ", with milk", id="for-about-years"),
+        pytest.param("tea with milk these days", " with milk", id="these-days-after"),
+        pytest.param("tea with milk a lot", " with milk", id="a-lot-after"),
+        pytest.param("tea a lot, with milk", ", with milk", id="a-lot-then-comma"),
+        pytest.param("tea with milk as well", " with milk", id="as-well-after"),
+        pytest.param("tea with milk now", " with milk", id="now-after"),
+        pytest.param("tea with milk 3 years ago", " with milk", id="ago-after"),
+        pytest.param("tea with milk since 2019", " with milk", id="since-after"),
+        pytest.param("tea with milk last year", " with milk", id="last-year-after"),
+    ],
+)
+def test_time_words_later_in_the_detail_are_dropped_too(text: str, kept: str) -> None:
+    assert _detail_after_first_word(text) == kept
+
+
+@pytest.mark.parametrize(
+    ("text", "row"),
+    [
+        pytest.param(
+            "I was allergic to peanuts.",
+            ("User was previously allergic to peanuts", "allergic_to", "peanuts", False, False),
+            id="be-past",
+        ),
+        pytest.param(
+            "I used to be allergic to peanuts.",
+            ("User was previously allergic to peanuts", "allergic_to", "peanuts", True, False),
+            id="be-used-to",
+        ),
+        pytest.param(
+            "I'm no longer allergic to peanuts.",
+            ("User is no longer allergic to peanuts", "allergic_to", "peanuts", True, False),
+            id="be-no-longer",
+        ),
+        pytest.param(
+            "I'm not allergic to peanuts.",
+            ("User is not allergic to peanuts", "allergic_to", "peanuts", True, False),
+            id="be-not",
+        ),
+        pytest.param(
+            "I was in a relationship.",
+            (
+                "User was previously in a relationship",
+                "relationship_status",
+                "in a relationship",
+                False,
+                False,
+            ),
+            id="in-a-relationship",
+        ),
+        pytest.param(
+            "I was Catholic.",
+            ("User was previously Catholic", "religion", "Catholic", False, False),
+            id="religion",
+        ),
+        pytest.param(
+            "I speak French poorly.",
+            ("User speaks French poorly", "speaks", "French", False, False),
+            id="ly-adverb-ends-the-value",
+        ),
+    ],
+)
+def test_a_state_of_being_is_restated_with_its_time(text: str, row: Flagged) -> None:
+    assert flagged_facts_of(text) == [row]
