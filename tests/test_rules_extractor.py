@@ -2538,6 +2538,7 @@ def test_a_phrase_reads_words_and_positions_within_its_bounds() -> None:
         "",
     )
     assert phrase.peek_at(4) == ""
+    assert (phrase.peek_at(0), phrase.peek_at(1)) == ("i", "really")
     assert not phrase.take("i", "love")
     assert phrase.pos == 0
     assert phrase.take("i", "really")
@@ -2979,4 +2980,22 @@ def test_time_words_later_in_the_detail_are_dropped_too(text: str, kept: str) ->
     ],
 )
 def test_a_state_of_being_is_restated_with_its_time(text: str, row: Flagged) -> None:
+    assert flagged_facts_of(text) == [row]
+
+
+@pytest.mark.parametrize(
+    ("text", "row"),
+    [
+        pytest.param(
+            "I can play the piano.",
+            ("User can play the piano", "hobby", "the piano", False, False),
+            id="play",
+        ),
+        pytest.param("I can cook.", ("User can cook", "habit", "cooking", False, False), id="cook"),
+        pytest.param(
+            "I can swim.", ("User can swim", "habit", "swimming", False, False), id="swim"
+        ),
+    ],
+)
+def test_what_the_user_can_do_is_said_with_can(text: str, row: Flagged) -> None:
     assert flagged_facts_of(text) == [row]
