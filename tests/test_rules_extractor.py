@@ -3004,3 +3004,27 @@ def test_a_state_of_being_is_restated_with_its_time(text: str, row: Flagged) -> 
 )
 def test_what_the_user_can_do_is_said_with_can(text: str, row: Flagged) -> None:
     assert flagged_facts_of(text) == [row]
+
+
+@pytest.mark.parametrize(
+    ("text", "rows"),
+    [
+        pytest.param(
+            "I smoked a lot and quit.",
+            [("User no longer smokes", "habit", "smoking", True, False)],
+            id="quit-what-the-message-said",
+        ),
+        pytest.param(
+            "I drink coffee and quit smoking.",
+            [
+                ("User drinks coffee", "drinks", "coffee", False, False),
+                ("User no longer smokes", "habit", "smoking", True, False),
+            ],
+            id="quit-an-object",
+        ),
+    ],
+)
+def test_a_second_verb_reads_the_whole_message_for_what_it_leaves_unsaid(
+    text: str, rows: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == rows
