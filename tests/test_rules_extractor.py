@@ -3174,3 +3174,685 @@ def test_a_pet_whose_name_follows_s_called_is_named() -> None:
 )
 def test_we_are_is_what_the_user_is(text: str, content: str, value: str) -> None:
     assert flagged_facts_of(text) == [(content, "be", value, False, False)]
+
+
+# english_phrase and english_implied: a sentence per cue word and branch
+
+from memory import english_phrase as phrase_reader  # noqa: E402
+from memory.english_implied import implied_i  # noqa: E402
+from memory.statements import USER  # noqa: E402
+
+
+def _detail_after_first_word(text: str) -> str:
+    phrase = phrase_reader.Phrase.of(text)
+    phrase.pos = 1
+    return phrase_reader.detail(phrase)
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        pytest.param("tea with milk", " with milk", id="adverbial-kept"),
+        pytest.param("tea in the morning,", " in the morning", id="trailing-comma-dropped"),
+        pytest.param("tea in the morning and coffee at night", " in the morning", id="and"),
+        pytest.param("tea because it calms me", "", id="because"),
+        pytest.param("tea which is odd", "", id="which"),
+        pytest.param("tea but not coffee", "", id="but"),
+        pytest.param("tea when it rains", "", id="when"),
+        pytest.param("tea, mostly green", ", mostly green", id="comma-mostly"),
+        pytest.param("tea, especially green", ", especially green", id="comma-especially"),
+        pytest.param("tea, with milk", ", with milk", id="comma-with"),
+        pytest.param("tea, every morning", ", every morning", id="comma-every"),
+        pytest.param("tea, I guess", "", id="comma-new-clause"),
+        pytest.param("tea, with milk, , usually", ", with milk", id="double-comma"),
+        pytest.param("tea now with milk", " with milk", id="now-dropped"),
+        pytest.param("tea last week with milk", " with milk", id="last-week"),
+        pytest.param("tea this year in Leeds", " in Leeds", id="this-year"),
+        pytest.param("tea next month in Leeds", " in Leeds", id="next-month"),
+        pytest.param("tea last of all", " last of all", id="last-without-a-unit"),
+        pytest.param("tea 3 years ago in Leeds", " in Leeds", id="digits-ago"),
+        pytest.param("tea a few weeks ago in Leeds", " in Leeds", id="a-few-ago"),
+        pytest.param("tea since 2019", "", id="since-a-year"),
+        pytest.param("tea since 1998", "", id="since-a-last-century-year"),
+        pytest.param("tea since May", " since May", id="since-a-month-kept"),
+        pytest.param("tea since 1850 in Leeds", " since 1850 in Leeds", id="since-old-year"),
+        pytest.param("tea for ages", "", id="for-ages"),
+        pytest.param("tea for six years", "", id="for-years"),
+        pytest.param("tea for six years because it helps", "", id="for-years-then-because"),
+        pytest.param("tea for six years, with milk", ", with milk", id="for-years-comma"),
+        pytest.param("tea for my health", " for my health", id="for-a-reason-kept"),
+        pytest.param("tea these days", "", id="these-days"),
+        pytest.param("tea right now", "", id="right-now"),
+        pytest.param("tea at the moment with milk", " with milk", id="at-the-moment"),
+        pytest.param("tea at home", " at home", id="at-home-kept"),
+        pytest.param("tea right here", " right here", id="right-here-kept"),
+        pytest.param("tea as well", "", id="as-well"),
+        pytest.param("tea as a treat", " as a treat", id="as-a-treat-kept"),
+        pytest.param("tea a lot", "", id="a-lot"),
+        pytest.param("tea so much", "", id="so-much"),
+        pytest.param("tea very much", "", id="very-much"),
+    ],
+)
+def test_the_detail_after_a_value_keeps_adverbials_and_drops_time_words(
+    text: str, kept: str
+) -> None:
+    assert _detail_after_first_word(text) == kept
+
+
+@pytest.mark.parametrize(
+    ("text", "read"),
+    [
+        pytest.param("energy drinks two weeks ago", "energy drinks", id="number-word-span"),
+        pytest.param("energy drinks 3 years ago", "energy drinks", id="digit-span"),
+        pytest.param("energy drinks couple of months ago", "energy drinks", id="couple-of"),
+        pytest.param("energy drinks couple months ago", "energy drinks", id="couple"),
+        pytest.param("two cats", "two cats", id="a-count-first-is-no-span"),
+        pytest.param("3 kids", "3 kids", id="digits-not-a-span"),
+        pytest.param("every day", "", id="never-first"),
+        pytest.param("in Leeds", "in Leeds", id="preposition-first"),
+        pytest.param("tea in the morning", "tea", id="preposition-ends"),
+        pytest.param("tea, coffee and juice", "tea, coffee and juice", id="list-and"),
+        pytest.param("tea, coffee or juice", "tea, coffee or juice", id="list-or"),
+        pytest.param("tea, coffee", "tea", id="comma-no-list"),
+        pytest.param("tea, in the morning and juice", "tea", id="comma-then-adverbial"),
+        pytest.param("tea and", "tea", id="trailing-and"),
+        pytest.param("tea or", "tea", id="trailing-or"),
+        pytest.param("French fluently", "French", id="ly-adverb"),
+        pytest.param("my aunt Polly", "my aunt Polly", id="short-ly-name"),
+        pytest.param("my family", "my family", id="family-is-no-adverb"),
+    ],
+)
+def test_a_value_runs_to_its_boundary(text: str, read: str) -> None:
+    assert phrase_reader.value(phrase_reader.Phrase.of(text)) == read
+
+
+@pytest.mark.parametrize(
+    ("typed", "written"),
+    [
+        pytest.param("paris", "Paris", id="a-city"),
+        pytest.param("Paris", "Paris", id="capitals-kept"),
+        pytest.param("new york", "New York", id="two-words"),
+        pytest.param("a small agency", "a small agency", id="a"),
+        pytest.param("an old bakery", "an old bakery", id="an"),
+        pytest.param("my hometown", "my hometown", id="my"),
+        pytest.param("our office", "our office", id="our"),
+        pytest.param("some startup", "some startup", id="some"),
+        pytest.param("rio de janeiro", "Rio de Janeiro", id="de"),
+        pytest.param("isle of man", "Isle of Man", id="of"),
+        pytest.param("rio de la plata", "Rio de la Plata", id="la"),
+        pytest.param("trinidad and tobago", "Trinidad and Tobago", id="and"),
+        pytest.param("the bbc", "the BBC", id="the-and-no-vowels"),
+        pytest.param("st louis", "St Louis", id="abbreviation"),
+        pytest.param("ibm", "IBM", id="acronym"),
+        pytest.param("hsbc", "HSBC", id="four-letters-no-vowel"),
+        pytest.param("lynch", "Lynch", id="five-letters-no-vowel"),
+    ],
+)
+def test_a_place_typed_in_lower_case_is_written_as_a_name(typed: str, written: str) -> None:
+    assert phrase_reader.capitalize_place(typed) == written
+
+
+@pytest.mark.parametrize(
+    ("text", "parts"),
+    [
+        pytest.param("tea, coffee and juice", ["tea", "coffee", "juice"], id="comma-and"),
+        pytest.param("tea or coffee", ["tea", "coffee"], id="or"),
+        pytest.param("tea & coffee", ["tea", "coffee"], id="ampersand"),
+        pytest.param("tea, and coffee", ["tea", "coffee"], id="comma-and-together"),
+        pytest.param("tea, or coffee", ["tea", "coffee"], id="comma-or-together"),
+        pytest.param("rock and roll", ["rock and roll"], id="compound"),
+        pytest.param("Mac and Cheese", ["Mac and Cheese"], id="compound-capitals"),
+        pytest.param("two cats, Miso and Tofu", ["two cats, Miso and Tofu"], id="count-names"),
+        pytest.param("3 cats, Miso and Tofu", ["3 cats, Miso and Tofu"], id="digits-names"),
+        pytest.param("a dog, Rex", ["a dog, Rex"], id="a-dog-named"),
+        pytest.param("cats, Miso and Tofu", ["cats", "Miso", "Tofu"], id="no-count"),
+        pytest.param("Miso, Tofu and Bean", ["Miso", "Tofu", "Bean"], id="names"),
+        pytest.param("two cats, Miso and Big Tofu", ["two cats", "Miso", "Big Tofu"], id="long"),
+        pytest.param("two cats and a dog", ["two cats", "a dog"], id="lower-case-second"),
+        pytest.param("green tea", ["green tea"], id="one"),
+    ],
+)
+def test_a_list_value_splits_into_items_and_keeps_names_with_their_count(
+    text: str, parts: list[str]
+) -> None:
+    assert phrase_reader.items(text) == parts
+
+
+@pytest.mark.parametrize(
+    ("text", "points"),
+    [
+        pytest.param("it", True, id="it"),
+        pytest.param("That you said", True, id="that"),
+        pytest.param("", True, id="empty"),
+        pytest.param("   ", True, id="blank"),
+        pytest.param("!!", True, id="no-letters"),
+        pytest.param("Paris", False, id="a-place"),
+        pytest.param("itching powder", False, id="a-word-starting-with-it"),
+    ],
+)
+def test_a_pointer_is_a_word_for_the_conversation(text: str, points: bool) -> None:
+    assert phrase_reader.pointer(text) is points
+
+
+def test_the_users_own_words_are_restated_in_the_third_person() -> None:
+    said = "I told my Mom it's mine, me and Myself"
+    assert (
+        phrase_reader.third_person_words(said)
+        == "they told their Mom it's theirs, them and themselves"
+    )
+    assert phrase_reader.third_person_words("iPhone is mine") == "iPhone is theirs"
+
+
+def test_tokens_keep_handles_versions_and_addresses_whole() -> None:
+    assert phrase_reader.tokens("I'm a C++ dev, mail a.b@c.com #tag v2.0!") == [
+        "I'm",
+        "a",
+        "C++",
+        "dev",
+        ",",
+        "mail",
+        "a.b@c.com",
+        "#tag",
+        "v2.0",
+    ]
+
+
+def test_a_phrase_reads_words_and_positions_within_its_bounds() -> None:
+    phrase = phrase_reader.Phrase.of("I Really love Tea")
+    assert (phrase.peek(), phrase.peek(-1), phrase.word(), phrase.word(-1)) == ("i", "", "I", "")
+    assert (phrase.peek(4), phrase.word(4), phrase.peek_at(3), phrase.peek_at(-1)) == (
+        "",
+        "",
+        "tea",
+        "",
+    )
+    assert phrase.peek_at(4) == ""
+    assert (phrase.peek_at(0), phrase.peek_at(1)) == ("i", "really")
+    assert not phrase.take("i", "love")
+    assert phrase.pos == 0
+    assert phrase.take("i", "really")
+    assert (phrase.pos, phrase.peek(), phrase.word(1), phrase.word(-1)) == (
+        2,
+        "love",
+        "Tea",
+        "Really",
+    )
+    phrase.skip(frozenset({"love", "really"}))
+    assert (phrase.pos, phrase.done()) == (3, False)
+    phrase.skip(frozenset({"tea"}))
+    assert (phrase.pos, phrase.done()) == (4, True)
+
+
+@pytest.mark.parametrize(
+    ("text", "row"),
+    [
+        pytest.param(
+            "I used to live in Rome.",
+            ("User previously lived in Rome", "lives_in", "Rome", True, True),
+            id="used-to",
+        ),
+        pytest.param(
+            "I lived in Rome.",
+            ("User previously lived in Rome", "lives_in", "Rome", False, False),
+            id="simple-past-state",
+        ),
+        pytest.param(
+            "I was living in Rome.",
+            ("User previously lived in Rome", "lives_in", "Rome", False, False),
+            id="past-progressive",
+        ),
+        pytest.param(
+            "I'm living in Rome.",
+            ("User is living in Rome", "lives_in", "Rome", False, False),
+            id="progressive",
+        ),
+        pytest.param(
+            "I'm not living in Rome.",
+            ("User doesn't live in Rome", "lives_in", "Rome", True, False),
+            id="progressive-negated",
+        ),
+        pytest.param(
+            "I no longer live in Rome.",
+            ("User no longer lives in Rome", "lives_in", "Rome", True, True),
+            id="no-longer",
+        ),
+        pytest.param(
+            "I'm not working at Google anymore.",
+            ("User no longer works at Google", "employer", "Google", True, True),
+            id="not-anymore",
+        ),
+        pytest.param(
+            "I moved to Leeds.",
+            ("User lives in Leeds", "lives_in", "Leeds", False, True),
+            id="event-past",
+        ),
+        pytest.param(
+            "I can speak French.",
+            ("User can speak French", "speaks", "French", False, False),
+            id="ability",
+        ),
+        pytest.param(
+            "I usually drink coffee.",
+            ("User usually drinks coffee", "drinks", "coffee", False, False),
+            id="frequency",
+        ),
+        pytest.param(
+            "I usually don't drink coffee.",
+            ("User doesn't drink coffee", "drinks", "coffee", True, False),
+            id="frequency-negated",
+        ),
+        pytest.param(
+            "I never drink coffee.",
+            ("User doesn't drink coffee", "drinks", "coffee", True, False),
+            id="never",
+        ),
+        pytest.param(
+            "I don't have a car.",
+            ("User doesn't have a car", "owns", "a car", True, False),
+            id="have-negated",
+        ),
+        pytest.param(
+            "I haven't had a car.",
+            ("User has not had a car", "owns", "a car", True, False),
+            id="have-perfect-negated",
+        ),
+        pytest.param(
+            "I had a dog.",
+            ("User previously had a dog", "has_pet", "a dog", False, False),
+            id="had",
+        ),
+        pytest.param(
+            "I've had a dog.", ("User has a dog", "has_pet", "a dog", False, False), id="have-had"
+        ),
+        pytest.param(
+            "I haven't been to Japan.",
+            ("User has not been to Japan", "visited", "Japan", True, False),
+            id="have-been-negated",
+        ),
+        pytest.param(
+            "I have been to Japan.",
+            ("User has been to Japan", "visited", "Japan", False, False),
+            id="have-been",
+        ),
+        pytest.param(
+            "I was a teacher.",
+            ("User was previously a teacher", "occupation", "teacher", False, False),
+            id="be-past",
+        ),
+        pytest.param(
+            "I used to be a teacher.",
+            ("User was previously a teacher", "occupation", "teacher", True, True),
+            id="be-used-to",
+        ),
+        pytest.param(
+            "I'm no longer a teacher.",
+            ("User is no longer a teacher", "occupation", "teacher", True, True),
+            id="be-no-longer",
+        ),
+        pytest.param(
+            "I'm not a teacher.",
+            ("User is not a teacher", "occupation", "teacher", True, False),
+            id="be-not",
+        ),
+        pytest.param(
+            "I'm a teacher.", ("User is a teacher", "occupation", "teacher", False, False), id="be"
+        ),
+        pytest.param(
+            "On Sundays I play tennis.",
+            ("User plays tennis on Sundays", "hobby", "tennis", False, False),
+            id="occasion",
+        ),
+        pytest.param(
+            "I live in Lyon with my wife.",
+            ("User lives in Lyon with their wife", "lives_in", "Lyon", False, False),
+            id="my-restated",
+        ),
+        pytest.param(
+            "I live in new york.",
+            ("User lives in New York", "lives_in", "New York", False, False),
+            id="place-capitalized",
+        ),
+        pytest.param(
+            "I work at the bbc.",
+            ("User works at the BBC", "employer", "the BBC", False, False),
+            id="acronym",
+        ),
+        pytest.param(
+            "I love hiking, especially in the mountains.",
+            ("User loves hiking, especially in the mountains", "likes", "hiking", False, False),
+            id="detail-after-comma",
+        ),
+        pytest.param(
+            "I love hiking because it relaxes me.",
+            ("User loves hiking", "likes", "hiking", False, False),
+            id="detail-ends-at-because",
+        ),
+        pytest.param(
+            "I've lived in Berlin since 2019.",
+            ("User lives in Berlin", "lives_in", "Berlin", False, False),
+            id="since-a-year",
+        ),
+        pytest.param(
+            "I love tennis so much.",
+            ("User loves tennis", "likes", "tennis", False, False),
+            id="so-much",
+        ),
+    ],
+)
+def test_the_clause_is_restated_about_the_user_with_their_verb_form(
+    text: str, row: Flagged
+) -> None:
+    assert flagged_facts_of(text) == [row]
+
+
+def test_a_second_verb_of_the_same_subject_is_read_with_the_first() -> None:
+    assert flagged_facts_of("I love hiking and sing in a choir.") == [
+        ("User loves hiking", "likes", "hiking", False, False),
+        ("User sings in a choir", "sing", "a choir", False, False),
+    ]
+
+
+def test_an_emit_without_a_value_finds_nothing() -> None:
+    reading = phrase_reader.Reading(USER, phrase_reader.Group(), phrase_reader.Phrase.of(""))
+    reading.emit("likes", "  ", "User likes")
+    assert reading.found == []
+    reading.emit("likes", " tea ", "User likes tea", key="drink", updates=True, category="food")
+    reading.emit("likes", "coffee", "User likes coffee", negated=True)
+    assert [
+        (s.predicate, s.value, s.content, s.key, s.negated, s.updates_previous, s.category)
+        for s in reading.found
+    ] == [
+        ("likes", "tea", "User likes tea", "drink", False, True, "food"),
+        ("likes", "coffee", "User likes coffee", None, True, False, None),
+    ]
+    again = reading.again(phrase_reader.Phrase.of("and sing"))
+    assert (again.speaker, again.group, again.found, again.phrase.low) == (
+        USER,
+        reading.group,
+        reading.found,
+        ["and", "sing"],
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "read_as"),
+    [
+        pytest.param("Just moved to Leeds", "moved to Leeds", id="filler-then-past"),
+        pytest.param("yeah basically just moved to Leeds", "moved to Leeds", id="three-fillers"),
+        pytest.param("so yeah basically just moved to Leeds", None, id="four-fillers-too-many"),
+        pytest.param("just", None, id="only-a-filler"),
+        pytest.param("Moves to Leeds", None, id="third-person-present"),
+        pytest.param("Went to Paris", "Went to Paris", id="irregular-past"),
+        pytest.param("Was in Paris", None, id="was"),
+        pytest.param("Married with two kids", "am married with two kids", id="status"),
+        pytest.param("married", "am married", id="status-alone"),
+        pytest.param("Divorced since 2016", "am divorced since 2016", id="status-since"),
+        pytest.param("Married Sam last year", "Married Sam last year", id="married-a-name"),
+        pytest.param("Married her last year", "Married her last year", id="married-her"),
+        pytest.param("Training for a marathon", "am training for a marathon", id="ongoing"),
+        pytest.param("Moving", "am moving", id="ongoing-alone"),
+        pytest.param("Ordering lunch is a puzzle", None, id="gerund-subject"),
+        pytest.param("Vegan for five years", "am vegan for five years", id="diet"),
+        pytest.param("Strict vegan for five years", "am strict vegan for five years", id="strict"),
+        pytest.param("Mostly vegetarian", "am vegetarian", id="adverb-then-diet"),
+        pytest.param("Strict parents", None, id="strict-without-a-diet"),
+        pytest.param("Been vegan for years", "have Been vegan for years", id="been"),
+        pytest.param("Quit sugar", "have Quit sugar", id="quit-first"),
+        pytest.param("Also quit sugar", None, id="quit-after-a-filler"),
+        pytest.param("Two kids, both girls", "have two kids , both girls", id="kids"),
+        pytest.param("Two kids", "have two kids", id="two-kids"),
+        pytest.param("3 kids", "have 3 kids", id="digit-kids"),
+        pytest.param("A dog and two cats", "have a dog and two cats", id="pets"),
+        pytest.param("Two cats", "have two cats", id="two-cats"),
+        pytest.param("Two big fluffy cats", "have two big fluffy cats", id="noun-third-word"),
+        pytest.param("Two very big fluffy cats", None, id="noun-too-far"),
+        pytest.param("Two", None, id="a-count-alone"),
+        pytest.param("A cat called Miso", "have a cat called Miso", id="called"),
+        pytest.param(
+            "Two cats named Miso and Tofu", "have two cats named Miso and Tofu", id="named"
+        ),
+        pytest.param("A son aged 5", "have a son aged 5", id="aged"),
+        pytest.param("Two cats are asleep", None, id="cats-are"),
+        pytest.param("My two cats", None, id="my-count"),
+        pytest.param("Also two cats", None, id="count-after-a-filler"),
+        pytest.param("Big fan of jazz", "am a fan of jazz", id="big-fan"),
+        pytest.param("Huge fan of jazz", "am a Huge fan of jazz", id="huge-fan"),
+        pytest.param("Fan of jazz", "am a Fan of jazz", id="fan"),
+        pytest.param("A fan of jazz", "am a fan of jazz", id="a-fan"),
+        pytest.param("Kinda a big fan of jazz", "am a big fan of jazz", id="kinda-a-big-fan"),
+        pytest.param("Big fan", None, id="fan-of-nothing"),
+        pytest.param("Into baking", "am into baking", id="into"),
+        pytest.param("Really really into baking", "am into baking", id="adverbs-then-into"),
+        pytest.param("Learning Spanish is fun", None, id="learning-is"),
+        pytest.param("Cooking is fun", None, id="gerund-then-is"),
+        pytest.param("Strict vegan", "am strict vegan", id="strict-vegan-alone"),
+        pytest.param("Married Sam", "Married Sam", id="married-a-name-alone"),
+        pytest.param("Two cats live with me", None, id="cats-live"),
+        pytest.param("Two kids, aged 5 and 7", "have two kids , aged 5 and 7", id="kids-aged"),
+    ],
+)
+def test_a_clause_without_its_i_is_read_as_the_users(text: str, read_as: str | None) -> None:
+    phrase = phrase_reader.Phrase.of(text)
+    speaker = implied_i(phrase)
+    if read_as is None:
+        assert speaker is None
+        assert phrase.pos == 0
+    else:
+        assert speaker is USER
+        assert " ".join(phrase.toks[phrase.pos :]) == read_as
+        assert phrase.low[phrase.pos :] == [t.casefold() for t in phrase.toks[phrase.pos :]]
+
+
+@pytest.mark.parametrize(
+    ("text", "row"),
+    [
+        pytest.param(
+            "Just moved to Leeds.",
+            ("User lives in Leeds", "lives_in", "Leeds", False, True),
+            id="moved",
+        ),
+        pytest.param(
+            "Also started pottery.",
+            ("User started pottery", "hobby", "pottery", False, False),
+            id="started",
+        ),
+        pytest.param(
+            "Really into baking.", ("User likes baking", "likes", "baking", False, False), id="into"
+        ),
+        pytest.param(
+            "Allergic to kiwi.",
+            ("User is allergic to kiwi", "allergic_to", "kiwi", False, False),
+            id="allergic",
+        ),
+        pytest.param(
+            "Married with two kids.",
+            ("User is married", "relationship_status", "married", False, False),
+            id="married",
+        ),
+        pytest.param(
+            "Strict vegan for five years.",
+            ("User is vegan", "diet", "vegan", False, True),
+            id="vegan",
+        ),
+        pytest.param(
+            "Been vegan for years.",
+            ("User is vegan", "diet", "vegan", False, True),
+            id="been-vegan",
+        ),
+        pytest.param(
+            "Quit sugar last month.", ("User quit sugar", "habit", "sugar", True, False), id="quit"
+        ),
+        pytest.param(
+            "Two kids, both girls.",
+            ("User has two kids", "family", "two kids", False, False),
+            id="kids",
+        ),
+        pytest.param(
+            "A dog and two cats.",
+            ("User has a dog and two cats", "has_pet", "a dog and two cats", False, False),
+            id="pets",
+        ),
+        pytest.param(
+            "Training for a marathon.",
+            ("User is training for a marathon", "goal", "a marathon", False, False),
+            id="training",
+        ),
+        pytest.param(
+            "Big fan of jazz.", ("User is a fan of jazz", "likes", "jazz", False, False), id="fan"
+        ),
+        pytest.param(
+            "Fluent in Spanish.",
+            ("User speaks Spanish", "speaks", "Spanish", False, False),
+            id="fluent",
+        ),
+        pytest.param(
+            "Learning Spanish.",
+            ("User is learning Spanish", "learning", "Spanish", False, False),
+            id="learning",
+        ),
+    ],
+)
+def test_a_chat_sentence_without_its_i_gives_the_users_fact(text: str, row: Flagged) -> None:
+    assert flagged_facts_of(text) == [row]
+
+
+@pytest.mark.parametrize(
+    ("text", "read"),
+    [
+        pytest.param("an apple a day", "an apple a day", id="a-day-is-no-span"),
+        pytest.param("three meals a day", "three meals a day", id="meals-a-day"),
+        pytest.param("flat 2", "flat 2", id="a-number-last"),
+        pytest.param("three coffees an hour", "three coffees an hour", id="an-hour-is-no-span"),
+        pytest.param("two weeks", "two weeks", id="a-span-first-is-the-value"),
+        pytest.param(", tea", "", id="a-comma-first"),
+        pytest.param("tea, and", "tea", id="trailing-comma-and"),
+        pytest.param("room two", "room two", id="a-number-word-last"),
+        pytest.param("energy drinks couple", "energy drinks couple", id="couple-last"),
+        pytest.param("energy drinks couple of", "energy drinks couple of", id="couple-of-last"),
+    ],
+)
+def test_a_count_is_no_span_of_time_without_its_unit(text: str, read: str) -> None:
+    assert phrase_reader.value(phrase_reader.Phrase.of(text)) == read
+
+
+def test_the_second_verb_keeps_the_occasion_said_before_the_subject() -> None:
+    assert flagged_facts_of("On Sundays I play tennis and sing in a choir.") == [
+        ("User plays tennis on Sundays", "hobby", "tennis", False, False),
+        ("User sings in a choir on Sundays", "sing", "a choir", False, False),
+    ]
+    assert flagged_facts_of("I was a teacher and lived in Rome.") == [
+        ("User was previously a teacher", "occupation", "teacher", False, False),
+        ("User previously lived in Rome", "lives_in", "Rome", False, False),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        pytest.param("tea next", " next", id="next-last"),
+        pytest.param("tea for my mum every day", " for my mum every day", id="for-someone"),
+        pytest.param("tea for about six years, with milk", ", with milk", id="for-about-years"),
+        pytest.param("tea with milk these days", " with milk", id="these-days-after"),
+        pytest.param("tea with milk a lot", " with milk", id="a-lot-after"),
+        pytest.param("tea a lot, with milk", ", with milk", id="a-lot-then-comma"),
+        pytest.param("tea with milk as well", " with milk", id="as-well-after"),
+        pytest.param("tea with milk now", " with milk", id="now-after"),
+        pytest.param("tea with milk 3 years ago", " with milk", id="ago-after"),
+        pytest.param("tea with milk since 2019", " with milk", id="since-after"),
+        pytest.param("tea with milk last year", " with milk", id="last-year-after"),
+    ],
+)
+def test_time_words_later_in_the_detail_are_dropped_too(text: str, kept: str) -> None:
+    assert _detail_after_first_word(text) == kept
+
+
+@pytest.mark.parametrize(
+    ("text", "row"),
+    [
+        pytest.param(
+            "I was allergic to peanuts.",
+            ("User was previously allergic to peanuts", "allergic_to", "peanuts", False, False),
+            id="be-past",
+        ),
+        pytest.param(
+            "I used to be allergic to peanuts.",
+            ("User was previously allergic to peanuts", "allergic_to", "peanuts", True, False),
+            id="be-used-to",
+        ),
+        pytest.param(
+            "I'm no longer allergic to peanuts.",
+            ("User is no longer allergic to peanuts", "allergic_to", "peanuts", True, False),
+            id="be-no-longer",
+        ),
+        pytest.param(
+            "I'm not allergic to peanuts.",
+            ("User is not allergic to peanuts", "allergic_to", "peanuts", True, False),
+            id="be-not",
+        ),
+        pytest.param(
+            "I was in a relationship.",
+            (
+                "User was previously in a relationship",
+                "relationship_status",
+                "in a relationship",
+                False,
+                False,
+            ),
+            id="in-a-relationship",
+        ),
+        pytest.param(
+            "I was Catholic.",
+            ("User was previously Catholic", "religion", "Catholic", False, False),
+            id="religion",
+        ),
+        pytest.param(
+            "I speak French poorly.",
+            ("User speaks French poorly", "speaks", "French", False, False),
+            id="ly-adverb-ends-the-value",
+        ),
+    ],
+)
+def test_a_state_of_being_is_restated_with_its_time(text: str, row: Flagged) -> None:
+    assert flagged_facts_of(text) == [row]
+
+
+@pytest.mark.parametrize(
+    ("text", "row"),
+    [
+        pytest.param(
+            "I can play the piano.",
+            ("User can play the piano", "hobby", "the piano", False, False),
+            id="play",
+        ),
+        pytest.param("I can cook.", ("User can cook", "habit", "cooking", False, False), id="cook"),
+        pytest.param(
+            "I can swim.", ("User can swim", "habit", "swimming", False, False), id="swim"
+        ),
+    ],
+)
+def test_what_the_user_can_do_is_said_with_can(text: str, row: Flagged) -> None:
+    assert flagged_facts_of(text) == [row]
+
+
+@pytest.mark.parametrize(
+    ("text", "rows"),
+    [
+        pytest.param(
+            "I smoked a lot and quit.",
+            [("User no longer smokes", "habit", "smoking", True, False)],
+            id="quit-what-the-message-said",
+        ),
+        pytest.param(
+            "I drink coffee and quit smoking.",
+            [
+                ("User drinks coffee", "drinks", "coffee", False, False),
+                ("User no longer smokes", "habit", "smoking", True, False),
+            ],
+            id="quit-an-object",
+        ),
+    ],
+)
+def test_a_second_verb_reads_the_whole_message_for_what_it_leaves_unsaid(
+    text: str, rows: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == rows
