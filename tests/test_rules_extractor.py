@@ -2557,3 +2557,84 @@ def test_every_chinese_cue_word_reads_as_its_own_fact_with_its_flags(
     text: str, expected: list[Flagged]
 ) -> None:
     assert flagged_facts_of(text) == expected
+
+
+# fmt: off
+CHINESE_BRANCHES: dict[str, tuple[str, list[Flagged]]] = {
+    # a content with a comma keeps its flags when it turns full-width
+    "pet-named-before": ("我以前养了一只狗，叫旺财。",
+                         [("用户以前养了一只狗，叫旺财", "has_pet", "一只狗,叫旺财", True, False)]),
+    "pet-named-just": ("我刚养了一只猫，叫咪咪。",
+                       [("用户养了一只猫，叫咪咪", "has_pet", "一只猫,叫咪咪", False, True)]),
+    # the words before the verb: a change, then a habit word; the past, then a habit word
+    "lately-every-day": ("我最近每天跑步。", [("用户每天跑步", "hobby", "跑步", False, True)]),
+    "before-every-day": ("我以前每天跑步。", [("用户以前跑步", "hobby", "跑步", True, False)]),
+    "too": ("我也喜欢猫。", [("用户喜欢猫", "likes", "猫", False, False)]),
+    "every-day-all": ("我每天都跑步。", [("用户每天跑步", "hobby", "跑步", False, False)]),
+    "before-not": ("我以前不吃辣。", [("用户不再吃辣", "eats", "辣", True, False)]),
+    "no-longer-kept": ("我已经没养狗了。", [("用户不再养狗", "has_pet", "狗", True, True)]),
+    "not-play": ("我不玩游戏。", [("用户不玩游戏", "hobby", "游戏", True, False)]),
+    "diary-daily": ("我每天写日记。", [("用户每天写日记", "habit", "写日记", False, False)]),
+    # wants and names
+    "want-lose-weight": ("我想减肥。", [("用户想减肥", "goal", "减肥", False, False)]),
+    "long-name": ("我叫欧阳娜娜。", [("用户叫欧阳娜娜", "name", "欧阳娜娜", False, False)]),
+    "latin-name": ("我叫Alex。", [("用户叫Alex", "name", "Alex", False, False)]),
+    "friend-long-name": ("我朋友欧阳娜娜是老师。",
+                         [("用户的朋友欧阳娜娜是老师", "occupation", "老师", False, False)]),
+    # job changes, health, partners, schools
+    "changed-to": ("我换到腾讯工作了。", [("用户在腾讯工作", "employer", "腾讯", False, True)]),
+    "went-to-work-at": ("我去了字节工作。", [("用户在字节工作", "employer", "字节", False, True)]),
+    "ocd": ("我有强迫症。", [("用户有强迫症", "health", "强迫症", False, False)]),
+    "has-boyfriend": ("我有一个男朋友。",
+                      [("用户有一个男朋友", "relationship_status", "恋爱中", False, True)]),
+    "graduated-fudan": ("我毕业于复旦大学。",
+                        [("用户毕业于复旦大学", "school", "毕业于复旦大学", False, True)]),
+    # a pet, then its name; a relative, then 她
+    "cat-then-name": ("我养了只猫，猫叫团子。",
+                      [("用户养了只猫", "has_pet", "只猫", False, False),
+                       ("用户的猫叫团子", "has_pet", "猫团子", False, False)]),
+    "dog-then-names": ("我有只狗，狗叫旺财和来福。",
+                       [("用户有只狗", "has_pet", "只狗", False, False),
+                        ("用户的狗叫旺财和来福", "has_pet", "狗旺财和来福", False, False)]),
+    "sister-then-she": ("我姐姐是医生，她住在上海。",
+                        [("用户的姐姐是医生", "occupation", "医生", False, False),
+                         ("用户的姐姐住在上海", "lives_in", "上海", False, False)]),
+    "girlfriend-then-she": ("我女朋友叫小红，她是护士。",
+                            [("用户的女朋友叫小红", "name", "小红", False, False),
+                             ("用户的女朋友小红是护士", "occupation", "护士", False, False)]),
+    # a plain statement no verb reads, kept in the user's words
+    "note-phone": ("我iPhone用了五年了。",
+                   [("用户iPhone用了五年", "note", "iPhone用了五年", False, False)]),
+    "note-followers": ("我B站粉丝有一万了。",
+                       [("用户B站粉丝有一万", "note", "B站粉丝有一万", False, False)]),
+    "note-python": ("我Python写得很好。",
+                    [("用户Python写得很好", "note", "Python写得很好", False, False)]),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), CHINESE_BRANCHES.values(), ids=CHINESE_BRANCHES.keys()
+)
+def test_every_chinese_branch_reads_as_its_own_fact_with_its_flags(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我在路上。",  # on the way: no place
+        "我喜欢这个。",  # a pointer
+        "我喜欢那个。",
+        "我喜欢它。",
+        "我很喜欢您的节目。",  # said to the listener
+        "我想去。",  # a wish with no object
+        "我想问一下。",  # a request
+        "我想了解一下。",
+        "我改主意了。",  # a change of mind is no new habit
+    ],
+)
+def test_a_chinese_pointer_request_or_change_of_mind_gives_no_fact(text: str) -> None:
+    assert extract_facts(text) == []
