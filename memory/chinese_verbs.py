@@ -374,6 +374,9 @@ def _general(m: re.Match[str], s: State) -> list[Statement]:
 
 
 _P = r"(?P<v>.+)"
+#: A character of a place after 在: no verb of work or study (在公司上班, 在家学习), but
+#: 上 of a name (上海, 上饶) is one.
+_PLACE_CHAR = r"(?:[^做当工上读学住]|上(?![班学课]))"
 
 _VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
     ("status", r"(?P<v>结婚|单身|离婚|订婚|离异|脱单|谈恋爱|恋爱|有对象|分手)", _status),
@@ -470,8 +473,8 @@ _VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
     ("goal", r"(?P<verb>想要|想|打算|计划|希望|准备|要)" + _P, _goal),
     ("copula", r"(?:是|做|当)" + _P, _copula),
     ("zodiac", r"(?P<v>属.)", _copula),
-    ("lives-rent", r"在(?P<v>[^做当工上读学住]{2,8}?)(?P<verb>)(?:租房子?|租)?住$", _lives),
-    ("where", r"在(?P<v>[^做当工上读学住]{2,8})$", _where),
+    ("lives-rent", r"在(?P<v>" + _PLACE_CHAR + r"{2,8}?)(?P<verb>)(?:租房子?|租)?住$", _lives),
+    ("where", r"在(?P<v>" + _PLACE_CHAR + r"{2,8})$", _where),
     (
         "hobby",
         r"去?(?P<verb>跑步|游泳|爬山|徒步|骑车|骑行|画画|唱歌|跳舞|健身|瑜伽|钓鱼|做饭|烘焙|冥想|"

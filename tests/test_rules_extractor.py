@@ -2638,3 +2638,20 @@ def test_every_chinese_branch_reads_as_its_own_fact_with_its_flags(
 )
 def test_a_chinese_pointer_request_or_change_of_mind_gives_no_fact(text: str) -> None:
     assert extract_facts(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("我现在在上海。", [("用户住在上海", "lives_in", "上海", False, True)]),
+        ("我在上海住。", [("用户住在上海", "lives_in", "上海", False, False)]),
+        ("我在上海租房子住。", [("用户住在上海", "lives_in", "上海", False, False)]),
+        ("我在上饶。", [("用户住在上饶", "lives_in", "上饶", False, False)]),
+        ("我在山上。", []),
+        ("我在公司上班。", [("用户在公司上班", "employer", "公司", False, False)]),
+    ],
+)
+def test_a_city_whose_name_has_shang_is_a_place_and_shang_ban_still_work(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
