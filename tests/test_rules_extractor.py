@@ -2655,3 +2655,82 @@ def test_a_city_whose_name_has_shang_is_a_place_and_shang_ban_still_work(
     text: str, expected: list[Flagged]
 ) -> None:
     assert flagged_facts_of(text) == expected
+
+
+# fmt: off
+CHINESE_SUBJECTS: dict[str, tuple[str, list[Flagged]]] = {
+    # the object said first, then 我 and the verb
+    "topic-drink": ("咖啡我每天喝。", [("用户每天喝咖啡", "drinks", "咖啡", False, False)]),
+    "topic-play": ("篮球我也打。", [("用户打篮球", "hobby", "篮球", False, False)]),
+    "topic-weekly": ("羽毛球我每周打。",
+                     [("用户每周打羽毛球", "hobby", "羽毛球", False, False)]),
+    "topic-intolerant": ("牛奶我也不耐受。",
+                         [("用户对牛奶过敏", "allergic_to", "牛奶", False, False)]),
+    "topic-allergic": ("芒果我过敏。", [("用户对芒果过敏", "allergic_to", "芒果", False, False)]),
+    "topic-learning": ("日语我在学。", [("用户在学日语", "learning", "日语", False, False)]),
+    # who the user lives with, the family home, time words before 我
+    "with-my-husband": ("我和我老公都住在北京。",
+                        [("用户住在北京", "lives_in", "北京", False, False)]),
+    "with-wife": ("我跟老婆住在杭州。", [("用户住在杭州", "lives_in", "杭州", False, False)]),
+    "with-roommate": ("我跟室友一起住在深圳。",
+                      [("用户住在深圳", "lives_in", "深圳", False, False)]),
+    "with-friends-like": ("我和朋友都喜欢爬山。",
+                          [("用户喜欢爬山", "likes", "爬山", False, False)]),
+    "home-in": ("我家在成都。", [("用户住在成都", "lives_in", "成都", False, False)]),
+    "family-has-dog": ("我家有一只狗。", [("用户有一只狗", "has_pet", "一只狗", False, False)]),
+    "our-family-keeps": ("我们家养了两只猫。",
+                         [("用户养了两只猫", "has_pet", "两只猫", False, False)]),
+    "family-husband": ("我家老公是医生。",
+                       [("用户的老公是医生", "occupation", "医生", False, False)]),
+    "family-son": ("我家儿子上三年级。",
+                   [("用户的儿子上三年级", "school", "三年级", False, True)]),
+    "my-friend": ("我的朋友是老师。", [("用户的朋友是老师", "occupation", "老师", False, False)]),
+    "myself-opened": ("我自己开了一家店。",
+                      [("用户开了一家店", "occupation", "一家店", False, True)]),
+    "mornings-first": ("每天早上我都跑步。",
+                       [("用户每天早上跑步", "hobby", "跑步", False, False)]),
+    "last-month-first": ("上个月我搬到了北京。",
+                         [("用户住在北京", "lives_in", "北京", False, True)]),
+    "these-days-first": ("这段时间我在学日语。",
+                         [("用户这段时间在学日语", "learning", "日语", False, False)]),
+    "hello-first": ("你好，我叫小明。", [("用户叫小明", "name", "小明", False, False)]),
+    "implied-hobby": ("爱好是摄影。", [("用户的爱好是摄影", "hobby", "摄影", False, False)]),
+    "then-no-subject": ("我住在北京，在腾讯工作。",
+                        [("用户住在北京", "lives_in", "北京", False, False),
+                         ("用户在腾讯工作", "employer", "腾讯", False, False)]),
+    "husband-then-he": ("我老公是医生，他在协和医院上班。",
+                        [("用户的老公是医生", "occupation", "医生", False, False),
+                         ("用户的老公在协和医院上班", "employer", "协和医院", False, False)]),
+    # 是 + what the user is
+    "phd-student": ("我是博士生。", [("用户是博士生", "occupation", "博士生", False, False)]),
+    "high-schooler": ("我是高中生。", [("用户是高中生", "occupation", "高中生", False, False)]),
+    "son-middle-school": ("我儿子是初中生。",
+                          [("用户的儿子是初中生", "occupation", "初中生", False, False)]),
+    "daughter-primary": ("我女儿是小学生。",
+                         [("用户的女儿是小学生", "occupation", "小学生", False, False)]),
+    "overseas-student": ("我是留学生。", [("用户是留学生", "occupation", "留学生", False, False)]),
+    "now-a-nurse": ("我现在是护士。", [("用户是护士", "occupation", "护士", False, True)]),
+    "now-a-lawyer": ("我现在是一名律师。", [("用户是一名律师", "occupation", "律师", False, True)]),
+    "lately-opened": ("我最近开了一家花店。",
+                      [("用户开了一家花店", "occupation", "一家花店", False, True)]),
+    "from-region": ("我是内蒙古人。", [("用户来自内蒙古", "from", "内蒙古", False, False)]),
+    "from-province": ("我是黑龙江省人。", [("用户来自黑龙江省", "from", "黑龙江省", False, False)]),
+    "from-guangdong": ("我是广东人。", [("用户来自广东", "from", "广东", False, False)]),
+    "studied-medicine": ("我是学医的。", [("用户学医", "studies", "医", False, False)]),
+    "studied-law": ("我是读法律的。", [("用户学法律", "studies", "法律", False, False)]),
+    "police": ("我是警察。", [("用户是警察", "occupation", "警察", False, False)]),
+    "captain": ("我是船长。", [("用户是船长", "occupation", "船长", False, False)]),
+    "diplomat": ("我是外交官。", [("用户是外交官", "occupation", "外交官", False, False)]),
+    "sailor": ("我是水手。", [("用户是水手", "occupation", "水手", False, False)]),
+    "electrician": ("我是电工。", [("用户是电工", "occupation", "电工", False, False)]),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), CHINESE_SUBJECTS.values(), ids=CHINESE_SUBJECTS.keys()
+)
+def test_every_chinese_subject_and_what_it_is_reads_with_its_flags(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
