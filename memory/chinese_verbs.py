@@ -395,7 +395,9 @@ _VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
     ),
     (
         "employer",
-        r"(?P<chg>换到|跳槽到|去了?)?在?(?P<v>[^做当]+?)(?P<verb>工作|上班|实习|干了?|打工)"
+        # not 换工作, 找工作, 想换工作, 丢了工作: a job looked for or lost is no employer
+        r"(?P<chg>换到|跳槽到|去了?)?在?(?!(?:想|要|打算|准备|正在|在)?(?:换|找|丢|辞|没))"
+        r"(?P<v>[^做当]+?)(?P<verb>工作|上班|实习|干了?|打工)"
         r"(?:,?(?:做|当)(?P<role>.+))?$",
         _employer,
     ),

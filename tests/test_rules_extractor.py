@@ -2734,3 +2734,32 @@ def test_every_chinese_subject_and_what_it_is_reads_with_its_flags(
     text: str, expected: list[Flagged]
 ) -> None:
     assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("我想换工作。", [("用户想换工作", "goal", "换工作", False, False)]),
+        ("我在找工作。", []),
+        ("我在换工作。", []),
+        (
+            "我换了工作，去了宁德时代。",
+            [("用户在宁德时代工作", "employer", "宁德时代", False, True)],
+        ),
+        ("我找到新工作了，进了华为。", [("用户在华为工作", "employer", "华为", False, True)]),
+        ("我跳槽了，去了宁德时代。", [("用户在宁德时代工作", "employer", "宁德时代", False, True)]),
+        (
+            "我上个月跳槽了，加入了字节跳动。",
+            [("用户在字节跳动工作", "employer", "字节跳动", False, True)],
+        ),
+        ("我跳槽到华为工作。", [("用户在华为工作", "employer", "华为", False, True)]),
+    ],
+)
+def test_a_job_looked_for_is_no_employer_and_the_one_joined_after_a_change_is(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+def test_a_place_gone_to_in_a_message_not_about_work_is_no_employer() -> None:
+    assert [f for f in extract_facts("我上周去了北京。") if f.predicate == "employer"] == []
