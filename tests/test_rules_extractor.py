@@ -2763,3 +2763,37 @@ def test_a_job_looked_for_is_no_employer_and_the_one_joined_after_a_change_is(
 
 def test_a_place_gone_to_in_a_message_not_about_work_is_no_employer() -> None:
     assert [f for f in extract_facts("我上周去了北京。") if f.predicate == "employer"] == []
+
+
+# fmt: off
+CHINESE_TASTES: dict[str, tuple[str, list[Flagged]]] = {
+    "resent": ("我反感抽烟。", [("用户反感抽烟", "dislikes", "抽烟", False, False)]),
+    "rather-stay": ("我宁愿在家。", [("用户宁愿在家", "prefers", "在家", False, False)]),
+    "rather-tea": ("我宁愿喝茶。", [("用户宁愿喝茶", "prefers", "喝茶", False, False)]),
+    "not-love": ("我不爱吃香菜。", [("用户不爱吃香菜", "dislikes", "吃香菜", False, False)]),
+    "like-most": ("我最喜欢蓝色。", [("用户最喜欢蓝色", "likes", "蓝色", False, False)]),
+    "cherish": ("我喜爱古典音乐。",
+                [("用户喜爱古典音乐", "likes", "古典音乐", False, False)]),
+    "super-love": ("我超爱火锅。", [("用户超爱火锅", "likes", "火锅", False, False)]),
+    "disliked-before": ("我以前不喜欢猫。",
+                        [("用户以前不喜欢猫", "dislikes", "猫", True, False)]),
+    "not-afraid": ("我不怕蛇。", [("用户不怕蛇", "afraid_of", "蛇", True, False)]),
+    "cannot-speak": ("我不会说日语。", [("用户不说日语", "speaks", "日语", True, False)]),
+    "speaks-english": ("我会说英文。", [("用户会说英文", "speaks", "英文", False, False)]),
+    "cannot-speak-cantonese": ("我不会讲粤语。",
+                               [("用户不讲粤语", "speaks", "粤语", True, False)]),
+    "spoke-before": ("我以前会说法语。", [("用户以前说法语", "speaks", "法语", True, False)]),
+    "keeps-no-cat": ("我不养猫。", [("用户没养猫", "has_pet", "猫", True, False)]),
+    "had-a-car": ("我以前有一辆车。", [("用户以前有一辆车", "owns", "一辆车", True, False)]),
+    "quit-coffee": ("我戒了咖啡。", [("用户戒了咖啡", "habit", "咖啡", True, True)]),
+    "quit-sweets": ("我戒掉了甜食。", [("用户戒了甜食", "habit", "甜食", True, True)]),
+    "already-quit": ("我已经戒烟了。", [("用户戒了烟", "habit", "烟", True, True)]),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize(("text", "expected"), CHINESE_TASTES.values(), ids=CHINESE_TASTES.keys())
+def test_every_chinese_taste_language_and_thing_given_up_reads_with_its_flags(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
