@@ -338,7 +338,7 @@ _PLACE_NAME = re.compile(
 
 
 def _health(m: re.Match[str], s: State) -> list[Statement]:
-    return _one(s, "health", m["v"], f"{s.speaker.chinese()}有{m['v']}")
+    return _one(s, "health", m["v"], _say(s, "有", m["v"], negated_form="没"))
 
 
 def _joined(m: re.Match[str], s: State) -> list[Statement]:

@@ -2797,3 +2797,70 @@ def test_every_chinese_taste_language_and_thing_given_up_reads_with_its_flags(
     text: str, expected: list[Flagged]
 ) -> None:
     assert flagged_facts_of(text) == expected
+
+
+# fmt: off
+CHINESE_MORE: dict[str, tuple[str, list[Flagged]]] = {
+    # a plain statement kept in the user's words: 3 Chinese characters are enough, the value
+    # is cut at 30 characters, 我的 and 我 inside it become 用户
+    "note-three": ("我iPhone用了3年。",
+                   [("用户iPhone用了3年", "note", "iPhone用了3年", False, False)]),
+    "note-long": ("我iPhone用了3年了从来没坏过电池也还很好用真的是非常耐用的一部手机推荐大家买。",
+                  [("用户iPhone用了3年了从来没坏过电池也还很好用真的是非常耐用的一部手机推荐大家买",
+                    "note", "iPhone用了3年了从来没坏过电池也还很好用真的是非常耐用",
+                    False, False)]),
+    "note-mine": ("我iPhone是我的第一部手机。",
+                  [("用户iPhone是用户的第一部手机", "note", "iPhone是用户的第一部手机",
+                    False, False)]),
+    # call me, after a filler
+    "filler-call-me": ("其实你可以叫我老王。", [("用户叫老王", "name", "老王", False, True)]),
+    "filler-just-call-me": ("对了，你就叫我老王吧。",
+                            [("用户叫老王", "name", "老王", False, True)]),
+    # 她 is the relative met before, not the user who spoke between
+    "she-after-me": ("我姐姐是医生，我是护士，她住在上海。",
+                     [("用户的姐姐是医生", "occupation", "医生", False, False),
+                      ("用户是护士", "occupation", "护士", False, False),
+                      ("用户的姐姐住在上海", "lives_in", "上海", False, False)]),
+    "relative-then-name": ("我姐姐是护士，叫安娜。",
+                           [("用户的姐姐是护士", "occupation", "护士", False, False),
+                            ("用户的姐姐叫安娜", "name", "安娜", False, False)]),
+    "topic-one-char": ("茶我每天喝。", [("用户每天喝茶", "drinks", "茶", False, False)]),
+    "timed-then-verb": ("周末我一般出去玩。",
+                        [("用户周末一般出去玩", "habit", "出去玩", False, False)]),
+    "runs-a-restaurant": ("我是开餐馆的。", [("用户开餐馆", "occupation", "开餐馆", False, False)]),
+    "chronic-illness": ("我有慢性病。", [("用户有慢性病", "health", "慢性病", False, False)]),
+    "skin-disease": ("我有皮肤病。", [("用户有皮肤病", "health", "皮肤病", False, False)]),
+    "no-chronic-illness": ("我没有慢性病。",
+                           [("用户没有慢性病", "health", "慢性病", True, False)]),
+    # an illness not had says so (it said 用户有糖尿病)
+    "no-diabetes": ("我没有糖尿病。", [("用户没有糖尿病", "health", "糖尿病", True, False)]),
+    "had-high-blood-pressure": ("我以前有高血压。",
+                                [("用户以前有高血压", "health", "高血压", True, False)]),
+    "no-more-high-blood-pressure": ("我已经没有高血压了。",
+                                    [("用户不再有高血压", "health", "高血压", True, True)]),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize(("text", "expected"), CHINESE_MORE.values(), ids=CHINESE_MORE.keys())
+def test_every_chinese_note_name_pronoun_and_illness_reads_with_its_flags(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我妹妹iPhone用了五年。",  # a plain statement about someone else is no note
+        "iPhone用了五年。",  # nor one without a subject
+        "我可能搬到上海。",  # a hedge
+        "我住在哪里",  # a question without its mark
+        "我住在北京？",  # a question
+        "我在你家。",  # about the listener
+        "我朋友的妈妈是老师。",  # a friend's mother: not the user's
+        "她是医生。",  # 她 with nobody met before
+    ],
+)
+def test_a_chinese_hedge_question_or_someone_elses_fact_gives_nothing(text: str) -> None:
+    assert extract_facts(text) == []
