@@ -2864,3 +2864,9 @@ def test_every_chinese_note_name_pronoun_and_illness_reads_with_its_flags(
 )
 def test_a_chinese_hedge_question_or_someone_elses_fact_gives_nothing(text: str) -> None:
     assert extract_facts(text) == []
+
+
+def test_a_chinese_note_says_user_for_every_i_in_it() -> None:
+    assert flagged_facts_of("我iPhone是我自己买的。") == [
+        ("用户iPhone是用户自己买", "note", "iPhone是用户自己买", False, False)
+    ]
