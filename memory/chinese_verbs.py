@@ -338,7 +338,7 @@ _PLACE_NAME = re.compile(
 
 
 def _health(m: re.Match[str], s: State) -> list[Statement]:
-    return _one(s, "health", m["v"], f"{s.speaker.chinese()}有{m['v']}")
+    return _one(s, "health", m["v"], _say(s, "有", m["v"], negated_form="没"))
 
 
 def _joined(m: re.Match[str], s: State) -> list[Statement]:
@@ -374,6 +374,9 @@ def _general(m: re.Match[str], s: State) -> list[Statement]:
 
 
 _P = r"(?P<v>.+)"
+#: A character of a place after 在: no verb of work or study (在公司上班, 在家学习), but
+#: 上 of a name (上海, 上饶) is one.
+_PLACE_CHAR = r"(?:[^做当工上读学住]|上(?![班学课]))"
 
 _VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
     ("status", r"(?P<v>结婚|单身|离婚|订婚|离异|脱单|谈恋爱|恋爱|有对象|分手)", _status),
@@ -392,7 +395,9 @@ _VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
     ),
     (
         "employer",
-        r"(?P<chg>换到|跳槽到|去了?)?在?(?P<v>[^做当]+?)(?P<verb>工作|上班|实习|干了?|打工)"
+        # not 换工作, 找工作, 想换工作, 丢了工作: a job looked for or lost is no employer
+        r"(?P<chg>换到|跳槽到|去了?)?在?(?!(?:想|要|打算|准备|正在|在)?(?:换|找|丢|辞|没))"
+        r"(?P<v>[^做当]+?)(?P<verb>工作|上班|实习|干了?|打工)"
         r"(?:,?(?:做|当)(?P<role>.+))?$",
         _employer,
     ),
@@ -470,8 +475,8 @@ _VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
     ("goal", r"(?P<verb>想要|想|打算|计划|希望|准备|要)" + _P, _goal),
     ("copula", r"(?:是|做|当)" + _P, _copula),
     ("zodiac", r"(?P<v>属.)", _copula),
-    ("lives-rent", r"在(?P<v>[^做当工上读学住]{2,8}?)(?P<verb>)(?:租房子?|租)?住$", _lives),
-    ("where", r"在(?P<v>[^做当工上读学住]{2,8})$", _where),
+    ("lives-rent", r"在(?P<v>" + _PLACE_CHAR + r"{2,8}?)(?P<verb>)(?:租房子?|租)?住$", _lives),
+    ("where", r"在(?P<v>" + _PLACE_CHAR + r"{2,8})$", _where),
     (
         "hobby",
         r"去?(?P<verb>跑步|游泳|爬山|徒步|骑车|骑行|画画|唱歌|跳舞|健身|瑜伽|钓鱼|做饭|烘焙|冥想|"

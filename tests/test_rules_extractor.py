@@ -3856,3 +3856,527 @@ def test_a_second_verb_reads_the_whole_message_for_what_it_leaves_unsaid(
     text: str, rows: list[Flagged]
 ) -> None:
     assert flagged_facts_of(text) == rows
+
+
+# chinese and chinese_verbs: a sentence per cue word and branch
+
+# fmt: off
+CHINESE_CUES: dict[str, tuple[str, list[Flagged]]] = {
+    # tastes: 不 before the verb, 讨厌/受不了, 偏好, the other words of liking, the past
+    "dont-like": ("我不喜欢香菜。", [("用户不喜欢香菜", "dislikes", "香菜", False, False)]),
+    "hate": ("我讨厌下雨。", [("用户讨厌下雨", "dislikes", "下雨", False, False)]),
+    "cant-stand": ("我受不了噪音。", [("用户受不了噪音", "dislikes", "噪音", False, False)]),
+    "prefer": ("我偏好安静。", [("用户偏好安静", "prefers", "安静", False, False)]),
+    "love-most": ("我最爱火锅。", [("用户最爱火锅", "likes", "火锅", False, False)]),
+    "love-deeply": ("我热爱跑步。", [("用户热爱跑步", "likes", "跑步", False, False)]),
+    "hooked": ("我迷上了滑雪。", [("用户迷上了滑雪", "likes", "滑雪", False, False)]),
+    "liked-before": ("我以前喜欢咖啡。", [("用户以前喜欢咖啡", "likes", "咖啡", True, False)]),
+    "no-longer-like": ("我不再喜欢咖啡了。",
+                       [("用户不再喜欢咖啡", "likes", "咖啡", True, True)]),
+    "like-two": ("我喜欢看书和游泳。", [("用户喜欢看书", "likes", "看书", False, False),
+                                  ("用户喜欢游泳", "likes", "游泳", False, False)]),
+    "like-list": ("我喜欢猫、狗与兔子。", [("用户喜欢猫", "likes", "猫", False, False),
+                                    ("用户喜欢狗", "likes", "狗", False, False),
+                                    ("用户喜欢兔子", "likes", "兔子", False, False)]),
+    "usually-like": ("我平时喜欢看书。", [("用户平时喜欢看书", "likes", "看书", False, False)]),
+    "afraid-very": ("我很怕狗。", [("用户很怕狗", "afraid_of", "狗", False, False)]),
+    "afraid-two": ("我害怕蜘蛛和蛇。", [("用户害怕蜘蛛", "afraid_of", "蜘蛛", False, False),
+                                   ("用户害怕蛇", "afraid_of", "蛇", False, False)]),
+    "allergic-to": ("我对猫毛过敏。", [("用户对猫毛过敏", "allergic_to", "猫毛", False, False)]),
+    "intolerant-to": ("我对海鲜不耐受。",
+                      [("用户对海鲜过敏", "allergic_to", "海鲜", False, False)]),
+    # relationships
+    "married": ("我结婚了。", [("用户结婚了", "relationship_status", "已婚", False, True)]),
+    "divorced": ("我离婚了。", [("用户离婚了", "relationship_status", "离婚", False, True)]),
+    "engaged": ("我订婚了。", [("用户订婚了", "relationship_status", "订婚", False, True)]),
+    "broke-up": ("我分手了。", [("用户单身", "relationship_status", "单身", False, True)]),
+    "single": ("我单身。", [("用户单身", "relationship_status", "单身", False, True)]),
+    "partner-before": ("我以前有女朋友。",
+                       [("用户以前有女朋友", "relationship_status", "恋爱中", True, True)]),
+    "no-girlfriend": ("我没有女朋友。",
+                      [("用户没有女朋友", "relationship_status", "单身", False, True)]),
+    # where the user lives
+    "with-husband-in": ("我和老公都在北京。", [("用户住在北京", "lives_in", "北京", False, False)]),
+    "family-home-in": ("我们家在成都。", [("用户住在成都", "lives_in", "成都", False, False)]),
+    "in-person-in": ("我人在深圳。", [("用户住在深圳", "lives_in", "深圳", False, False)]),
+    "we-live": ("我们住在成都。", [("用户住在成都", "lives_in", "成都", False, False)]),
+    "whole-family": ("我们全家都住在杭州。",
+                     [("用户住在杭州", "lives_in", "杭州", False, False)]),
+    "lived-before": ("我以前住在上海。", [("用户以前住在上海", "lives_in", "上海", True, False)]),
+    "lived-originally": ("我原来住在北京。",
+                         [("用户以前住在北京", "lives_in", "北京", True, False)]),
+    "lived-as-a-child": ("我小时候住在农村。",
+                         [("用户以前住在农村", "lives_in", "农村", True, False)]),
+    "not-living-in": ("我不住在北京了。", [("用户不住在北京", "lives_in", "北京", True, False)]),
+    "moved-go": ("我搬去了深圳。", [("用户住在深圳", "lives_in", "深圳", False, True)]),
+    "moved-house": ("我搬家到了广州。", [("用户住在广州", "lives_in", "广州", False, True)]),
+    "finally-moved": ("我终于搬到上海了。", [("用户住在上海", "lives_in", "上海", False, True)]),
+    "just-moved": ("我刚搬到上海。", [("用户住在上海", "lives_in", "上海", False, True)]),
+    "nowadays-live": ("我如今住在深圳。", [("用户住在深圳", "lives_in", "深圳", False, True)]),
+    "rent-in": ("我在南京租房住。", [("用户住在南京", "lives_in", "南京", False, False)]),
+    "live-in-after": ("我在杭州住。", [("用户住在杭州", "lives_in", "杭州", False, False)]),
+    "now-in-city": ("我现在在北京。", [("用户住在北京", "lives_in", "北京", False, True)]),
+    "we-are-in": ("我们在纽约。", [("用户住在纽约", "lives_in", "纽约", False, False)]),
+    "lead-filler": ("对了，我住在广州。", [("用户住在广州", "lives_in", "广州", False, False)]),
+    "written-about-user": ("用户住在北京。", [("用户住在北京", "lives_in", "北京", False, False)]),
+    # work and school
+    "go-to-work": ("我在腾讯上班。", [("用户在腾讯上班", "employer", "腾讯", False, False)]),
+    "intern": ("我在医院实习。", [("用户在医院实习", "employer", "医院", False, False)]),
+    "odd-job": ("我在一家餐厅打工。",
+                [("用户在一家餐厅打工", "employer", "一家餐厅", False, False)]),
+    "already-working": ("我已经在腾讯上班了。",
+                        [("用户在腾讯上班", "employer", "腾讯", False, True)]),
+    "currently-working": ("我目前在腾讯工作。",
+                          [("用户在腾讯工作", "employer", "腾讯", False, True)]),
+    "worked-once": ("我曾经在华为工作。",
+                    [("用户以前在华为工作", "employer", "华为", True, False)]),
+    "worked-in-the-past": ("我过去在银行工作。",
+                           [("用户以前在银行工作", "employer", "银行", True, False)]),
+    "work-as-at": ("我在华为当工程师。", [("用户在华为工作", "employer", "华为", False, False),
+                                   ("用户做工程师", "occupation", "工程师", False, False)]),
+    "works-at-school": ("我在学校工作。", [("用户在学校工作", "employer", "学校", False, False)]),
+    "still-in-hospital-unit": ("我还在医院。", [("用户在医院", "employer", "医院", False, False)]),
+    "a-nurse-really": ("其实我是护士。", [("用户是护士", "occupation", "护士", False, False)]),
+    "was-a-teacher": ("我以前是老师。", [("用户以前是老师", "occupation", "老师", True, False)]),
+    "not-a-doctor": ("我不是医生。", [("用户不是医生", "occupation", "医生", True, False)]),
+    "student-now": ("我现在是大学生。",
+                    [("用户是大学生", "occupation", "大学生", False, True)]),
+    "studies-major": ("我是读计算机专业的。",
+                      [("用户学计算机", "studies", "计算机", False, False)]),
+    "professor": ("我是一位教授。", [("用户是一位教授", "occupation", "教授", False, False)]),
+    "firefighter": ("我是消防员。", [("用户是消防员", "occupation", "消防员", False, False)]),
+    "store-manager": ("我是店长。", [("用户是店长", "occupation", "店长", False, False)]),
+    "designer": ("我是一个设计师。", [("用户是一个设计师", "occupation", "设计师", False, False)]),
+    "runs-a-gym": ("我是开健身房的。",
+                   [("用户开健身房", "occupation", "开健身房", False, False)]),
+    "opened-a-shop": ("我开了一家咖啡店。",
+                      [("用户开了一家咖啡店", "occupation", "一家咖啡店", False, True)]),
+    "vegan": ("我是纯素。", [("用户是纯素", "diet", "纯素", False, False)]),
+    "vegetarian-person": ("我是素食者。", [("用户是素食者", "diet", "素食", False, False)]),
+    "zodiac": ("我属龙。", [("用户属龙", "zodiac", "龙", False, False)]),
+    "from-city-person": ("我是北京人。", [("用户来自北京", "from", "北京", False, False)]),
+    "grad-school": ("我在复旦读研。", [("用户在复旦读书", "school", "复旦", False, False)]),
+    "undergrad-was": ("我本科是在武汉大学读的。",
+                      [("用户在武汉大学读书", "school", "武汉大学", False, False)]),
+    "college-was": ("我大学是在南京读的。", [("用户在南京读书", "school", "南京", False, False)]),
+    "school-year": ("我读高二。", [("用户在读高二", "school", "高二", False, False)]),
+    "kindergarten": ("我女儿读幼儿园。",
+                     [("用户的女儿在读幼儿园", "school", "幼儿园", False, False)]),
+    "grade": ("我女儿上三年级。", [("用户的女儿上三年级", "school", "三年级", False, True)]),
+    "year-now": ("我大二。", [("用户大二", "school", "大二", False, False)]),
+    "graduated": ("我大学毕业了。", [("用户已经毕业", "school", "已毕业", False, True)]),
+    # health, pets, family, things
+    "suffers-from": ("我患有抑郁症。", [("用户有抑郁症", "health", "抑郁症", False, False)]),
+    "signed-up-class": ("我报了一个瑜伽班。",
+                        [("用户在学瑜伽班", "learning", "瑜伽班", False, False)]),
+    "has-sister": ("我有个妹妹。", [("用户有个妹妹", "family", "个妹妹", False, False)]),
+    "has-a-cat": ("我有一只猫。", [("用户有一只猫", "has_pet", "一只猫", False, False)]),
+    "family-has-cats": ("我家有两只猫。", [("用户有两只猫", "has_pet", "两只猫", False, False)]),
+    "keeps-fish": ("我养了一条鱼。", [("用户养了一条鱼", "has_pet", "一条鱼", False, False)]),
+    "adopted-dog": ("我收养了一只狗。", [("用户收养了一只狗", "has_pet", "一只狗", False, False)]),
+    "bought-parrot": ("我买了一只鹦鹉。",
+                      [("用户买了一只鹦鹉", "has_pet", "一只鹦鹉", False, False)]),
+    "owns-flat": ("我有一套房子。", [("用户有一套房子", "owns", "一套房子", False, False)]),
+    "owns-guitar": ("我有一把吉他。", [("用户有一把吉他", "owns", "一把吉他", False, False)]),
+    "no-car": ("我没有车。", [("用户没有车", "owns", "车", True, False)]),
+    "no-cat": ("我没有猫。", [("用户没有猫", "has_pet", "猫", True, False)]),
+    "no-siblings": ("我没有兄弟姐妹。",
+                    [("用户没有兄弟姐妹", "family", "兄弟姐妹", True, False)]),
+    "no-dog-kept": ("我没养狗。", [("用户没养狗", "has_pet", "狗", True, False)]),
+    # languages, learning, food and drink, quitting, goals
+    "speaks-two": ("我会说日语和韩语。", [("用户会说日语", "speaks", "日语", False, False),
+                                   ("用户会说韩语", "speaks", "韩语", False, False)]),
+    "speaks-cantonese": ("我会讲粤语。", [("用户会讲粤语", "speaks", "粤语", False, False)]),
+    "speaks-mandarin": ("我说普通话。", [("用户说普通话", "speaks", "普通话", False, False)]),
+    "speaks-chinese": ("我讲中文。", [("用户讲中文", "speaks", "中文", False, False)]),
+    "learning-to-paint": ("我在学习画画。", [("用户在学画画", "learning", "画画", False, False)]),
+    "learning-lately": ("我最近在学日语。", [("用户在学日语", "learning", "日语", False, True)]),
+    "learning-since": ("我去年开始学钢琴。", [("用户在学钢琴", "learning", "钢琴", False, True)]),
+    "not-learning": ("我不学钢琴了。", [("用户不学钢琴", "learning", "钢琴", True, False)]),
+    "topic-no-longer": ("钢琴我已经不学了。",
+                        [("用户不再学钢琴", "learning", "钢琴", True, True)]),
+    "topic-allergy-too": ("花生我也过敏。",
+                          [("用户对花生过敏", "allergic_to", "花生", False, False)]),
+    "drinks-tea": ("我喝茶。", [("用户喝茶", "drinks", "茶", False, False)]),
+    "drinks-two": ("我喝咖啡和茶。", [("用户喝咖啡", "drinks", "咖啡", False, False),
+                                ("用户喝茶", "drinks", "茶", False, False)]),
+    "eats-spicy": ("我吃辣的。", [("用户吃辣", "eats", "辣", False, False)]),
+    "no-alcohol-honestly": ("说实话我不喝酒。", [("用户不喝酒", "drinks", "酒", True, False)]),
+    "never-again-meat": ("我再也不吃肉了。", [("用户不再吃肉", "eats", "肉", True, True)]),
+    "no-more-coffee": ("我已经不喝咖啡了。", [("用户不再喝咖啡", "drinks", "咖啡", True, True)]),
+    "rarely-drinks": ("我不太喝酒。", [("用户不喝酒", "drinks", "酒", True, False)]),
+    "cannot-eat-spicy": ("我不能吃辣。", [("用户不吃辣", "eats", "辣", True, False)]),
+    "cannot-drink-milk": ("我没法喝牛奶。", [("用户不喝牛奶", "drinks", "牛奶", True, False)]),
+    "quit-smoking": ("我戒烟了。", [("用户戒了烟", "habit", "烟", True, True)]),
+    "quit-drinking": ("我戒酒了。", [("用户戒了酒", "habit", "酒", True, True)]),
+    "quit-off": ("我戒掉了酒。", [("用户戒了酒", "habit", "酒", True, True)]),
+    "want-to-buy": ("我想要买房。", [("用户想要买房", "goal", "买房", False, False)]),
+    "prepare": ("我准备考研。", [("用户准备考研", "goal", "考研", False, False)]),
+    "planning": ("我计划去旅游。", [("用户计划去旅游", "goal", "去旅游", False, False)]),
+    "hope": ("我希望去冰岛。", [("用户希望去冰岛", "goal", "去冰岛", False, False)]),
+    # pastimes and habits
+    "go-to-gym": ("我去健身。", [("用户健身", "hobby", "健身", False, False)]),
+    "runs-every-day": ("我每天跑步。", [("用户每天跑步", "hobby", "跑步", False, False)]),
+    "runs-mornings": ("我每天早上跑步。", [("用户每天早上跑步", "hobby", "跑步", False, False)]),
+    "plays-piano": ("我弹钢琴。", [("用户弹钢琴", "hobby", "钢琴", False, False)]),
+    "tennis-mondays": ("我每周一打网球。",
+                       [("用户每周一打网球", "hobby", "网球", False, False)]),
+    "games-at-night": ("我晚上经常打游戏。",
+                       [("用户晚上经常打游戏", "hobby", "游戏", False, False)]),
+    "with-friends": ("我跟朋友一起打篮球。",
+                     [("用户跟朋友一起打篮球", "hobby", "篮球", False, False)]),
+    "often-movies": ("我经常看电影。", [("用户经常看电影", "habit", "看电影", False, False)]),
+    # names, ages, attributes
+    "name": ("我叫李雷。", [("用户叫李雷", "name", "李雷", False, False)]),
+    "name-is": ("我的名字是李雷。", [("用户的名字是李雷", "name", "李雷", False, False)]),
+    "name-called": ("我名字叫李雷。", [("用户的名字是李雷", "name", "李雷", False, False)]),
+    "my-name-called": ("我的名字叫小红。", [("用户的名字是小红", "name", "小红", False, False)]),
+    "call-me": ("你可以叫我老王。", [("用户叫老王", "name", "老王", False, True)]),
+    "age": ("我25岁。", [("用户25岁", "age", "25", False, False)]),
+    "email": ("我的邮箱是a@b.com。", [("用户的邮箱是a@b.com", "email", "a@b.com", False, False)]),
+    "phone": ("我的电话是123456。", [("用户的电话是123456", "phone", "123456", False, False)]),
+    "birthday-digits": ("我的生日是3月5日。",
+                        [("用户的生日是3月5日", "birthday", "3月5日", False, False)]),
+    "hobby-is": ("我的爱好是摄影。", [("用户的爱好是摄影", "hobby", "摄影", False, False)]),
+    "major-is": ("我的专业是计算机。", [("用户的专业是计算机", "studies", "计算机", False, False)]),
+    "wechat": ("我的微信号是abc123。",
+               [("用户的微信号是abc123", "wechat", "abc123", False, False)]),
+    "dream": ("我的梦想是当画家。", [("用户的目标是当画家", "goal", "当画家", False, False)]),
+    "job-is": ("我的工作是老师。", [("用户的工作是老师", "occupation", "老师", False, False)]),
+    "hometown-is": ("我的家乡是湖南。", [("用户的家乡是湖南", "from", "湖南", False, False)]),
+    # other people
+    "mother": ("我妈妈是老师。", [("用户的妈妈是老师", "occupation", "老师", False, False)]),
+    "husband-no-my": ("老公是医生。", [("用户的老公是医生", "occupation", "医生", False, False)]),
+    "brother": ("我弟弟是医生。", [("用户的弟弟是医生", "occupation", "医生", False, False)]),
+    "sister-named": ("我妹妹安娜是护士。",
+                     [("用户的妹妹安娜是护士", "occupation", "护士", False, False)]),
+    "wife-named": ("我老婆小美是律师。",
+                   [("用户的老婆小美是律师", "occupation", "律师", False, False)]),
+    "best-friend": ("我最好的朋友是老师。",
+                    [("用户的朋友是老师", "occupation", "老师", False, False)]),
+    "partner-then-name": ("对象是大学同学，叫陈默。",
+                          [("用户的对象叫陈默", "name", "陈默", False, False)]),
+    "dating-laughing": ("哈哈哈我脱单了。",
+                        [("用户恋爱中", "relationship_status", "恋爱中", False, True)]),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize(("text", "expected"), CHINESE_CUES.values(), ids=CHINESE_CUES.keys())
+def test_every_chinese_cue_word_reads_as_its_own_fact_with_its_flags(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+# fmt: off
+CHINESE_BRANCHES: dict[str, tuple[str, list[Flagged]]] = {
+    # a content with a comma keeps its flags when it turns full-width
+    "pet-named-before": ("我以前养了一只狗，叫旺财。",
+                         [("用户以前养了一只狗，叫旺财", "has_pet", "一只狗,叫旺财", True, False)]),
+    "pet-named-just": ("我刚养了一只猫，叫咪咪。",
+                       [("用户养了一只猫，叫咪咪", "has_pet", "一只猫,叫咪咪", False, True)]),
+    # the words before the verb: a change, then a habit word; the past, then a habit word
+    "lately-every-day": ("我最近每天跑步。", [("用户每天跑步", "hobby", "跑步", False, True)]),
+    "before-every-day": ("我以前每天跑步。", [("用户以前跑步", "hobby", "跑步", True, False)]),
+    "too": ("我也喜欢猫。", [("用户喜欢猫", "likes", "猫", False, False)]),
+    "every-day-all": ("我每天都跑步。", [("用户每天跑步", "hobby", "跑步", False, False)]),
+    "before-not": ("我以前不吃辣。", [("用户不再吃辣", "eats", "辣", True, False)]),
+    "no-longer-kept": ("我已经没养狗了。", [("用户不再养狗", "has_pet", "狗", True, True)]),
+    "not-play": ("我不玩游戏。", [("用户不玩游戏", "hobby", "游戏", True, False)]),
+    "diary-daily": ("我每天写日记。", [("用户每天写日记", "habit", "写日记", False, False)]),
+    # wants and names
+    "want-lose-weight": ("我想减肥。", [("用户想减肥", "goal", "减肥", False, False)]),
+    "long-name": ("我叫欧阳娜娜。", [("用户叫欧阳娜娜", "name", "欧阳娜娜", False, False)]),
+    "latin-name": ("我叫Alex。", [("用户叫Alex", "name", "Alex", False, False)]),
+    "friend-long-name": ("我朋友欧阳娜娜是老师。",
+                         [("用户的朋友欧阳娜娜是老师", "occupation", "老师", False, False)]),
+    # job changes, health, partners, schools
+    "changed-to": ("我换到腾讯工作了。", [("用户在腾讯工作", "employer", "腾讯", False, True)]),
+    "went-to-work-at": ("我去了字节工作。", [("用户在字节工作", "employer", "字节", False, True)]),
+    "ocd": ("我有强迫症。", [("用户有强迫症", "health", "强迫症", False, False)]),
+    "has-boyfriend": ("我有一个男朋友。",
+                      [("用户有一个男朋友", "relationship_status", "恋爱中", False, True)]),
+    "graduated-fudan": ("我毕业于复旦大学。",
+                        [("用户毕业于复旦大学", "school", "毕业于复旦大学", False, True)]),
+    # a pet, then its name; a relative, then 她
+    "cat-then-name": ("我养了只猫，猫叫团子。",
+                      [("用户养了只猫", "has_pet", "只猫", False, False),
+                       ("用户的猫叫团子", "has_pet", "猫团子", False, False)]),
+    "dog-then-names": ("我有只狗，狗叫旺财和来福。",
+                       [("用户有只狗", "has_pet", "只狗", False, False),
+                        ("用户的狗叫旺财和来福", "has_pet", "狗旺财和来福", False, False)]),
+    "sister-then-she": ("我姐姐是医生，她住在上海。",
+                        [("用户的姐姐是医生", "occupation", "医生", False, False),
+                         ("用户的姐姐住在上海", "lives_in", "上海", False, False)]),
+    "girlfriend-then-she": ("我女朋友叫小红，她是护士。",
+                            [("用户的女朋友叫小红", "name", "小红", False, False),
+                             ("用户的女朋友小红是护士", "occupation", "护士", False, False)]),
+    # a plain statement no verb reads, kept in the user's words
+    "note-phone": ("我iPhone用了五年了。",
+                   [("用户iPhone用了五年", "note", "iPhone用了五年", False, False)]),
+    "note-followers": ("我B站粉丝有一万了。",
+                       [("用户B站粉丝有一万", "note", "B站粉丝有一万", False, False)]),
+    "note-python": ("我Python写得很好。",
+                    [("用户Python写得很好", "note", "Python写得很好", False, False)]),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), CHINESE_BRANCHES.values(), ids=CHINESE_BRANCHES.keys()
+)
+def test_every_chinese_branch_reads_as_its_own_fact_with_its_flags(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我在路上。",  # on the way: no place
+        "我喜欢这个。",  # a pointer
+        "我喜欢那个。",
+        "我喜欢它。",
+        "我很喜欢您的节目。",  # said to the listener
+        "我想去。",  # a wish with no object
+        "我想问一下。",  # a request
+        "我想了解一下。",
+        "我改主意了。",  # a change of mind is no new habit
+    ],
+)
+def test_a_chinese_pointer_request_or_change_of_mind_gives_no_fact(text: str) -> None:
+    assert extract_facts(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("我现在在上海。", [("用户住在上海", "lives_in", "上海", False, True)]),
+        ("我在上海住。", [("用户住在上海", "lives_in", "上海", False, False)]),
+        ("我在上海租房子住。", [("用户住在上海", "lives_in", "上海", False, False)]),
+        ("我在上饶。", [("用户住在上饶", "lives_in", "上饶", False, False)]),
+        ("我在山上。", []),
+        ("我在公司上班。", [("用户在公司上班", "employer", "公司", False, False)]),
+    ],
+)
+def test_a_city_whose_name_has_shang_is_a_place_and_shang_ban_still_work(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+# fmt: off
+CHINESE_SUBJECTS: dict[str, tuple[str, list[Flagged]]] = {
+    # the object said first, then 我 and the verb
+    "topic-drink": ("咖啡我每天喝。", [("用户每天喝咖啡", "drinks", "咖啡", False, False)]),
+    "topic-play": ("篮球我也打。", [("用户打篮球", "hobby", "篮球", False, False)]),
+    "topic-weekly": ("羽毛球我每周打。",
+                     [("用户每周打羽毛球", "hobby", "羽毛球", False, False)]),
+    "topic-intolerant": ("牛奶我也不耐受。",
+                         [("用户对牛奶过敏", "allergic_to", "牛奶", False, False)]),
+    "topic-allergic": ("芒果我过敏。", [("用户对芒果过敏", "allergic_to", "芒果", False, False)]),
+    "topic-learning": ("日语我在学。", [("用户在学日语", "learning", "日语", False, False)]),
+    # who the user lives with, the family home, time words before 我
+    "with-my-husband": ("我和我老公都住在北京。",
+                        [("用户住在北京", "lives_in", "北京", False, False)]),
+    "with-wife": ("我跟老婆住在杭州。", [("用户住在杭州", "lives_in", "杭州", False, False)]),
+    "with-roommate": ("我跟室友一起住在深圳。",
+                      [("用户住在深圳", "lives_in", "深圳", False, False)]),
+    "with-friends-like": ("我和朋友都喜欢爬山。",
+                          [("用户喜欢爬山", "likes", "爬山", False, False)]),
+    "home-in": ("我家在成都。", [("用户住在成都", "lives_in", "成都", False, False)]),
+    "family-has-dog": ("我家有一只狗。", [("用户有一只狗", "has_pet", "一只狗", False, False)]),
+    "our-family-keeps": ("我们家养了两只猫。",
+                         [("用户养了两只猫", "has_pet", "两只猫", False, False)]),
+    "family-husband": ("我家老公是医生。",
+                       [("用户的老公是医生", "occupation", "医生", False, False)]),
+    "family-son": ("我家儿子上三年级。",
+                   [("用户的儿子上三年级", "school", "三年级", False, True)]),
+    "my-friend": ("我的朋友是老师。", [("用户的朋友是老师", "occupation", "老师", False, False)]),
+    "myself-opened": ("我自己开了一家店。",
+                      [("用户开了一家店", "occupation", "一家店", False, True)]),
+    "mornings-first": ("每天早上我都跑步。",
+                       [("用户每天早上跑步", "hobby", "跑步", False, False)]),
+    "last-month-first": ("上个月我搬到了北京。",
+                         [("用户住在北京", "lives_in", "北京", False, True)]),
+    "these-days-first": ("这段时间我在学日语。",
+                         [("用户这段时间在学日语", "learning", "日语", False, False)]),
+    "hello-first": ("你好，我叫小明。", [("用户叫小明", "name", "小明", False, False)]),
+    "implied-hobby": ("爱好是摄影。", [("用户的爱好是摄影", "hobby", "摄影", False, False)]),
+    "then-no-subject": ("我住在北京，在腾讯工作。",
+                        [("用户住在北京", "lives_in", "北京", False, False),
+                         ("用户在腾讯工作", "employer", "腾讯", False, False)]),
+    "husband-then-he": ("我老公是医生，他在协和医院上班。",
+                        [("用户的老公是医生", "occupation", "医生", False, False),
+                         ("用户的老公在协和医院上班", "employer", "协和医院", False, False)]),
+    # 是 + what the user is
+    "phd-student": ("我是博士生。", [("用户是博士生", "occupation", "博士生", False, False)]),
+    "high-schooler": ("我是高中生。", [("用户是高中生", "occupation", "高中生", False, False)]),
+    "son-middle-school": ("我儿子是初中生。",
+                          [("用户的儿子是初中生", "occupation", "初中生", False, False)]),
+    "daughter-primary": ("我女儿是小学生。",
+                         [("用户的女儿是小学生", "occupation", "小学生", False, False)]),
+    "overseas-student": ("我是留学生。", [("用户是留学生", "occupation", "留学生", False, False)]),
+    "now-a-nurse": ("我现在是护士。", [("用户是护士", "occupation", "护士", False, True)]),
+    "now-a-lawyer": ("我现在是一名律师。", [("用户是一名律师", "occupation", "律师", False, True)]),
+    "lately-opened": ("我最近开了一家花店。",
+                      [("用户开了一家花店", "occupation", "一家花店", False, True)]),
+    "from-region": ("我是内蒙古人。", [("用户来自内蒙古", "from", "内蒙古", False, False)]),
+    "from-province": ("我是黑龙江省人。", [("用户来自黑龙江省", "from", "黑龙江省", False, False)]),
+    "from-guangdong": ("我是广东人。", [("用户来自广东", "from", "广东", False, False)]),
+    "studied-medicine": ("我是学医的。", [("用户学医", "studies", "医", False, False)]),
+    "studied-law": ("我是读法律的。", [("用户学法律", "studies", "法律", False, False)]),
+    "police": ("我是警察。", [("用户是警察", "occupation", "警察", False, False)]),
+    "captain": ("我是船长。", [("用户是船长", "occupation", "船长", False, False)]),
+    "diplomat": ("我是外交官。", [("用户是外交官", "occupation", "外交官", False, False)]),
+    "sailor": ("我是水手。", [("用户是水手", "occupation", "水手", False, False)]),
+    "electrician": ("我是电工。", [("用户是电工", "occupation", "电工", False, False)]),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), CHINESE_SUBJECTS.values(), ids=CHINESE_SUBJECTS.keys()
+)
+def test_every_chinese_subject_and_what_it_is_reads_with_its_flags(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("我想换工作。", [("用户想换工作", "goal", "换工作", False, False)]),
+        ("我在找工作。", []),
+        ("我在换工作。", []),
+        (
+            "我换了工作，去了宁德时代。",
+            [("用户在宁德时代工作", "employer", "宁德时代", False, True)],
+        ),
+        ("我找到新工作了，进了华为。", [("用户在华为工作", "employer", "华为", False, True)]),
+        ("我跳槽了，去了宁德时代。", [("用户在宁德时代工作", "employer", "宁德时代", False, True)]),
+        (
+            "我上个月跳槽了，加入了字节跳动。",
+            [("用户在字节跳动工作", "employer", "字节跳动", False, True)],
+        ),
+        ("我跳槽到华为工作。", [("用户在华为工作", "employer", "华为", False, True)]),
+    ],
+)
+def test_a_job_looked_for_is_no_employer_and_the_one_joined_after_a_change_is(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+def test_a_place_gone_to_in_a_message_not_about_work_is_no_employer() -> None:
+    assert [f for f in extract_facts("我上周去了北京。") if f.predicate == "employer"] == []
+
+
+# fmt: off
+CHINESE_TASTES: dict[str, tuple[str, list[Flagged]]] = {
+    "resent": ("我反感抽烟。", [("用户反感抽烟", "dislikes", "抽烟", False, False)]),
+    "rather-stay": ("我宁愿在家。", [("用户宁愿在家", "prefers", "在家", False, False)]),
+    "rather-tea": ("我宁愿喝茶。", [("用户宁愿喝茶", "prefers", "喝茶", False, False)]),
+    "not-love": ("我不爱吃香菜。", [("用户不爱吃香菜", "dislikes", "吃香菜", False, False)]),
+    "like-most": ("我最喜欢蓝色。", [("用户最喜欢蓝色", "likes", "蓝色", False, False)]),
+    "cherish": ("我喜爱古典音乐。",
+                [("用户喜爱古典音乐", "likes", "古典音乐", False, False)]),
+    "super-love": ("我超爱火锅。", [("用户超爱火锅", "likes", "火锅", False, False)]),
+    "disliked-before": ("我以前不喜欢猫。",
+                        [("用户以前不喜欢猫", "dislikes", "猫", True, False)]),
+    "not-afraid": ("我不怕蛇。", [("用户不怕蛇", "afraid_of", "蛇", True, False)]),
+    "cannot-speak": ("我不会说日语。", [("用户不说日语", "speaks", "日语", True, False)]),
+    "speaks-english": ("我会说英文。", [("用户会说英文", "speaks", "英文", False, False)]),
+    "cannot-speak-cantonese": ("我不会讲粤语。",
+                               [("用户不讲粤语", "speaks", "粤语", True, False)]),
+    "spoke-before": ("我以前会说法语。", [("用户以前说法语", "speaks", "法语", True, False)]),
+    "keeps-no-cat": ("我不养猫。", [("用户没养猫", "has_pet", "猫", True, False)]),
+    "had-a-car": ("我以前有一辆车。", [("用户以前有一辆车", "owns", "一辆车", True, False)]),
+    "quit-coffee": ("我戒了咖啡。", [("用户戒了咖啡", "habit", "咖啡", True, True)]),
+    "quit-sweets": ("我戒掉了甜食。", [("用户戒了甜食", "habit", "甜食", True, True)]),
+    "already-quit": ("我已经戒烟了。", [("用户戒了烟", "habit", "烟", True, True)]),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize(("text", "expected"), CHINESE_TASTES.values(), ids=CHINESE_TASTES.keys())
+def test_every_chinese_taste_language_and_thing_given_up_reads_with_its_flags(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+# fmt: off
+CHINESE_MORE: dict[str, tuple[str, list[Flagged]]] = {
+    # a plain statement kept in the user's words: 3 Chinese characters are enough, the value
+    # is cut at 30 characters, 我的 and 我 inside it become 用户
+    "note-three": ("我iPhone用了3年。",
+                   [("用户iPhone用了3年", "note", "iPhone用了3年", False, False)]),
+    "note-long": ("我iPhone用了3年了从来没坏过电池也还很好用真的是非常耐用的一部手机推荐大家买。",
+                  [("用户iPhone用了3年了从来没坏过电池也还很好用真的是非常耐用的一部手机推荐大家买",
+                    "note", "iPhone用了3年了从来没坏过电池也还很好用真的是非常耐用",
+                    False, False)]),
+    "note-mine": ("我iPhone是我的第一部手机。",
+                  [("用户iPhone是用户的第一部手机", "note", "iPhone是用户的第一部手机",
+                    False, False)]),
+    # call me, after a filler
+    "filler-call-me": ("其实你可以叫我老王。", [("用户叫老王", "name", "老王", False, True)]),
+    "filler-just-call-me": ("对了，你就叫我老王吧。",
+                            [("用户叫老王", "name", "老王", False, True)]),
+    # 她 is the relative met before, not the user who spoke between
+    "she-after-me": ("我姐姐是医生，我是护士，她住在上海。",
+                     [("用户的姐姐是医生", "occupation", "医生", False, False),
+                      ("用户是护士", "occupation", "护士", False, False),
+                      ("用户的姐姐住在上海", "lives_in", "上海", False, False)]),
+    "relative-then-name": ("我姐姐是护士，叫安娜。",
+                           [("用户的姐姐是护士", "occupation", "护士", False, False),
+                            ("用户的姐姐叫安娜", "name", "安娜", False, False)]),
+    "topic-one-char": ("茶我每天喝。", [("用户每天喝茶", "drinks", "茶", False, False)]),
+    "timed-then-verb": ("周末我一般出去玩。",
+                        [("用户周末一般出去玩", "habit", "出去玩", False, False)]),
+    "runs-a-restaurant": ("我是开餐馆的。", [("用户开餐馆", "occupation", "开餐馆", False, False)]),
+    "chronic-illness": ("我有慢性病。", [("用户有慢性病", "health", "慢性病", False, False)]),
+    "skin-disease": ("我有皮肤病。", [("用户有皮肤病", "health", "皮肤病", False, False)]),
+    "no-chronic-illness": ("我没有慢性病。",
+                           [("用户没有慢性病", "health", "慢性病", True, False)]),
+    # an illness not had says so (it said 用户有糖尿病)
+    "no-diabetes": ("我没有糖尿病。", [("用户没有糖尿病", "health", "糖尿病", True, False)]),
+    "had-high-blood-pressure": ("我以前有高血压。",
+                                [("用户以前有高血压", "health", "高血压", True, False)]),
+    "no-more-high-blood-pressure": ("我已经没有高血压了。",
+                                    [("用户不再有高血压", "health", "高血压", True, True)]),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize(("text", "expected"), CHINESE_MORE.values(), ids=CHINESE_MORE.keys())
+def test_every_chinese_note_name_pronoun_and_illness_reads_with_its_flags(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我妹妹iPhone用了五年。",  # a plain statement about someone else is no note
+        "iPhone用了五年。",  # nor one without a subject
+        "我可能搬到上海。",  # a hedge
+        "我住在哪里",  # a question without its mark
+        "我住在北京？",  # a question
+        "我在你家。",  # about the listener
+        "我朋友的妈妈是老师。",  # a friend's mother: not the user's
+        "她是医生。",  # 她 with nobody met before
+    ],
+)
+def test_a_chinese_hedge_question_or_someone_elses_fact_gives_nothing(text: str) -> None:
+    assert extract_facts(text) == []
+
+
+def test_a_chinese_note_says_user_for_every_i_in_it() -> None:
+    assert flagged_facts_of("我iPhone是我自己买的。") == [
+        ("用户iPhone是用户自己买", "note", "iPhone是用户自己买", False, False)
+    ]
