@@ -8,7 +8,10 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from memory import english_phrase as phrase_reader
+from memory.english_implied import implied_i
 from memory.rules_extractor import extract_facts, structure_of
+from memory.statements import USER
 from schemas.llm import ExtractedFact
 
 Row = tuple[str, str, str]  # content, predicate, value
@@ -3177,10 +3180,6 @@ def test_we_are_is_what_the_user_is(text: str, content: str, value: str) -> None
 
 
 # english_phrase and english_implied: a sentence per cue word and branch
-
-from memory import english_phrase as phrase_reader  # noqa: E402
-from memory.english_implied import implied_i  # noqa: E402
-from memory.statements import USER  # noqa: E402
 
 
 def _detail_after_first_word(text: str) -> str:
