@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import anyio.to_thread
 
 from actors.ports import Embedder
-from memory.keys import fact_text, mixed
+from memory.keys import mixed, statement_text
 from memory.recall import search_text
 from schemas.records import ArchivedMessage
 
@@ -20,19 +20,19 @@ _READ_IN_PLACE = 4
 
 async def key_vectors(embedder: Embedder, messages: Sequence[ArchivedMessage]) -> list[list[float]]:
     """The vectors messages are archived with (``memory.keys``): their search texts and
-    the facts read in them, embedded in one call. Reading a batch larger than a few turns
-    runs in a worker thread (~2 ms a long message: an import must not hold the event
-    loop); a turn's two messages are read in place."""
+    their statements, embedded in one call. Reading a batch larger than a few turns runs
+    in a worker thread (an import must not hold the event loop); a turn's two messages
+    are read in place."""
     if len(messages) <= _READ_IN_PLACE:
-        facts = [fact_text(m) for m in messages]
+        statements = [statement_text(m) for m in messages]
     else:
-        facts = await anyio.to_thread.run_sync(lambda: [fact_text(m) for m in messages])
-    with_facts = [i for i, text in enumerate(facts) if text]
+        statements = await anyio.to_thread.run_sync(lambda: [statement_text(m) for m in messages])
+    with_statements = [i for i, text in enumerate(statements) if text]
     vectors = await embedder.embed(
-        [*(search_text(m) for m in messages), *(facts[i] for i in with_facts)]
+        [*(search_text(m) for m in messages), *(statements[i] for i in with_statements)]
     )
     n = len(messages)
-    fact_vectors: list[Sequence[float] | None] = [None] * n
-    for i, vector in zip(with_facts, vectors[n:], strict=True):
-        fact_vectors[i] = vector
-    return mixed(vectors[:n], fact_vectors)
+    statement_vectors: list[Sequence[float] | None] = [None] * n
+    for i, vector in zip(with_statements, vectors[n:], strict=True):
+        statement_vectors[i] = vector
+    return mixed(vectors[:n], statement_vectors)
