@@ -124,7 +124,7 @@ def capture(text: str, people: People) -> list[Statement]:
     verb = lemma(first)
     if first.endswith("ing") and len(low) > i + 1:
         if BE.isdisjoint(low[i + 1 :]):
-            return _restated(["am", *words], people, implied=True)
+            return _restated(["am", low[i], *words[1:]], people, implied=True)
         return []  # "knitting is relaxing": the activity is the subject, not the user
     past = verb in VERBS or (first.endswith("ed") and len(first) > 4)  # not "red"
     if first != verb and past and not first.endswith("s"):

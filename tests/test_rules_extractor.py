@@ -4379,3 +4379,34 @@ def test_a_chinese_note_says_user_for_every_i_in_it() -> None:
     assert flagged_facts_of("我iPhone是我自己买的。") == [
         ("用户iPhone是用户自己买", "note", "iPhone是用户自己买", False, False)
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "Restoring a 1967 Mini Cooper in my garage.",
+            [
+                (
+                    "User is restoring a 1967 Mini Cooper in their garage",
+                    "be",
+                    "restoring a 1967 Mini Cooper in their garage",
+                )
+            ],
+        ),
+        (
+            "Knitting scarves for the whole family this winter.",
+            [
+                (
+                    "User is knitting scarves for the whole family this winter",
+                    "be",
+                    "knitting scarves for the whole family this winter",
+                )
+            ],
+        ),
+    ],
+)
+def test_a_sentence_that_opens_with_what_the_user_is_doing_keeps_it_in_lower_case(
+    text: str, expected: list[Row]
+) -> None:
+    assert facts_of(text) == expected
