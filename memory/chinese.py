@@ -170,6 +170,8 @@ def _subject(clause: Clause, people: People) -> tuple[Speaker, str] | str | None
         if person is not None:
             return person
         if text[at + 1 :].startswith("的"):
+            if re.match(r"(?:猫咪|狗狗|猫|狗)叫", rest):  # 我的猫叫团子: the user's pet, by name
+                return people.meet(USER), rest
             return None
         if rest.startswith("自己"):
             rest = rest[2:]
@@ -179,6 +181,8 @@ def _subject(clause: Clause, people: People) -> tuple[Speaker, str] | str | None
     if text.startswith(("他", "她", "它")):
         return (people.other, text[1:]) if people.other is not None else None
     if at < 0 and clause.follows and people.last is not None:
+        if people.pet and "岁" in text:
+            return None  # 我的狗叫豆豆,今年三岁了: the pet's age, not its owner's
         return people.last, text
     if at < 0 and not clause.follows and not text.startswith(("你", "您")):
         for word, predicate in _ATTRIBUTES.items():  # 工作是做电商运营: 我的 left out
@@ -306,6 +310,7 @@ def chinese_statements(clause: Clause, people: People) -> list[Statement]:
             if state.people_other is not None:
                 people.meet(state.people_other)
                 people.last = state.people_other if not speaker.is_user else speaker
+            people.pet = any(f.predicate == "has_pet" for f in found_now)
             return [_full_width(f) for f in found_now]
     return _capture(speaker, rest, implied)
 

@@ -101,14 +101,16 @@ def _one(
     value = clean(value)
     if not value or value.startswith(("你", "您", "这", "那", "它", "什么")):
         return []
+    negated = state.negated or state.past
     return [
         Statement(
             predicate=predicate,
             value=value,
             content=content,
             speaker=state.speaker,
-            negated=state.negated or state.past,
-            updates_previous=updates or state.change,
+            negated=negated,
+            # 我不再喜欢咖啡 replaces the earlier liking; 我没有跳槽到华为 replaces nothing
+            updates_previous=state.change or (updates and not state.negated),
         )
     ]
 
@@ -396,12 +398,18 @@ _VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
     (
         "employer",
         # not 换工作, 找工作, 想换工作, 丢了工作: a job looked for or lost is no employer
-        r"(?P<chg>换到|跳槽到|去了?)?在?(?!(?:想|要|打算|准备|正在|在)?(?:换|找|丢|辞|没))"
+        r"(?P<chg>换到了?|跳槽到了?|跳槽去了?|去了?)?在?(?!(?:想|要|打算|准备|正在|在)?(?:换|找|丢|辞|没))"
         r"(?P<v>[^做当]+?)(?P<verb>工作|上班|实习|干了?|打工)"
         r"(?:,?(?:做|当)(?P<role>.+))?$",
         _employer,
     ),
     ("employer-role", r"(?P<chg>)在(?P<v>.+?)(?P<verb>)(?:做|当)(?P<role>.+)$", _employer),
+    # 跳槽到了华为, 换工作去了腾讯: the new employer, without 工作 after it
+    (
+        "employer-moved",
+        r"(?P<chg>(?:跳槽|换工作)(?:到了?|去了?))(?P<v>[^,]+?)(?P<verb>)(?:(?:做|当)(?P<role>.+?))?了?$",
+        _employer,
+    ),
     ("allergic", r"对(?P<v>.+?)(?:过敏|不耐受)", _allergic),
     ("allergic-of", r"(?P<v>[^吃喝就会一都]+?)(?:过敏|不耐受)", _allergic),
     (

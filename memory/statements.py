@@ -64,11 +64,13 @@ class Statement:
 @dataclass(slots=True)
 class People:
     """One message's cast: the people it introduces by name, the subject of the last
-    clause (Chinese clauses without one inherit it), the last other person ("she"), and
-    whether the message talks about work ("I'm at Spotify now" is then an employer)."""
+    clause (Chinese clauses without one inherit it), whether that clause named a pet
+    (an age said next is the pet's), the last other person ("she"), and whether the
+    message talks about work ("I'm at Spotify now" is then an employer)."""
 
     by_name: dict[str, Speaker] = field(default_factory=dict)
     last: Speaker | None = None
+    pet: bool = False
     other: Speaker | None = None
     about_work: bool = False
     #: The message being read.

@@ -4410,3 +4410,46 @@ def test_a_sentence_that_opens_with_what_the_user_is_doing_keeps_it_in_lower_cas
     text: str, expected: list[Row]
 ) -> None:
     assert facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # 我的猫叫X: the user's pet, by name; an age said next is the pet's.
+        ("我的猫叫团子。", [("用户的猫叫团子", "has_pet", "猫团子", False, False)]),
+        (
+            "我的狗狗叫豆豆，今年三岁了。",
+            [("用户的狗狗叫豆豆", "has_pet", "狗狗豆豆", False, False)],
+        ),
+        (
+            "我有一只狗叫豆豆，今年三岁了。",
+            [("用户有一只狗叫豆豆", "has_pet", "一只狗叫豆豆", False, False)],
+        ),
+        (
+            "我养了两只猫，住在上海。",
+            [
+                ("用户养了两只猫", "has_pet", "两只猫", False, False),
+                ("用户住在上海", "lives_in", "上海", False, False),
+            ],
+        ),
+        ("我的车叫小白。", []),
+        # 跳槽到/换工作去了: the new employer, with or without 工作 after it.
+        ("我跳槽到了华为工作。", [("用户在华为工作", "employer", "华为", False, True)]),
+        ("我跳槽到华为了。", [("用户在华为工作", "employer", "华为", False, True)]),
+        ("我换工作去了字节跳动。", [("用户在字节跳动工作", "employer", "字节跳动", False, True)]),
+        (
+            "我跳槽到华为当工程师了。",
+            [
+                ("用户在华为工作", "employer", "华为", False, True),
+                ("用户做工程师", "occupation", "工程师", False, True),
+            ],
+        ),
+        # What did not change replaces nothing; 不再 still does.
+        ("我没有跳槽到华为。", [("用户不在华为工作", "employer", "华为", True, False)]),
+        ("我不再喜欢咖啡了。", [("用户不再喜欢咖啡", "likes", "咖啡", True, True)]),
+    ],
+)
+def test_a_chinese_pet_by_name_a_move_to_a_new_employer_and_what_did_not_change(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
