@@ -50,7 +50,7 @@ _ADVERB = (
     r"还是(?=在|住|喜欢|做|当)|也|还|都|很|非常|特别|真的|真|超级|超|挺|蛮|确实|本来|基本上|比较|更|就|又|正在|会|居然|自己|"
     r"(?:辞职|离职)了?(?:出来)?|倒是|倒|要(?=[喝吃去做看听玩打跑])|"
     r"[\u4e00-\u9fff]{1,3}[上里](?=还|也|又|都|养|有|种)|"
-    r"在(?=学|读|做|写|练)|"
+    r"在(?=学(?![校院])|读|做|写|练)|"
     # who with: 跟同事去打羽毛球, 和朋友一起爬山
     r"[跟和与](?:同事|朋友|家人|老公|老婆|男朋友|女朋友|对象|孩子|爸妈|父母|室友|同学|闺蜜|"
     r"兄弟|家里人)们?(?:一起)?|一起"
@@ -246,7 +246,7 @@ def _full_width(statement: Statement) -> Statement:
 
 def _attribute(spec: str, people: People) -> list[Statement]:
     predicate, _, rest = spec.partition(":")
-    value = clean(re.sub(r"^(?:是|叫|:)", "", rest.strip()))
+    value = clean(re.sub(r"^(?:是|叫|:|在)", "", rest.strip()))  # 我老家在湖南: 湖南
     if not value:
         return []
     label = {"birthday": "生日", "name": "名字", "email": "邮箱", "phone": "电话"}.get(predicate)

@@ -135,7 +135,7 @@ def _from(m: re.Match[str], s: State) -> list[Statement]:
 
 def _employer(m: re.Match[str], s: State) -> list[Statement]:
     place = clean(m["v"])
-    verb = m["verb"] or "工作"
+    verb = "工作" if not m["verb"] or m["verb"].startswith("干") else m["verb"]
     out = _one(s, "employer", place, f"{_say(s, '在', place)}{verb}", updates=bool(m["chg"]))
     role = clean(m["role"] or "")
     if role:
@@ -191,10 +191,11 @@ def _age(m: re.Match[str], s: State) -> list[Statement]:
 
 def _likes(m: re.Match[str], s: State) -> list[Statement]:
     verb = m["verb"]
+    if verb in ("讨厌", "受不了", "反感"):  # 我不讨厌下雨: not a dislike
+        return _many(s, "dislikes", verb, m["v"])
     if s.negated and not s.change:
         s.negated = False
         return _many(s, "dislikes", "不" + verb, m["v"])
-    if verb in ("讨厌", "受不了", "反感"):
         return _many(s, "dislikes", verb, m["v"])
     if verb in ("更喜欢", "偏好", "宁愿", "比较喜欢"):
         return _many(s, "prefers", verb, m["v"])
@@ -250,6 +251,9 @@ def _speaks(m: re.Match[str], s: State) -> list[Statement]:
 
 
 def _learns(m: re.Match[str], s: State) -> list[Statement]:
+    if m["v"].startswith("过"):  # 我学过画画: learned it once, not learning it now
+        s.past = True
+        return _many(s, "learning", "学过", m["v"][1:])
     return _many(s, "learning", "学" if s.negated else "在学", m["v"])
 
 
@@ -399,11 +403,13 @@ _VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
         "employer",
         # not 换工作, 找工作, 想换工作, 丢了工作: a job looked for or lost is no employer
         r"(?P<chg>换到了?|跳槽到了?|跳槽去了?|去了?)?在?(?!(?:想|要|打算|准备|正在|在)?(?:换|找|丢|辞|没))"
-        r"(?P<v>[^做当]+?)(?P<verb>工作|上班|实习|干了?|打工)"
+        r"(?P<v>(?:麦当劳|[^做当])+?)(?P<verb>工作|上班|实习|干了?|打工)"
+        # 干了三年, 工作了五年多: how long, not part of the place
+        r"(?:了?(?:[一二三四五六七八九十两几半\d]+|好几)(?:年|个月|个多月|周|天)多?了?)?"
         r"(?:,?(?:做|当)(?P<role>.+))?$",
         _employer,
     ),
-    ("employer-role", r"(?P<chg>)在(?P<v>.+?)(?P<verb>)(?:做|当)(?P<role>.+)$", _employer),
+    ("employer-role", r"(?P<chg>)在(?P<v>麦当劳|.+?)(?P<verb>)(?:做|当)(?P<role>.+)$", _employer),
     # 跳槽到了华为, 换工作去了腾讯: the new employer, without 工作 after it
     (
         "employer-moved",
@@ -476,7 +482,7 @@ _VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
         r"(?:学|读)的(?:专业)?是(?P<v>.+)",
         lambda m, s: _one(s, "studies", clean(m["v"]), f"{s.speaker.chinese()}学{clean(m['v'])}"),
     ),
-    ("learns", r"(?:在学|学习|学)" + _P, _learns),
+    ("learns", r"(?:在学(?![校院])|学习|学(?![校院]))" + _P, _learns),
     ("consume", r"(?P<verb>喝|吃)" + _P, _consumes),
     ("switch", r"(?:改|换成|改成)" + _P, _switch),
     ("quit", r"(?:戒了|戒掉了|戒)" + _P, _quit),

@@ -4453,3 +4453,42 @@ def test_a_chinese_pet_by_name_a_move_to_a_new_employer_and_what_did_not_change(
     text: str, expected: list[Flagged]
 ) -> None:
     assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # 不讨厌 is no dislike.
+        ("我不讨厌下雨。", [("用户不讨厌下雨", "dislikes", "下雨", True, False)]),
+        ("我讨厌下雨。", [("用户讨厌下雨", "dislikes", "下雨", False, False)]),
+        ("我不喜欢下雨。", [("用户不喜欢下雨", "dislikes", "下雨", False, False)]),
+        # 学过: learned once, not learning now.
+        ("我学过画画。", [("用户以前学过画画", "learning", "画画", True, False)]),
+        ("我在学钢琴。", [("用户在学钢琴", "learning", "钢琴", False, False)]),
+        # 老家在X: the place, without 在.
+        ("我老家在湖南。", [("用户的家乡是湖南", "from", "湖南", False, False)]),
+        # How long is not part of the employer; 干 is working; 麦当劳 is one place.
+        ("我在字节干了三年。", [("用户在字节工作", "employer", "字节", False, False)]),
+        ("我在华为工作了五年多。", [("用户在华为工作", "employer", "华为", False, False)]),
+        ("我在麦当劳打工。", [("用户在麦当劳打工", "employer", "麦当劳", False, False)]),
+        (
+            "我在麦当劳当店长。",
+            [
+                ("用户在麦当劳工作", "employer", "麦当劳", False, False),
+                ("用户做店长", "occupation", "店长", False, False),
+            ],
+        ),
+        # 在学校 is a place, not 在学 (learning).
+        (
+            "我在学校当老师。",
+            [
+                ("用户在学校工作", "employer", "学校", False, False),
+                ("用户做老师", "occupation", "老师", False, False),
+            ],
+        ),
+    ],
+)
+def test_a_chinese_dislike_denied_a_skill_learned_once_a_hometown_and_a_workplace(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
