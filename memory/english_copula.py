@@ -308,6 +308,9 @@ def _born(reading: Reading) -> None:
     first = found.split()[0].casefold()
     if prep == "on" or first in MONTHS or first.isdigit() or first == "the":
         subject = reading.speaker.english()
+        if re.fullmatch(r"\d{4}", found):  # "born in 1990": a year, not a birthday
+            reading.emit("birthday", found, f"{subject} was born in {found}")
+            return
         reading.emit(
             "birthday", found, f"{subject}'s birthday is {found}".replace("User's's", "User's")
         )
@@ -433,8 +436,10 @@ def read_attribute(reading: Reading, noun: str) -> None:
     if predicate == "occupation" and not _a_role(found):
         return  # "my job is stressful" says how the job is, not what
     first = found.split()[0].casefold() if found.split() else ""
-    if first.endswith("ing") or first in ("coming", "soon", "next", "tomorrow", "today"):
-        return  # "my birthday is coming up" says when, not what
+    if first in ("coming", "soon", "next", "tomorrow", "today") or (
+        first.endswith("ing") and predicate not in ("hobby", "goal")
+    ):
+        return  # "my birthday is coming up" says when, not what; "my hobby is painting" says what
     if (
         predicate == "birthday"
         and not any(ch.isdigit() for ch in found)
@@ -447,7 +452,8 @@ def read_attribute(reading: Reading, noun: str) -> None:
     possessive = "User's" if subject == "User" else f"{subject}'s"
     rest = detail(phrase)
     if predicate in ("hobby", "favorite") and key != "":
+        one = "hobby" if predicate == "hobby" else label  # "my hobbies are": one each
         for item in items(found) if predicate == "hobby" else [found]:
-            reading.emit(predicate, item, f"{possessive} {label} is {item}{rest}", key=key)
+            reading.emit(predicate, item, f"{possessive} {one} is {item}{rest}", key=key)
         return
     reading.emit(predicate, found, f"{possessive} {label} is {found}{rest}", key=key)

@@ -4492,3 +4492,33 @@ def test_a_chinese_dislike_denied_a_skill_learned_once_a_hometown_and_a_workplac
     text: str, expected: list[Flagged]
 ) -> None:
     assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("My hobby is painting.", [("User's hobby is painting", "hobby", "painting")]),
+        (
+            "My hobbies are chess and sailing.",
+            [
+                ("User's hobby is chess", "hobby", "chess"),
+                ("User's hobby is sailing", "hobby", "sailing"),
+            ],
+        ),
+        (
+            "My goal is running a marathon.",
+            [("User's goal is running a marathon", "goal", "running a marathon")],
+        ),
+        ("My birthday is coming up.", []),
+        ("My job is tutoring.", []),
+        ("I was born in 1990.", [("User was born in 1990", "birthday", "1990")]),
+        (
+            "I was born on 3 May 1990.",
+            [("User's birthday is 3 May 1990", "birthday", "3 May 1990")],
+        ),
+    ],
+)
+def test_an_activity_as_a_hobby_one_hobby_at_a_time_and_a_year_of_birth(
+    text: str, expected: list[Row]
+) -> None:
+    assert facts_of(text) == expected
