@@ -30,6 +30,7 @@ from memory.english_phrase import (
     items,
     pointer,
     say,
+    years_old,
 )
 from memory.english_phrase import value as read_value
 from memory.lexicon import (
@@ -230,7 +231,7 @@ def copula(reading: Reading, verb: str) -> None:
     elif diet_ahead(phrase):
         diet(reading)
     elif word.isdigit() and 0 < int(word) < 130 and phrase.peek(1) not in _COUNTED:
-        reading.emit("age", word, say(reading, "be", f"{word} years old"))
+        reading.emit("age", word, say(reading, "be", years_old(word)))
     elif word in ("into", "obsessed", "crazy", "passionate", "fond", "keen", "mad", "nuts"):
         phrase.pos += 1
         phrase.take("about") or phrase.take("with") or phrase.take("of") or phrase.take("on")
@@ -404,7 +405,7 @@ def read_attribute(reading: Reading, noun: str) -> None:
         ):
             phrase.pos += 1
         key = " ".join(phrase.low[start : phrase.pos])
-        label = f"{noun} {key}"
+        label = f"{noun} {key}" if key else noun  # "my favorite is pizza"
         predicate = "favorite"
     elif noun in ("native", "first"):
         if not (phrase.take("language") or phrase.take("tongue")):
@@ -422,8 +423,7 @@ def read_attribute(reading: Reading, noun: str) -> None:
     phrase.skip(_ADVERBS)
     if predicate == "birthday":
         phrase.take("on") or phrase.take("in")
-    if predicate == "goal":
-        phrase.take("to")
+    to = predicate == "goal" and phrase.take("to")  # "my goal is to run a marathon"
     if predicate == "name":
         name_start = phrase.pos
         read_name(reading)
@@ -456,4 +456,5 @@ def read_attribute(reading: Reading, noun: str) -> None:
         for item in items(found) if predicate == "hobby" else [found]:
             reading.emit(predicate, item, f"{possessive} {one} is {item}{rest}", key=key)
         return
-    reading.emit(predicate, found, f"{possessive} {label} is {found}{rest}", key=key)
+    said = f"to {found}" if to else found
+    reading.emit(predicate, found, f"{possessive} {label} is {said}{rest}", key=key)

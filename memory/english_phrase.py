@@ -30,6 +30,7 @@ __all__ = [
     "third_person_words",
     "tokens",
     "value",
+    "years_old",
 ]
 
 _TOKEN = re.compile(r"[\w@#+&'./:-]*[\w#+]|,")
@@ -386,6 +387,11 @@ def third_person_words(text: str) -> str:
     return text
 
 
+def years_old(age: str) -> str:
+    """ "34 years old", "1 year old"."""
+    return f"{age} year old" if age == "1" else f"{age} years old"
+
+
 def say(reading: Reading, verb: str, tail: str, *, state: bool = True) -> str:
     """The clause restated: ``<subject> <verb form> <tail>``. ``state``: a simple past means
     it held before and no longer does ("I lived in Rome"); for events it does not."""
@@ -395,12 +401,16 @@ def say(reading: Reading, verb: str, tail: str, *, state: bool = True) -> str:
     if group.progressive and not group.negated and not earlier and verb != "be":
         form = f"is {gerund(verb)}"
     elif verb == "be":
-        if earlier:
+        if earlier and group.negated and not group.used_to:  # "I was never married"
+            form = "was not"
+        elif earlier:
             form = "was previously"
         elif group.negated and group.change:
             form = "is no longer"
         else:
             form = "is not" if group.negated else "is"
+    elif earlier and group.negated and not group.used_to:  # "I didn't have a car"
+        form = f"did not {verb}"
     elif earlier:
         form = f"previously {past(verb)}"
     elif group.negated and group.change:

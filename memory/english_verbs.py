@@ -38,7 +38,7 @@ from memory.english_life import (
     keep,
     teach,
 )
-from memory.english_phrase import Reading, detail, items, pointer, say
+from memory.english_phrase import Reading, detail, items, pointer, say, years_old
 from memory.english_phrase import value as read_value
 from memory.lexicon import (
     DIETS,
@@ -367,7 +367,7 @@ def _turn(reading: Reading, verb: str) -> None:
     age = reading.phrase.peek()
     if age.isdigit() and 0 < int(age) < 130:
         reading.group.past = False
-        reading.emit("age", age, say(reading, "be", f"{age} years old"), updates=True)
+        reading.emit("age", age, say(reading, "be", years_old(age)), updates=True)
 
 
 def _generic(reading: Reading, verb: str) -> None:

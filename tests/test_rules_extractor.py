@@ -4522,3 +4522,25 @@ def test_an_activity_as_a_hobby_one_hobby_at_a_time_and_a_year_of_birth(
     text: str, expected: list[Row]
 ) -> None:
     assert facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # What was not so then is no earlier state.
+        ("I was never married.", [("User was not married", "relationship_status", "married")]),
+        ("I didn't have a car.", [("User did not have a car", "owns", "a car")]),
+        ("I used to live in Rome.", [("User previously lived in Rome", "lives_in", "Rome")]),
+        # One year, no empty key, the "to" of a goal.
+        ("My daughter is 1.", [("User's daughter is 1 year old", "age", "1")]),
+        ("My favorite is pizza.", [("User's favorite is pizza", "favorite", "pizza")]),
+        (
+            "My goal is to run a marathon.",
+            [("User's goal is to run a marathon", "goal", "run a marathon")],
+        ),
+    ],
+)
+def test_a_denied_past_an_age_of_one_a_bare_favorite_and_a_goal_read_as_said(
+    text: str, expected: list[Row]
+) -> None:
+    assert facts_of(text) == expected
