@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory.postings import SMALL_ADDITION, Postings
-from memory.projection import PROJECT_FROM
+from memory.projection import PROJECT_FROM, Projection
 from memory.search_index import BM25_B, BM25_K1, EncodedTerms, SearchIndex, top_k
 
 
@@ -228,9 +228,12 @@ def test_postings_hold_each_terms_documents_and_counts_however_they_were_added(
     kept = [doc for doc in range(first) if doc not in gone]
     moved[kept] = np.arange(len(kept))
     postings.renumber(moved)
+    held = 0
     for term in range(32):
         expected = {int(moved[d]): c for d, c in model.get(term, {}).items() if d not in gone}
         assert _held(postings, term) == expected
+        held += len(expected)
+    assert len(postings) == held
     assert postings.runs <= 1
 
 
@@ -265,5 +268,288 @@ def test_terms_read_encoded_in_bulk_score_as_the_same_words_in_lists() -> None:
 
 
 def test_encoded_terms_whose_lengths_do_not_add_up_are_refused() -> None:
-    with pytest.raises(ValueError, match="do not add up"):
+    with pytest.raises(ValueError, match=r"^the lengths do not add up to the codes$"):
         EncodedTerms(["a"], [0, 0], [1])
+
+
+def _found(scores: np.ndarray) -> list[int]:
+    return sorted(p for p, _ in top_k(scores, 100))
+
+
+@pytest.mark.parametrize(
+    ("removed", "found", "left"),
+    [
+        ([0], [1, 2, 3], 1),
+        ([3], [0, 1, 2], 1),
+        ([0, 0, 2], [1, 3], 2),
+        ([-1], [0, 1, 2, 3], 0),
+        ([4], [0, 1, 2, 3], 0),
+    ],
+)
+def test_removing_hides_a_document_once_and_ignores_positions_out_of_range(
+    removed: list[int], found: list[int], left: int
+) -> None:
+    index = _index([["tea"] for _ in range(4)])
+    for position in removed:
+        index.remove(position)
+    assert _found(index.sparse_scores(["tea"], index.visible(None))) == found
+    assert len(index) == len(found)
+    assert index.removed == left
+
+
+def test_bm25_after_removal_scores_as_if_the_removed_documents_were_never_added() -> None:
+    docs = [
+        ["tea", "green", "tea"],
+        ["tea", "coffee", "milk", "sugar", "cake"],
+        ["green"],
+        ["tea"],
+        ["coffee", "tea", "tea", "tea"],
+    ]
+    index = _index(docs)
+    index.remove(1)
+    index.remove(4)
+    kept = [0, 2, 3]
+    fresh = _index([docs[p] for p in kept])
+    for query in (["tea"], ["green", "tea"], ["coffee"]):
+        scores = index.sparse_scores(query, index.visible(None))
+        np.testing.assert_allclose(scores[kept], fresh.sparse_scores(query, None), rtol=1e-6)
+        assert np.isneginf(scores[[1, 4]]).all()
+    index.compact()  # "coffee" is still a known word, in no document left
+    for query in (["tea"], ["green", "tea"], ["coffee"]):
+        np.testing.assert_allclose(
+            index.sparse_scores(query, None), fresh.sparse_scores(query, None), rtol=1e-6
+        )
+
+
+def test_a_scope_does_not_see_removed_documents() -> None:
+    index = _index([["tea"] for _ in range(4)], scopes=["global", "app-a", "app-a", "app-b"])
+    index.remove(0)
+    index.remove(1)
+    visible = index.visible("app-a")
+    assert visible is not None
+    assert visible.tolist() == [False, False, True, False]
+
+
+def test_similarities_and_pairwise_are_the_cosines_the_dense_scores_give() -> None:
+    rng = np.random.default_rng(11)
+    vectors = _unit(rng, 6, 8)
+    index = SearchIndex(8)
+    index.add(vectors, [[] for _ in range(6)], ["global"] * 6)
+    query = _unit(rng, 1, 8)[0].astype(np.float64).tolist()  # as a client sends it
+    dense = index.dense_scores(query, None)
+    expected = [float(dense[p]) for p in (4, 0, 4)]
+    assert index.similarities([4, 0, 4], query) == pytest.approx(expected, rel=1e-6)
+    assert index.similarities([], query) == []
+    rows = vectors[[5, 1, 2]]
+    np.testing.assert_allclose(index.pairwise([5, 1, 2]), rows @ rows.T, rtol=1e-6)
+    assert index.pairwise([]).shape == (0, 0)
+
+
+def test_the_memory_estimate_counts_new_words_by_their_length_and_the_projection() -> None:
+    index = SearchIndex(4)
+    index.reserve(8)  # the vector matrix does not grow in between
+    vectors = np.eye(4, dtype=np.float32)
+    index.add(vectors[:1], [["tea"]], ["global"])
+    sizes = [index.nbytes()]
+    for word in ("x" * 300, "y" * 300):
+        index.add(vectors[1:2], [[word]], ["global"])
+        sizes.append(index.nbytes())
+    first, second = sizes[1] - sizes[0], sizes[2] - sizes[1]
+    assert first >= 300
+    assert second == first  # a word of the same length costs the same
+    projection = index.fit_projection()
+    without = index.nbytes()
+    index.install(projection)
+    assert index.nbytes() == without + projection.nbytes()
+
+
+def test_reserving_room_keeps_the_documents_held_and_scores_as_an_index_that_grew() -> None:
+    rng = np.random.default_rng(13)
+    vectors = _unit(rng, 30, 8)
+    grew, reserved = SearchIndex(8), SearchIndex(8)
+    grew.add(vectors, [[] for _ in range(30)], ["global"] * 30)
+    reserved.add(vectors[:5], [[] for _ in range(5)], ["global"] * 5)
+    reserved.reserve(30)
+    reserved.reserve(3)  # less than held: nothing to do
+    reserved.add(vectors[5:], [[] for _ in range(25)], ["global"] * 25)
+    query = _unit(rng, 1, 8)[0]
+    scores = reserved.dense_scores(query, None)
+    assert scores.dtype == np.float32
+    assert np.array_equal(scores, grew.dense_scores(query, None))
+
+
+def test_words_loaded_in_two_encoded_batches_find_the_documents_of_both() -> None:
+    index = SearchIndex(4)
+    vectors = np.eye(4, dtype=np.float32)
+    index.add(vectors[:2], EncodedTerms(["tea", "milk"], [0, 1, 0], [2, 1]), ["global"] * 2)
+    index.add(vectors[2:], EncodedTerms(["tea", "cake"], [1, 0], [1, 1]), ["global"] * 2)
+    assert _found(index.sparse_scores(["tea"], None)) == [0, 1, 3]
+    assert _found(index.sparse_scores(["milk"], None)) == [0]
+    assert _found(index.sparse_scores(["cake"], None)) == [2]
+
+
+def test_documents_without_words_load_in_bulk_and_are_found_by_their_vectors() -> None:
+    assert EncodedTerms([], [], []).lists() == []
+    terms = EncodedTerms([], [], [0, 0])
+    assert terms.lists() == [[], []]
+    index = SearchIndex(4)
+    index.add(np.eye(4, dtype=np.float32)[:2], terms, ["global"] * 2)
+    assert [p for p, _ in index.dense_top([0.0, 1.0, 0.0, 0.0], None, 1)] == [1]
+    assert top_k(index.sparse_scores(["tea"], None), 5) == []
+
+
+def test_an_index_ranked_by_projection_stays_exact_through_compaction_and_new_documents() -> None:
+    rng = np.random.default_rng(17)
+    index = SearchIndex(8)
+    index.add(_unit(rng, 300, 8), [[] for _ in range(300)], ["global"] * 300)
+    fitted = index.fit_projection()
+    index.add(_unit(rng, 10, 8), [[] for _ in range(10)], ["global"] * 10)
+    index.install(fitted)  # catches up with the 10 added during the fit
+    assert fitted.size == index.size == 310
+    for position in range(0, 310, 3):
+        index.remove(position)
+    index.compact()
+    assert fitted.size == index.size == 206
+    index.add(_unit(rng, 40, 8), [[] for _ in range(40)], ["global"] * 40)
+    index.remove(7)
+    assert fitted.size == index.size == 246
+    mask = index.visible(None)
+    for query in _unit(rng, 5, 8):
+        exact = [p for p, _ in top_k(index.dense_scores(query, mask, exact=True), 10)]
+        assert [p for p, _ in index.dense_top(query, mask, 10)] == exact
+        assert [p for p, _ in top_k(index.dense_scores(query, mask), 10)] == exact
+
+
+# Projected on the identity, a row's projected score is its exact dot product.
+_ROWS = np.array([[0.1, 0.0], [0.9, 0.0], [0.5, 0.0], [0.7, 0.0], [0.3, 0.0]], dtype=np.float32)
+
+
+def _projected() -> Projection:
+    projection = Projection(np.eye(2, dtype=np.float32))
+    projection.extend(_ROWS[:1])
+    projection.extend(_ROWS[1:])
+    return projection
+
+
+@pytest.mark.parametrize(
+    ("hidden", "count", "size", "expected"),
+    [
+        ([], 2, 5, [1, 3]),
+        ([], 4, 5, [1, 2, 3, 4]),
+        ([], 5, 5, [0, 1, 2, 3, 4]),
+        ([], 9, 5, [0, 1, 2, 3, 4]),
+        ([], 2, 3, [1, 2]),
+        ([1], 2, 5, [2, 3]),
+        ([1, 3], 5, 5, [0, 2, 4]),
+        ([0, 1, 2, 3], 2, 5, [4]),
+    ],
+)
+def test_projection_candidates_are_the_best_projected_rows_within_the_mask_and_size(
+    hidden: list[int], count: int, size: int, expected: list[int]
+) -> None:
+    mask = np.isin(np.arange(size), hidden, invert=True) if hidden else None
+    found = _projected().candidates(np.array([1.0, 0.0], dtype=np.float32), mask, count, size)
+    assert sorted(found.tolist()) == expected
+
+
+def test_a_compacted_projection_keeps_the_rows_marked_in_their_order() -> None:
+    projection = _projected()
+    projection.keep(np.array([True, False, True, True, False]))
+    assert projection.size == 3
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    assert projection.candidates(query, None, 1, 3).tolist() == [2]  # 0.7, once position 3
+
+
+def test_projected_rows_added_one_at_a_time_rank_as_rows_added_at_once() -> None:
+    rng = np.random.default_rng(19)
+    rows = _unit(rng, 50, 3)
+    basis = np.eye(3, dtype=np.float32)
+    one_by_one, at_once = Projection(basis), Projection(basis)
+    for row in rows:
+        one_by_one.extend(row[None, :])
+    at_once.extend(rows)
+    assert one_by_one.size == at_once.size == 50
+    query = _unit(rng, 1, 3)[0]
+    best = sorted(np.argsort(-(rows @ query))[:7].tolist())
+    for projection in (one_by_one, at_once):
+        assert sorted(projection.candidates(query, None, 7, 50).tolist()) == best
+        assert projection.nbytes() >= rows.nbytes + basis.nbytes
+
+
+def test_a_fitted_projection_spans_the_directions_the_vectors_lie_in() -> None:
+    rng = np.random.default_rng(23)
+    plane = np.linalg.qr(rng.standard_normal((6, 2)))[0]  # two orthonormal directions
+    vectors = (rng.standard_normal((40, 2)) @ plane.T).astype(np.float32)
+    basis = Projection.fit(vectors, dims=2).basis
+    assert basis.shape == (6, 2)
+    assert basis.dtype == np.float32
+    np.testing.assert_allclose(basis.T @ basis, np.eye(2), atol=1e-5)
+    np.testing.assert_allclose(vectors @ basis @ basis.T, vectors, atol=1e-4)
+    # Three vectors have three directions at most, however many are asked for.
+    assert Projection.fit(vectors[:3], dims=5).basis.shape == (6, 3)
+
+
+def test_a_projection_fitted_on_more_vectors_than_it_samples_is_reproducible() -> None:
+    vectors = _unit(np.random.default_rng(29), 20_001, 4)  # it fits on 20,000
+    first, second = Projection.fit(vectors, dims=2), Projection.fit(vectors, dims=2)
+    assert np.array_equal(first.basis, second.basis)
+
+
+def test_equal_bulk_additions_merge_the_last_run_while_the_older_is_at_most_twice_it() -> None:
+    postings = Postings()
+    runs = []
+    for batch in range(8):  # 300 documents of one word each: a run of 300 postings
+        postings.add(batch * 300, np.arange(300, dtype=np.int64) % 7, [1] * 300)
+        runs.append(postings.runs)
+    assert runs == [1, 1, 1, 2, 1, 2, 2, 1]
+    assert len(postings) == 2400
+    assert _held(postings, 3) == {doc: 1 for doc in range(2400) if doc % 300 % 7 == 3}
+
+
+def test_the_tail_becomes_a_run_once_past_its_limit() -> None:
+    postings = Postings(tail_limit=4)
+    runs = []
+    for doc in range(6):
+        postings.add(doc, [doc % 3], [1])
+        runs.append(postings.runs)
+    assert runs == [0, 0, 0, 0, 1, 1]
+    assert _held(postings, 1) == {1: 1, 4: 1}
+
+
+@pytest.mark.parametrize(("words", "runs"), [(SMALL_ADDITION, 0), (SMALL_ADDITION + 1, 1)])
+def test_an_addition_of_up_to_small_addition_words_goes_to_the_tail(words: int, runs: int) -> None:
+    postings = Postings()
+    postings.add(0, list(range(words)), [words])  # one document of distinct words
+    assert postings.runs == runs
+    assert len(postings) == words
+    assert _held(postings, words - 1) == {0: 1}
+
+
+def test_postings_renumbered_without_any_document_left_hold_nothing() -> None:
+    empty = Postings()
+    empty.renumber(np.zeros(0, dtype=np.int64))
+    assert (len(empty), empty.runs) == (0, 0)
+    postings = Postings()
+    postings.add(0, [1, 2, 1], [2, 1])
+    postings.renumber(np.array([-1, -1], dtype=np.int64))
+    assert len(postings) == 0
+    for term in (1, 2, 5):
+        docs, counts = postings.of(term)
+        assert (docs.dtype, counts.dtype) == (np.dtype(np.int64), np.dtype(np.float32))
+        assert (len(docs), len(counts)) == (0, 0)
+
+
+@pytest.mark.parametrize(
+    ("ids", "lengths"),
+    [
+        ([7] * 200, [1] * 200),  # a word in 200 chat turns: the tail
+        ([1] * 300, [1] * 300),  # a bulk load: a run
+        ([10_000] + [1] * 300, [1] * 301),  # a run whose words have large ids
+    ],
+)
+def test_the_postings_memory_estimate_covers_two_numbers_per_posting(
+    ids: list[int], lengths: list[int]
+) -> None:
+    postings = Postings()
+    postings.add(0, ids, lengths)
+    assert postings.nbytes() >= 8 * len(postings) > 0
