@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory.postings import SMALL_ADDITION, Postings
-from memory.projection import PROJECT_FROM, Projection
+from memory.projection import CANDIDATES, PROJECT_FROM, Projection
 from memory.search_index import BM25_B, BM25_K1, EncodedTerms, SearchIndex, top_k
 
 
@@ -135,7 +135,7 @@ def test_indexes_of_different_users_share_one_string_per_word() -> None:
 
 
 def test_adding_mismatched_lengths_is_refused() -> None:
-    with pytest.raises(ValueError, match="differ in length"):
+    with pytest.raises(ValueError, match=r"^vectors, terms and scopes differ in length$"):
         SearchIndex(2).add(np.zeros((2, 2)), [["a"]], ["global", "global"])
 
 
@@ -598,3 +598,79 @@ def test_an_index_whose_documents_were_all_removed_finds_nothing() -> None:
     for mask in (None, index.visible(None)):
         assert top_k(index.sparse_scores(["tea"], mask), 5) == []
     assert index.dense_top([1.0, 0.0, 0.0, 0.0], index.visible(None), 5) == []
+
+
+def _projected_index(n: int, seed: int) -> tuple[SearchIndex, np.ndarray]:
+    """An index of ``n`` random vectors in scopes app-a, app-b, app-a, ..., ranked by a
+    projection (on all 8 dimensions: it picks every visible document while n <= 1000)."""
+    vectors = _unit(np.random.default_rng(seed), n, 8)
+    index = SearchIndex(8)
+    index.add(vectors, [[] for _ in range(n)], ["app-a", "app-b"] * (n // 2))
+    index.install(index.fit_projection())
+    return index, vectors
+
+
+def test_dense_scores_are_the_cosines_and_minus_infinity_where_the_mask_hides() -> None:
+    index, vectors = _projected_index(60, seed=31)
+    mask = index.visible("app-a")
+    assert mask is not None
+    query = _unit(np.random.default_rng(37), 1, 8)[0]
+    for exact in (False, True):
+        scores = index.dense_scores(query, mask, exact=exact)
+        assert scores.dtype == np.float32
+        assert np.isneginf(scores[~mask]).all()
+        np.testing.assert_allclose(scores[mask], (vectors @ query)[mask], rtol=1e-5)
+    best = [p for p, _ in top_k(np.where(mask, vectors @ query, -np.inf), 5)]
+    assert [p for p, _ in index.dense_top(query, mask, 5)] == best
+    assert all(p % 2 == 0 for p in best)
+
+
+@pytest.mark.parametrize("projected", [False, True])
+def test_a_read_sees_only_the_positions_its_mask_covers_when_documents_come_after(
+    projected: bool,
+) -> None:
+    index, _ = _projected_index(40, seed=41)
+    if not projected:
+        index = _index([["tea"] for _ in range(40)], scopes=["app-a", "app-b"] * 20, dim=8)
+    mask = index.visible("app-a")  # taken, then another thread adds documents
+    assert mask is not None
+    index.add(np.eye(8, dtype=np.float32)[:5], [[] for _ in range(5)], ["app-a"] * 5)
+    query = np.full(8, 8**-0.5, dtype=np.float32)
+    for exact in (False, True):
+        assert len(index.dense_scores(query, mask, exact=exact)) == 40
+    found = [p for p, _ in index.dense_top(query, mask, 100)]
+    assert sorted(found) == list(range(0, 40, 2))
+
+
+def test_a_projection_scores_only_its_candidates_and_may_miss_the_true_best() -> None:
+    # Most documents lie near the x axis, a few near y; the projection keeps x alone.
+    angles = np.concatenate([np.linspace(0, 0.2, 1100), np.linspace(1.4, 1.57, 100)])
+    vectors = np.stack([np.cos(angles), np.sin(angles)], axis=1).astype(np.float32)
+    index = SearchIndex(2)
+    index.add(vectors, [[] for _ in angles], ["global"] * len(angles))
+    index.install(Projection(np.array([[1.0], [0.0]], dtype=np.float32)))
+    query = np.array([np.cos(1.5), np.sin(1.5)], dtype=np.float32)
+    scores = index.dense_scores(query, None)
+    assert np.flatnonzero(np.isfinite(scores)).tolist() == list(range(CANDIDATES))
+    approx = index.dense_top(query, None, 3)
+    assert approx == top_k(scores, 3)
+    assert [p for p, _ in approx] == [999, 998, 997]  # the candidates nearest the query
+    exact = top_k(index.dense_scores(query, None, exact=True), 1)
+    assert exact[0][0] == 1100 + round((1.5 - 1.4) / (0.17 / 99))
+
+
+def test_top_k_of_nothing_or_of_zero_is_empty() -> None:
+    scores = np.array([0.5, 0.25], dtype=np.float32)
+    assert top_k(scores, 0) == []
+    assert top_k(scores, -1) == []
+    assert top_k(np.zeros(0, dtype=np.float32), 3) == []
+
+
+def test_a_growing_index_regrows_its_vector_matrix_rarely() -> None:
+    index = SearchIndex(8)
+    capacities = set()
+    for _ in range(300):  # a turn at a time
+        index.add(np.ones((2, 8), dtype=np.float32), [[], []], ["global", "global"])
+        capacities.add((index.nbytes() - index.size * 9) // (8 * 4))
+    # 2, 4, 8, 16, 32, 48, 64, then a quarter more each time up to 600 rows
+    assert len(capacities) <= 20
