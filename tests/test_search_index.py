@@ -674,3 +674,15 @@ def test_a_growing_index_regrows_its_vector_matrix_rarely() -> None:
         capacities.add((index.nbytes() - index.size * 9) // (8 * 4))
     # 2, 4, 8, 16, 32, 48, 64, then a quarter more each time up to 600 rows
     assert len(capacities) <= 20
+
+
+def test_an_empty_index_holds_nothing_and_finds_nothing() -> None:
+    index = SearchIndex(4)
+    assert (len(index), index.size, index.nbytes()) == (0, 0, 0)
+    assert index.visible(None) is None
+    query = np.ones(4, dtype=np.float32) / 2
+    dense = index.dense_scores(query, None)
+    assert (dense.dtype, len(dense)) == (np.dtype(np.float32), 0)
+    assert index.dense_top(query, None, 3) == []
+    assert top_k(index.sparse_scores(["tea"], None), 3) == []
+    assert Postings().nbytes() == 0
