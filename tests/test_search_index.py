@@ -199,6 +199,7 @@ def _model_of(batches: list[list[list[int]]]) -> dict[int, dict[int, int]]:
 
 def _held(postings: Postings, term: int) -> dict[int, int]:
     docs, counts = postings.of(term)
+    assert (docs.dtype, counts.dtype) == (np.dtype(np.int64), np.dtype(np.float32))
     assert len(set(docs.tolist())) == len(docs), "a document posted twice for one term"
     return dict(zip(docs.tolist(), counts.astype(int).tolist(), strict=True))
 
@@ -518,6 +519,18 @@ def test_the_tail_becomes_a_run_once_past_its_limit() -> None:
     assert _held(postings, 1) == {1: 1, 4: 1}
 
 
+def test_the_tail_counts_from_empty_again_once_it_became_a_run() -> None:
+    postings = Postings(tail_limit=4)
+    postings.add(0, list(range(10, 30)), [20])  # one document of 20 words: past the limit
+    runs = [postings.runs]
+    for doc in range(1, 7):
+        postings.add(doc, [doc % 3], [1])
+        runs.append(postings.runs)
+    assert runs == [1, 1, 1, 1, 1, 2, 2]  # a run of 20, then one of 5 (not merged)
+    assert _held(postings, 1) == {1: 1, 4: 1}
+    assert _held(postings, 29) == {0: 1}
+
+
 @pytest.mark.parametrize(("words", "runs"), [(SMALL_ADDITION, 0), (SMALL_ADDITION + 1, 1)])
 def test_an_addition_of_up_to_small_addition_words_goes_to_the_tail(words: int, runs: int) -> None:
     postings = Postings()
@@ -686,3 +699,15 @@ def test_an_empty_index_holds_nothing_and_finds_nothing() -> None:
     assert index.dense_top(query, None, 3) == []
     assert top_k(index.sparse_scores(["tea"], None), 3) == []
     assert Postings().nbytes() == 0
+
+
+def test_renumbering_that_drops_nothing_keeps_the_postings_and_their_memory() -> None:
+    postings = Postings()
+    ids = np.arange(600, dtype=np.int64) % 11
+    postings.add(0, ids, [3] * 200)  # a bulk load: one run
+    before = {term: _held(postings, term) for term in range(11)}
+    memory = postings.nbytes()
+    postings.renumber(np.arange(200, dtype=np.int64))
+    assert {term: _held(postings, term) for term in range(11)} == before
+    assert postings.nbytes() == memory
+    assert len(postings) == sum(len(docs) for docs in before.values())
