@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.postings import SMALL_ADDITION, Postings
+from memory.postings import SMALL_ADDITION, TAIL_LIMIT, Postings
 from memory.projection import CANDIDATES, PROJECT_FROM, Projection
 from memory.search_index import BM25_B, BM25_K1, EncodedTerms, SearchIndex, top_k
 
@@ -711,3 +711,40 @@ def test_renumbering_that_drops_nothing_keeps_the_postings_and_their_memory() ->
     assert {term: _held(postings, term) for term in range(11)} == before
     assert postings.nbytes() == memory
     assert len(postings) == sum(len(docs) for docs in before.values())
+    # Two 4-byte numbers a posting and an 8-byte offset a term, before and after.
+    assert memory <= 8 * len(postings) + 8 * (11 + 1)
+
+
+@pytest.mark.parametrize(
+    ("documents", "tail_limit"),
+    [
+        ([40], TAIL_LIMIT),  # one bulk load alone
+        ([40, 2, 3, 40, 1, 80], TAIL_LIMIT),  # bulk loads and chat turns
+        ([1] * 30 + [45], 10),  # turns the tail makes runs of, then a bulk load
+    ],
+)
+def test_postings_loaded_in_bulk_and_renumbered_hold_what_a_dictionary_would(
+    documents: list[int], tail_limit: int
+) -> None:
+    rng = np.random.default_rng(len(documents))
+    batches = [
+        [rng.integers(0, 30, size=int(rng.integers(5, 16))).tolist() for _ in range(n)]
+        for n in documents
+    ]
+    postings = Postings(tail_limit=tail_limit)
+    first = 0
+    for batch in batches:
+        postings.add(first, [t for words in batch for t in words], [len(w) for w in batch])
+        first += len(batch)
+    model = _model_of(batches)
+    assert {t: _held(postings, t) for t in range(31)} == {t: model.get(t, {}) for t in range(31)}
+    kept = np.arange(first) % 3 != 1  # a document in three is gone
+    moved = np.full(first, -1, dtype=np.int64)
+    moved[kept] = np.arange(int(kept.sum()))
+    postings.renumber(moved)
+    expected = {
+        t: {int(moved[d]): c for d, c in model.get(t, {}).items() if moved[d] >= 0}
+        for t in range(31)
+    }
+    assert {t: _held(postings, t) for t in range(31)} == expected
+    assert len(postings) == sum(map(len, expected.values()))
