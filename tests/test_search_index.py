@@ -748,3 +748,23 @@ def test_postings_loaded_in_bulk_and_renumbered_hold_what_a_dictionary_would(
     }
     assert {t: _held(postings, t) for t in range(31)} == expected
     assert len(postings) == sum(map(len, expected.values()))
+
+
+def test_a_projection_holds_its_basis_and_regrows_its_rows_rarely() -> None:
+    basis = np.eye(4, dtype=np.float32)[:, :2]
+    projection = Projection(basis)
+    assert projection.nbytes() == basis.nbytes  # no rows before the first position
+    rows = _unit(np.random.default_rng(43), 300, 4)
+    capacities = set()
+    for row in rows:  # a position at a time, as chat turns come
+        projection.extend(row[None, :])
+        capacity = (projection.nbytes() - basis.nbytes) // (2 * 4)
+        assert projection.size <= capacity <= max(16, projection.size * 5 // 4 + 16)
+        capacities.add(capacity)
+    assert len(capacities) <= 10  # 16, 36, 61, 92, 131, 179, 239, 314
+
+
+def test_a_projection_fitted_on_float64_vectors_keeps_a_float32_basis() -> None:
+    vectors = _unit(np.random.default_rng(47), 30, 6).astype(np.float64)
+    basis = Projection.fit(vectors, dims=3).basis  # type: ignore[arg-type]
+    assert (basis.shape, basis.dtype) == ((6, 3), np.dtype(np.float32))
