@@ -768,3 +768,14 @@ def test_a_projection_fitted_on_float64_vectors_keeps_a_float32_basis() -> None:
     vectors = _unit(np.random.default_rng(47), 30, 6).astype(np.float64)
     basis = Projection.fit(vectors, dims=3).basis  # type: ignore[arg-type]
     assert (basis.shape, basis.dtype) == ((6, 3), np.dtype(np.float32))
+
+
+def test_the_vector_matrix_doubles_while_small_then_grows_16_rows_then_a_quarter() -> None:
+    index = SearchIndex(8)
+    capacities = [0]
+    for _ in range(150):  # a document at a time
+        index.add(np.ones((1, 8), dtype=np.float32), [[]], ["global"])
+        capacity = (index.nbytes() - index.size * 9) // (8 * 4)
+        if capacity != capacities[-1]:
+            capacities.append(capacity)
+    assert capacities == [0, 1, 2, 4, 8, 16, 32, 48, 64, 80, 100, 125, 156]
