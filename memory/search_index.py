@@ -57,7 +57,7 @@ class EncodedTerms:
         """The same terms, one list of words per document."""
         words = [self.distinct[c] for c in self.codes.tolist()]
         ends = np.cumsum(self.lengths).tolist()
-        return [words[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
+        return [words[start:end] for start, end in zip([0, *ends][:-1], ends, strict=True)]
 
 
 def top_k(scores: Floats, k: int) -> list[tuple[int, float]]:

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.postings import SMALL_ADDITION, Postings
-from memory.projection import PROJECT_FROM
+from memory.postings import SMALL_ADDITION, TAIL_LIMIT, Postings
+from memory.projection import CANDIDATES, PROJECT_FROM, Projection
 from memory.search_index import BM25_B, BM25_K1, EncodedTerms, SearchIndex, top_k
 
 
@@ -135,7 +135,7 @@ def test_indexes_of_different_users_share_one_string_per_word() -> None:
 
 
 def test_adding_mismatched_lengths_is_refused() -> None:
-    with pytest.raises(ValueError, match="differ in length"):
+    with pytest.raises(ValueError, match=r"^vectors, terms and scopes differ in length$"):
         SearchIndex(2).add(np.zeros((2, 2)), [["a"]], ["global", "global"])
 
 
@@ -199,6 +199,7 @@ def _model_of(batches: list[list[list[int]]]) -> dict[int, dict[int, int]]:
 
 def _held(postings: Postings, term: int) -> dict[int, int]:
     docs, counts = postings.of(term)
+    assert (docs.dtype, counts.dtype) == (np.dtype(np.int64), np.dtype(np.float32))
     assert len(set(docs.tolist())) == len(docs), "a document posted twice for one term"
     return dict(zip(docs.tolist(), counts.astype(int).tolist(), strict=True))
 
@@ -228,9 +229,12 @@ def test_postings_hold_each_terms_documents_and_counts_however_they_were_added(
     kept = [doc for doc in range(first) if doc not in gone]
     moved[kept] = np.arange(len(kept))
     postings.renumber(moved)
+    held = 0
     for term in range(32):
         expected = {int(moved[d]): c for d, c in model.get(term, {}).items() if d not in gone}
         assert _held(postings, term) == expected
+        held += len(expected)
+    assert len(postings) == held
     assert postings.runs <= 1
 
 
@@ -265,5 +269,513 @@ def test_terms_read_encoded_in_bulk_score_as_the_same_words_in_lists() -> None:
 
 
 def test_encoded_terms_whose_lengths_do_not_add_up_are_refused() -> None:
-    with pytest.raises(ValueError, match="do not add up"):
+    with pytest.raises(ValueError, match=r"^the lengths do not add up to the codes$"):
         EncodedTerms(["a"], [0, 0], [1])
+
+
+def _found(scores: np.ndarray) -> list[int]:
+    return sorted(p for p, _ in top_k(scores, 100))
+
+
+@pytest.mark.parametrize(
+    ("removed", "found", "left"),
+    [
+        ([0], [1, 2, 3], 1),
+        ([3], [0, 1, 2], 1),
+        ([0, 0, 2], [1, 3], 2),
+        ([-1], [0, 1, 2, 3], 0),
+        ([4], [0, 1, 2, 3], 0),
+    ],
+)
+def test_removing_hides_a_document_once_and_ignores_positions_out_of_range(
+    removed: list[int], found: list[int], left: int
+) -> None:
+    index = _index([["tea"] for _ in range(4)])
+    for position in removed:
+        index.remove(position)
+    assert _found(index.sparse_scores(["tea"], index.visible(None))) == found
+    assert len(index) == len(found)
+    assert index.removed == left
+
+
+def test_bm25_after_removal_scores_as_if_the_removed_documents_were_never_added() -> None:
+    docs = [
+        ["tea", "green", "tea"],
+        ["tea", "coffee", "milk", "sugar", "cake"],
+        ["green"],
+        ["tea"],
+        ["coffee", "tea", "tea", "tea"],
+    ]
+    index = _index(docs)
+    index.remove(1)
+    index.remove(4)
+    kept = [0, 2, 3]
+    fresh = _index([docs[p] for p in kept])
+    for query in (["tea"], ["green", "tea"], ["coffee"]):
+        scores = index.sparse_scores(query, index.visible(None))
+        np.testing.assert_allclose(scores[kept], fresh.sparse_scores(query, None), rtol=1e-6)
+        assert np.isneginf(scores[[1, 4]]).all()
+    index.compact()  # "coffee" is still a known word, in no document left
+    for query in (["tea"], ["green", "tea"], ["coffee"]):
+        np.testing.assert_allclose(
+            index.sparse_scores(query, None), fresh.sparse_scores(query, None), rtol=1e-6
+        )
+
+
+def test_a_scope_does_not_see_removed_documents() -> None:
+    index = _index([["tea"] for _ in range(4)], scopes=["global", "app-a", "app-a", "app-b"])
+    index.remove(0)
+    index.remove(1)
+    visible = index.visible("app-a")
+    assert visible is not None
+    assert visible.tolist() == [False, False, True, False]
+
+
+def test_similarities_and_pairwise_are_the_cosines_the_dense_scores_give() -> None:
+    rng = np.random.default_rng(11)
+    vectors = _unit(rng, 6, 8)
+    index = SearchIndex(8)
+    index.add(vectors, [[] for _ in range(6)], ["global"] * 6)
+    query = _unit(rng, 1, 8)[0].astype(np.float64).tolist()  # as a client sends it
+    dense = index.dense_scores(query, None)
+    expected = [float(dense[p]) for p in (4, 0, 4)]
+    assert index.similarities([4, 0, 4], query) == pytest.approx(expected, rel=1e-6)
+    assert index.similarities([], query) == []
+    rows = vectors[[5, 1, 2]]
+    np.testing.assert_allclose(index.pairwise([5, 1, 2]), rows @ rows.T, rtol=1e-6)
+    assert index.pairwise([]).shape == (0, 0)
+
+
+def test_the_memory_estimate_counts_new_words_by_their_length_and_the_projection() -> None:
+    index = SearchIndex(4)
+    index.reserve(8)  # the vector matrix does not grow in between
+    vectors = np.eye(4, dtype=np.float32)
+    index.add(vectors[:1], [["tea"]], ["global"])
+    sizes = [index.nbytes()]
+    for word in ("x" * 300, "y" * 300):
+        index.add(vectors[1:2], [[word]], ["global"])
+        sizes.append(index.nbytes())
+    first, second = sizes[1] - sizes[0], sizes[2] - sizes[1]
+    assert first >= 300
+    assert second == first  # a word of the same length costs the same
+    projection = index.fit_projection()
+    without = index.nbytes()
+    index.install(projection)
+    assert index.nbytes() == without + projection.nbytes()
+
+
+def test_reserving_room_keeps_the_documents_held_and_scores_as_an_index_that_grew() -> None:
+    rng = np.random.default_rng(13)
+    vectors = _unit(rng, 30, 8)
+    grew, reserved = SearchIndex(8), SearchIndex(8)
+    grew.add(vectors, [[] for _ in range(30)], ["global"] * 30)
+    reserved.add(vectors[:5], [[] for _ in range(5)], ["global"] * 5)
+    reserved.reserve(30)
+    reserved.reserve(3)  # less than held: nothing to do
+    reserved.add(vectors[5:], [[] for _ in range(25)], ["global"] * 25)
+    query = _unit(rng, 1, 8)[0]
+    scores = reserved.dense_scores(query, None)
+    assert scores.dtype == np.float32
+    assert np.array_equal(scores, grew.dense_scores(query, None))
+
+
+def test_words_loaded_in_two_encoded_batches_find_the_documents_of_both() -> None:
+    index = SearchIndex(4)
+    vectors = np.eye(4, dtype=np.float32)
+    index.add(vectors[:2], EncodedTerms(["tea", "milk"], [0, 1, 0], [2, 1]), ["global"] * 2)
+    index.add(vectors[2:], EncodedTerms(["tea", "cake"], [1, 0], [1, 1]), ["global"] * 2)
+    assert _found(index.sparse_scores(["tea"], None)) == [0, 1, 3]
+    assert _found(index.sparse_scores(["milk"], None)) == [0]
+    assert _found(index.sparse_scores(["cake"], None)) == [2]
+
+
+def test_documents_without_words_load_in_bulk_and_are_found_by_their_vectors() -> None:
+    assert EncodedTerms([], [], []).lists() == []
+    terms = EncodedTerms([], [], [0, 0])
+    assert terms.lists() == [[], []]
+    index = SearchIndex(4)
+    index.add(np.eye(4, dtype=np.float32)[:2], terms, ["global"] * 2)
+    assert [p for p, _ in index.dense_top([0.0, 1.0, 0.0, 0.0], None, 1)] == [1]
+    assert top_k(index.sparse_scores(["tea"], None), 5) == []
+
+
+def test_an_index_ranked_by_projection_stays_exact_through_compaction_and_new_documents() -> None:
+    rng = np.random.default_rng(17)
+    index = SearchIndex(8)
+    index.add(_unit(rng, 300, 8), [[] for _ in range(300)], ["global"] * 300)
+    fitted = index.fit_projection()
+    index.add(_unit(rng, 10, 8), [[] for _ in range(10)], ["global"] * 10)
+    index.install(fitted)  # catches up with the 10 added during the fit
+    assert fitted.size == index.size == 310
+    for position in range(0, 310, 3):
+        index.remove(position)
+    index.compact()
+    assert fitted.size == index.size == 206
+    index.add(_unit(rng, 40, 8), [[] for _ in range(40)], ["global"] * 40)
+    index.remove(7)
+    assert fitted.size == index.size == 246
+    mask = index.visible(None)
+    for query in _unit(rng, 5, 8):
+        exact = [p for p, _ in top_k(index.dense_scores(query, mask, exact=True), 10)]
+        assert [p for p, _ in index.dense_top(query, mask, 10)] == exact
+        assert [p for p, _ in top_k(index.dense_scores(query, mask), 10)] == exact
+
+
+# Projected on the identity, a row's projected score is its exact dot product.
+_ROWS = np.array([[0.1, 0.0], [0.9, 0.0], [0.5, 0.0], [0.7, 0.0], [0.3, 0.0]], dtype=np.float32)
+
+
+def _projected() -> Projection:
+    projection = Projection(np.eye(2, dtype=np.float32))
+    projection.extend(_ROWS[:1])
+    projection.extend(_ROWS[1:])
+    return projection
+
+
+@pytest.mark.parametrize(
+    ("hidden", "count", "size", "expected"),
+    [
+        ([], 2, 5, [1, 3]),
+        ([], 4, 5, [1, 2, 3, 4]),
+        ([], 5, 5, [0, 1, 2, 3, 4]),
+        ([], 9, 5, [0, 1, 2, 3, 4]),
+        ([], 2, 3, [1, 2]),
+        ([1], 2, 5, [2, 3]),
+        ([1, 3], 5, 5, [0, 2, 4]),
+        ([0, 1, 2, 3], 2, 5, [4]),
+    ],
+)
+def test_projection_candidates_are_the_best_projected_rows_within_the_mask_and_size(
+    hidden: list[int], count: int, size: int, expected: list[int]
+) -> None:
+    mask = np.isin(np.arange(size), hidden, invert=True) if hidden else None
+    found = _projected().candidates(np.array([1.0, 0.0], dtype=np.float32), mask, count, size)
+    assert sorted(found.tolist()) == expected
+
+
+def test_a_compacted_projection_keeps_the_rows_marked_in_their_order() -> None:
+    projection = _projected()
+    projection.keep(np.array([True, False, True, True, False]))
+    assert projection.size == 3
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    assert projection.candidates(query, None, 1, 3).tolist() == [2]  # 0.7, once position 3
+
+
+def test_projected_rows_added_one_at_a_time_rank_as_rows_added_at_once() -> None:
+    rng = np.random.default_rng(19)
+    rows = _unit(rng, 50, 3)
+    basis = np.eye(3, dtype=np.float32)
+    one_by_one, at_once = Projection(basis), Projection(basis)
+    for row in rows:
+        one_by_one.extend(row[None, :])
+    at_once.extend(rows)
+    assert one_by_one.size == at_once.size == 50
+    query = _unit(rng, 1, 3)[0]
+    best = sorted(np.argsort(-(rows @ query))[:7].tolist())
+    for projection in (one_by_one, at_once):
+        assert sorted(projection.candidates(query, None, 7, 50).tolist()) == best
+    # Four bytes a number: extended once, it holds its rows and its basis, no more.
+    assert at_once.nbytes() == rows.nbytes + basis.nbytes
+    assert one_by_one.nbytes() >= at_once.nbytes()
+
+
+def test_a_fitted_projection_spans_the_directions_the_vectors_lie_in() -> None:
+    rng = np.random.default_rng(23)
+    plane = np.linalg.qr(rng.standard_normal((6, 2)))[0]  # two orthonormal directions
+    vectors = (rng.standard_normal((40, 2)) @ plane.T).astype(np.float32)
+    basis = Projection.fit(vectors, dims=2).basis
+    assert basis.shape == (6, 2)
+    assert basis.dtype == np.float32
+    np.testing.assert_allclose(basis.T @ basis, np.eye(2), atol=1e-5)
+    np.testing.assert_allclose(vectors @ basis @ basis.T, vectors, atol=1e-4)
+    # Three vectors have three directions at most, however many are asked for.
+    assert Projection.fit(vectors[:3], dims=5).basis.shape == (6, 3)
+
+
+def test_a_projection_fitted_on_more_vectors_than_it_samples_is_reproducible() -> None:
+    vectors = _unit(np.random.default_rng(29), 20_001, 4)  # it fits on 20,000
+    first, second = Projection.fit(vectors, dims=2), Projection.fit(vectors, dims=2)
+    assert np.array_equal(first.basis, second.basis)
+
+
+def test_equal_bulk_additions_merge_the_last_run_while_the_older_is_at_most_twice_it() -> None:
+    postings = Postings()
+    runs = []
+    for batch in range(8):  # 300 documents of one word each: a run of 300 postings
+        postings.add(batch * 300, np.arange(300, dtype=np.int64) % 7, [1] * 300)
+        runs.append(postings.runs)
+    assert runs == [1, 1, 1, 2, 1, 2, 2, 1]
+    assert len(postings) == 2400
+    assert _held(postings, 3) == {doc: 1 for doc in range(2400) if doc % 300 % 7 == 3}
+
+
+def test_the_tail_becomes_a_run_once_past_its_limit() -> None:
+    postings = Postings(tail_limit=4)
+    runs = []
+    for doc in range(6):
+        postings.add(doc, [doc % 3], [1])
+        runs.append(postings.runs)
+    assert runs == [0, 0, 0, 0, 1, 1]
+    assert _held(postings, 1) == {1: 1, 4: 1}
+
+
+def test_the_tail_counts_from_empty_again_once_it_became_a_run() -> None:
+    postings = Postings(tail_limit=4)
+    postings.add(0, list(range(10, 30)), [20])  # one document of 20 words: past the limit
+    runs = [postings.runs]
+    for doc in range(1, 7):
+        postings.add(doc, [doc % 3], [1])
+        runs.append(postings.runs)
+    assert runs == [1, 1, 1, 1, 1, 2, 2]  # a run of 20, then one of 5 (not merged)
+    assert _held(postings, 1) == {1: 1, 4: 1}
+    assert _held(postings, 29) == {0: 1}
+
+
+@pytest.mark.parametrize(("words", "runs"), [(SMALL_ADDITION, 0), (SMALL_ADDITION + 1, 1)])
+def test_an_addition_of_up_to_small_addition_words_goes_to_the_tail(words: int, runs: int) -> None:
+    postings = Postings()
+    postings.add(0, list(range(words)), [words])  # one document of distinct words
+    assert postings.runs == runs
+    assert len(postings) == words
+    assert _held(postings, words - 1) == {0: 1}
+
+
+def test_postings_renumbered_without_any_document_left_hold_nothing() -> None:
+    empty = Postings()
+    empty.renumber(np.zeros(0, dtype=np.int64))
+    assert (len(empty), empty.runs) == (0, 0)
+    postings = Postings()
+    postings.add(0, [1, 2, 1], [2, 1])
+    postings.renumber(np.array([-1, -1], dtype=np.int64))
+    assert len(postings) == 0
+    for term in (1, 2, 5):
+        docs, counts = postings.of(term)
+        assert (docs.dtype, counts.dtype) == (np.dtype(np.int64), np.dtype(np.float32))
+        assert (len(docs), len(counts)) == (0, 0)
+
+
+@pytest.mark.parametrize(
+    ("ids", "lengths"),
+    [
+        ([7] * 200, [1] * 200),  # a word in 200 chat turns: the tail
+        ([1] * 300, [1] * 300),  # a bulk load: a run
+        ([10_000] + [1] * 300, [1] * 301),  # a run whose words have large ids
+    ],
+)
+def test_the_postings_memory_estimate_covers_two_numbers_per_posting(
+    ids: list[int], lengths: list[int]
+) -> None:
+    postings = Postings()
+    postings.add(0, ids, lengths)
+    assert postings.nbytes() >= 8 * len(postings) > 0
+
+
+def _okapi(docs: list[list[str]], query: list[str]) -> list[float]:
+    """BM25 by hand: -inf for a document no query term is in."""
+    average = sum(map(len, docs)) / len(docs)
+    scores = []
+    for doc in docs:
+        score = -math.inf
+        for term in query:
+            if term in doc:
+                df = sum(1 for d in docs if term in d)
+                idf = math.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
+                tf = doc.count(term)
+                norm = BM25_K1 * (1 - BM25_B + BM25_B * len(doc) / average)
+                score = max(score, 0.0) + idf * tf * (BM25_K1 + 1) / (tf + norm)
+        scores.append(score)
+    return scores
+
+
+@pytest.mark.parametrize(
+    "docs",
+    [
+        [["tea"], []],  # under one word a document on average
+        [["tea", "tea"], ["tea"], ["green"]],
+        [["word"] * 10 + ["tea"], ["tea"], ["tea", "green", "tea"]],
+    ],
+)
+def test_bm25_matches_the_okapi_formula_for_documents_of_any_length(
+    docs: list[list[str]],
+) -> None:
+    scores = _index(docs).sparse_scores(["tea", "green"], None)
+    assert scores.dtype == np.float32
+    assert scores.tolist() == pytest.approx(_okapi(docs, ["tea", "green"]), rel=1e-6)
+
+
+def test_an_index_whose_documents_were_all_removed_finds_nothing() -> None:
+    index = _index([["tea"], ["tea", "green"]])
+    index.remove(0)
+    index.remove(1)
+    assert len(index) == 0
+    for mask in (None, index.visible(None)):
+        assert top_k(index.sparse_scores(["tea"], mask), 5) == []
+    assert index.dense_top([1.0, 0.0, 0.0, 0.0], index.visible(None), 5) == []
+
+
+def _projected_index(n: int, seed: int) -> tuple[SearchIndex, np.ndarray]:
+    """An index of ``n`` random vectors in scopes app-a, app-b, app-a, ..., ranked by a
+    projection (on all 8 dimensions: it picks every visible document while n <= 1000)."""
+    vectors = _unit(np.random.default_rng(seed), n, 8)
+    index = SearchIndex(8)
+    index.add(vectors, [[] for _ in range(n)], ["app-a", "app-b"] * (n // 2))
+    index.install(index.fit_projection())
+    return index, vectors
+
+
+def test_dense_scores_are_the_cosines_and_minus_infinity_where_the_mask_hides() -> None:
+    index, vectors = _projected_index(60, seed=31)
+    mask = index.visible("app-a")
+    assert mask is not None
+    query = _unit(np.random.default_rng(37), 1, 8)[0]
+    for exact in (False, True):
+        scores = index.dense_scores(query, mask, exact=exact)
+        assert scores.dtype == np.float32
+        assert np.isneginf(scores[~mask]).all()
+        np.testing.assert_allclose(scores[mask], (vectors @ query)[mask], rtol=1e-5)
+    best = [p for p, _ in top_k(np.where(mask, vectors @ query, -np.inf), 5)]
+    assert [p for p, _ in index.dense_top(query, mask, 5)] == best
+    assert all(p % 2 == 0 for p in best)
+
+
+@pytest.mark.parametrize("projected", [False, True])
+def test_a_read_sees_only_the_positions_its_mask_covers_when_documents_come_after(
+    projected: bool,
+) -> None:
+    index, _ = _projected_index(40, seed=41)
+    if not projected:
+        index = _index([["tea"] for _ in range(40)], scopes=["app-a", "app-b"] * 20, dim=8)
+    mask = index.visible("app-a")  # taken, then another thread adds documents
+    assert mask is not None
+    index.add(np.eye(8, dtype=np.float32)[:5], [[] for _ in range(5)], ["app-a"] * 5)
+    query = np.full(8, 8**-0.5, dtype=np.float32)
+    for exact in (False, True):
+        assert len(index.dense_scores(query, mask, exact=exact)) == 40
+    found = [p for p, _ in index.dense_top(query, mask, 100)]
+    assert sorted(found) == list(range(0, 40, 2))
+
+
+def test_a_projection_scores_only_its_candidates_and_may_miss_the_true_best() -> None:
+    # Most documents lie near the x axis, a few near y; the projection keeps x alone.
+    angles = np.concatenate([np.linspace(0, 0.2, 1100), np.linspace(1.4, 1.57, 100)])
+    vectors = np.stack([np.cos(angles), np.sin(angles)], axis=1).astype(np.float32)
+    index = SearchIndex(2)
+    index.add(vectors, [[] for _ in angles], ["global"] * len(angles))
+    index.install(Projection(np.array([[1.0], [0.0]], dtype=np.float32)))
+    query = np.array([np.cos(1.5), np.sin(1.5)], dtype=np.float32)
+    scores = index.dense_scores(query, None)
+    assert np.flatnonzero(np.isfinite(scores)).tolist() == list(range(CANDIDATES))
+    approx = index.dense_top(query, None, 3)
+    assert approx == top_k(scores, 3)
+    assert [p for p, _ in approx] == [999, 998, 997]  # the candidates nearest the query
+    exact = top_k(index.dense_scores(query, None, exact=True), 1)
+    assert exact[0][0] == 1100 + round((1.5 - 1.4) / (0.17 / 99))
+
+
+def test_top_k_of_nothing_or_of_zero_is_empty() -> None:
+    scores = np.array([0.5, 0.25], dtype=np.float32)
+    assert top_k(scores, 0) == []
+    assert top_k(scores, -1) == []
+    assert top_k(np.zeros(0, dtype=np.float32), 3) == []
+
+
+def test_a_growing_index_regrows_its_vector_matrix_rarely() -> None:
+    index = SearchIndex(8)
+    capacities = set()
+    for _ in range(300):  # a turn at a time
+        index.add(np.ones((2, 8), dtype=np.float32), [[], []], ["global", "global"])
+        capacities.add((index.nbytes() - index.size * 9) // (8 * 4))
+    # 2, 4, 8, 16, 32, 48, 64, then a quarter more each time up to 600 rows
+    assert len(capacities) <= 20
+
+
+def test_an_empty_index_holds_nothing_and_finds_nothing() -> None:
+    index = SearchIndex(4)
+    assert (len(index), index.size, index.nbytes()) == (0, 0, 0)
+    assert index.visible(None) is None
+    query = np.ones(4, dtype=np.float32) / 2
+    dense = index.dense_scores(query, None)
+    assert (dense.dtype, len(dense)) == (np.dtype(np.float32), 0)
+    assert index.dense_top(query, None, 3) == []
+    assert top_k(index.sparse_scores(["tea"], None), 3) == []
+    assert Postings().nbytes() == 0
+
+
+def test_renumbering_that_drops_nothing_keeps_the_postings_and_their_memory() -> None:
+    postings = Postings()
+    ids = np.arange(600, dtype=np.int64) % 11
+    postings.add(0, ids, [3] * 200)  # a bulk load: one run
+    before = {term: _held(postings, term) for term in range(11)}
+    memory = postings.nbytes()
+    postings.renumber(np.arange(200, dtype=np.int64))
+    assert {term: _held(postings, term) for term in range(11)} == before
+    assert postings.nbytes() == memory
+    assert len(postings) == sum(len(docs) for docs in before.values())
+    # Two 4-byte numbers a posting and an 8-byte offset a term, before and after.
+    assert memory <= 8 * len(postings) + 8 * (11 + 1)
+
+
+@pytest.mark.parametrize(
+    ("documents", "tail_limit"),
+    [
+        ([40], TAIL_LIMIT),  # one bulk load alone
+        ([40, 2, 3, 40, 1, 80], TAIL_LIMIT),  # bulk loads and chat turns
+        ([1] * 30 + [45], 10),  # turns the tail makes runs of, then a bulk load
+    ],
+)
+def test_postings_loaded_in_bulk_and_renumbered_hold_what_a_dictionary_would(
+    documents: list[int], tail_limit: int
+) -> None:
+    rng = np.random.default_rng(len(documents))
+    batches = [
+        [rng.integers(0, 30, size=int(rng.integers(5, 16))).tolist() for _ in range(n)]
+        for n in documents
+    ]
+    postings = Postings(tail_limit=tail_limit)
+    first = 0
+    for batch in batches:
+        postings.add(first, [t for words in batch for t in words], [len(w) for w in batch])
+        first += len(batch)
+    model = _model_of(batches)
+    assert {t: _held(postings, t) for t in range(31)} == {t: model.get(t, {}) for t in range(31)}
+    kept = np.arange(first) % 3 != 1  # a document in three is gone
+    moved = np.full(first, -1, dtype=np.int64)
+    moved[kept] = np.arange(int(kept.sum()))
+    postings.renumber(moved)
+    expected = {
+        t: {int(moved[d]): c for d, c in model.get(t, {}).items() if moved[d] >= 0}
+        for t in range(31)
+    }
+    assert {t: _held(postings, t) for t in range(31)} == expected
+    assert len(postings) == sum(map(len, expected.values()))
+
+
+def test_a_projection_holds_its_basis_and_regrows_its_rows_rarely() -> None:
+    basis = np.eye(4, dtype=np.float32)[:, :2]
+    projection = Projection(basis)
+    assert projection.nbytes() == basis.nbytes  # no rows before the first position
+    rows = _unit(np.random.default_rng(43), 300, 4)
+    capacities = set()
+    for row in rows:  # a position at a time, as chat turns come
+        projection.extend(row[None, :])
+        capacity = (projection.nbytes() - basis.nbytes) // (2 * 4)
+        assert projection.size <= capacity <= max(16, projection.size * 5 // 4 + 16)
+        capacities.add(capacity)
+    assert len(capacities) <= 10  # 16, 36, 61, 92, 131, 179, 239, 314
+
+
+def test_a_projection_fitted_on_float64_vectors_keeps_a_float32_basis() -> None:
+    vectors = _unit(np.random.default_rng(47), 30, 6).astype(np.float64)
+    basis = Projection.fit(vectors, dims=3).basis  # type: ignore[arg-type]
+    assert (basis.shape, basis.dtype) == ((6, 3), np.dtype(np.float32))
+
+
+def test_the_vector_matrix_doubles_while_small_then_grows_16_rows_then_a_quarter() -> None:
+    index = SearchIndex(8)
+    capacities = [0]
+    for _ in range(150):  # a document at a time
+        index.add(np.ones((1, 8), dtype=np.float32), [[]], ["global"])
+        capacity = (index.nbytes() - index.size * 9) // (8 * 4)
+        if capacity != capacities[-1]:
+            capacities.append(capacity)
+    assert capacities == [0, 1, 2, 4, 8, 16, 32, 48, 64, 80, 100, 125, 156]
