@@ -4750,6 +4750,7 @@ def test_every_english_subject_and_verb_group_reads_with_its_flags(
     "text",
     [
         "Jess says I cook too much.",  # what someone else says about the user
+        "Honestly, Jess says I cook too much.",
         "Last summer when I lived in Rome I was happy.",  # a time clause before the subject
         "Maybe I love tea.",  # a hedge
         "Perhaps I love tea.",
@@ -4783,23 +4784,23 @@ FILLER_THEN_TIME: dict[str, tuple[str, list[Flagged]]] = {
            [("User lives in Leeds at the moment", "lives_in", "Leeds", False, False)]),
     "since": ("Actually, since the pandemic I work from home.",
               [("User works from home", "habit", "working from home", False, False)]),
-    "after": ("Honestly, after work I go running.",
-              [("User goes running", "hobby", "running", False, False)]),
-    "before": ("Actually, before work I go swimming.",
-               [("User goes swimming", "hobby", "swimming", False, False)]),
-    "during": ("Honestly, during the week I drink tea.",
-               [("User drinks tea during the week", "drinks", "tea", False, False)]),
+    "after": ("Honestly, after dinner I drink tea.",
+              [("User drinks tea after dinner", "drinks", "tea", False, False)]),
+    "before": ("Actually, before school I drink tea.",
+               [("User drinks tea before school", "drinks", "tea", False, False)]),
+    "during": ("Honestly, during exams I drink tea.",
+               [("User drinks tea during exams", "drinks", "tea", False, False)]),
     "for": ("Honestly, for breakfast I eat oats.",
             [("User eats oats for breakfast", "eats", "oats", False, False)]),
     "from": ("Honestly, from Monday to Friday I work from home.",
              [("User works from home", "habit", "working from home", False, False)]),
-    "every": ("Honestly, every morning I drink coffee.",
-              [("User drinks coffee every morning", "drinks", "coffee", False, False)]),
-    "each": ("Actually, each morning I drink green tea.",
-             [("User drinks green tea each morning", "drinks", "green tea", False, False)]),
-    "last": ("Actually, last year I moved to Rome.",
+    "every": ("Honestly, every Sunday I play football.",
+              [("User plays football every Sunday", "hobby", "football", False, False)]),
+    "each": ("Actually, each Sunday I play tennis.",
+             [("User plays tennis each Sunday", "hobby", "tennis", False, False)]),
+    "last": ("Actually, last summer I moved to Rome.",
              [("User lives in Rome", "lives_in", "Rome", False, True)]),
-    "this": ("Honestly, this year I started running.",
+    "this": ("Honestly, this summer I started running.",
              [("User runs", "habit", "running", False, False)]),
 }
 # fmt: on
