@@ -4884,3 +4884,26 @@ def test_every_person_the_user_names_or_points_back_to_reads_with_its_flags(
     text: str, expected: list[Flagged]
 ) -> None:
     assert flagged_facts_of(text) == expected
+
+
+# fmt: off
+ENGLISH_MORE: dict[str, tuple[str, list[Flagged]]] = {
+    # "no more X for me": a habit given up
+    "no-more": ("No more coffee for me.",
+                [("User no longer has coffee", "habit", "coffee", True, False)]),
+    # a relative named by "'s name is": the name is theirs for the rest of the message
+    "name-then-name": ("My sister's name is Ana. Ana lives in Leeds.",
+                       [("User's sister's name is Ana", "name", "Ana", False, False),
+                        ("User's sister Ana lives in Leeds", "lives_in", "Leeds", False, False)]),
+    "name-then-he": ("My brother's name is Tom. He is a chef.",
+                     [("User's brother's name is Tom", "name", "Tom", False, False),
+                      ("User's brother Tom is a chef", "occupation", "chef", False, False)]),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize(("text", "expected"), ENGLISH_MORE.values(), ids=ENGLISH_MORE.keys())
+def test_a_habit_given_up_and_a_name_given_later_read_with_their_flags(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
