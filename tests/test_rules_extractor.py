@@ -4895,6 +4895,10 @@ ENGLISH_MORE: dict[str, tuple[str, list[Flagged]]] = {
     "name-then-name": ("My sister's name is Ana. Ana lives in Leeds.",
                        [("User's sister's name is Ana", "name", "Ana", False, False),
                         ("User's sister Ana lives in Leeds", "lives_in", "Leeds", False, False)]),
+    # "have" + an -ing noun is no perfect tense
+    "have-ing-noun": ("I have skiing lessons on Sundays.",
+                      [("User has skiing lessons on Sundays", "have",
+                        "skiing lessons on Sundays", False, False)]),
     "name-then-he": ("My brother's name is Tom. He is a chef.",
                      [("User's brother's name is Tom", "name", "Tom", False, False),
                       ("User's brother Tom is a chef", "occupation", "chef", False, False)]),
