@@ -4911,3 +4911,18 @@ def test_a_habit_given_up_and_a_name_given_later_read_with_their_flags(
     text: str, expected: list[Flagged]
 ) -> None:
     assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("My sisters are both married.", [("sisters", "relationship_status", "married")]),
+        ("My cousins are vegan.", [("cousins", "diet", "vegan")]),
+        ("My aunts are from Cork.", [("aunts", "from", "Cork")]),
+    ],
+)
+def test_relatives_in_the_plural_are_people_too(
+    text: str, expected: list[tuple[str, str, str]]
+) -> None:
+    # the subject, predicate and value only: the content says "User's sisters is married"
+    assert [(f.subject, f.predicate, f.value) for f in extract_facts(text)] == expected
