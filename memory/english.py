@@ -22,7 +22,15 @@ from memory.english_facts import read_name
 from memory.english_implied import ADVERBS, BE, FILLERS, implied_i
 from memory.english_phrase import Group, Phrase, Reading
 from memory.english_verbs import dispatch, read_verb
-from memory.lexicon import DIETS, HEDGES, NATIONALITIES, RELATIONS, VERBS, lemma
+from memory.lexicon import (
+    DIETS,
+    HEDGES,
+    NATIONALITIES,
+    NOT_NAMES,
+    RELATIONS,
+    VERBS,
+    lemma,
+)
 from memory.statements import USER, People, Speaker, Statement
 
 __all__ = ["english_statements"]
@@ -107,7 +115,12 @@ def _possessed(phrase: Phrase, people: People) -> Speaker | str | tuple[Speaker,
     name = None
     candidate = phrase.word()
     # A name: capitalised, or in lower-case text a word a verb follows ("my friend raj is").
-    lowered_name = candidate.islower() and _verb_like(phrase.peek(1)) and not _verb_like(candidate)
+    lowered_name = (
+        candidate.islower()
+        and candidate not in NOT_NAMES  # "my friend from work is ...": no one called From
+        and _verb_like(phrase.peek(1))
+        and not _verb_like(candidate)
+    )
     if candidate.isalpha() and lemma(candidate.casefold()) != "be":
         if candidate[:1].isupper() or lowered_name:
             name = candidate.capitalize() if lowered_name else candidate
@@ -134,8 +147,12 @@ def _clean_preamble(words: list[str]) -> bool:
         return False
     if all(w in FILLERS or w == "," or w.isdigit() for w in words) or words[0] in _OPENERS:
         return True
-    while words and (words[0] in FILLERS or words[0] == "," or words[0].endswith("-wise")):
-        words = words[1:]  # "Anyway, in the middle of all that I ..."
+    while (
+        words
+        and words[0] not in _OPENERS  # "in", "on", "for" are fillers too: a time phrase stays
+        and (words[0] in FILLERS or words[0] == "," or words[0].endswith("-wise"))
+    ):
+        words = words[1:]  # "Anyway, in the middle of all that I ...", "Honestly, on Sundays I"
     return not words or words[0] in (
         "in",
         "on",

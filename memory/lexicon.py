@@ -291,8 +291,8 @@ def lemma(word: str) -> str:
         candidates.append(w[:-3] + "y")
     if w.endswith("ed"):
         stem = w[:-2]
-        if len(stem) > 2 and stem[-1] == stem[-2] and stem[-1] not in "lsz":
-            candidates.append(stem[:-1])  # swapped -> swap, stopped -> stop
+        if len(stem) > 3 and stem[-1] == stem[-2] and stem[-1] not in "lsz":
+            candidates.append(stem[:-1])  # swapped -> swap, stopped -> stop; added stays add
         candidates += [stem, stem + "e", w[:-1]]
     if w.endswith("ing") and len(w) > 4:
         stem = w[:-3]

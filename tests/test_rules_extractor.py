@@ -9,7 +9,9 @@ import msgspec
 import pytest
 
 from memory import english_phrase as phrase_reader
+from memory.clauses import clauses
 from memory.english_implied import implied_i
+from memory.lexicon import gerund, lemma, past, third_person
 from memory.rules_extractor import extract_facts, structure_of
 from memory.statements import USER
 from schemas.llm import ExtractedFact
@@ -4544,3 +4546,547 @@ def test_a_denied_past_an_age_of_one_a_bare_favorite_and_a_goal_read_as_said(
     text: str, expected: list[Row]
 ) -> None:
     assert facts_of(text) == expected
+
+
+# english, clauses and lexicon: the subject, the clauses, the verb forms
+
+
+@pytest.mark.parametrize(
+    ("verb", "form"),
+    [
+        ("live", "lives"),
+        ("pass", "passes"),
+        ("wash", "washes"),
+        ("watch", "watches"),
+        ("fix", "fixes"),
+        ("buzz", "buzzes"),
+        ("echo", "echoes"),
+        ("study", "studies"),
+        ("play", "plays"),
+        ("be", "is"),
+        ("have lived here", "has lived here"),
+        ("get used to", "gets used to"),
+        ("grew up", "grew up"),
+    ],
+)
+def test_a_verb_said_about_the_user_takes_its_third_person_form(verb: str, form: str) -> None:
+    assert third_person(verb) == form
+
+
+@pytest.mark.parametrize(
+    ("verb", "form"),
+    [
+        ("work", "worked"),
+        ("live", "lived"),
+        ("study", "studied"),
+        ("play", "played"),
+        ("go", "went"),
+        ("take", "took"),
+    ],
+)
+def test_a_verb_said_about_the_past_takes_its_past_form(verb: str, form: str) -> None:
+    assert past(verb) == form
+
+
+@pytest.mark.parametrize(
+    ("verb", "form"),
+    [
+        ("tie", "tying"),
+        ("hike", "hiking"),
+        ("use", "using"),
+        ("see", "seeing"),
+        ("dye", "dyeing"),
+        ("hoe", "hoeing"),
+        ("be", "being"),
+        ("run", "running"),
+        ("swim", "swimming"),
+        ("stop", "stopping"),
+        ("itch", "itching"),
+        ("fix", "fixing"),
+        ("row", "rowing"),
+        ("play", "playing"),
+        ("open", "opening"),
+        ("read", "reading"),
+    ],
+)
+def test_a_verb_takes_its_ing_form(verb: str, form: str) -> None:
+    assert gerund(verb) == form
+
+
+@pytest.mark.parametrize(
+    ("word", "base"),
+    [
+        ("went", "go"),
+        ("Went", "go"),
+        ("am", "be"),
+        ("'m", "be"),
+        ("'ve", "have"),
+        ("hike", "hike"),
+        ("studies", "study"),
+        ("carries", "carry"),
+        ("tries", "try"),
+        ("watches", "watch"),
+        ("fixes", "fix"),
+        ("relaxes", "relax"),
+        ("dances", "dance"),
+        ("hikes", "hike"),
+        ("LIVES", "live"),
+        ("plays", "play"),
+        ("boss", "boss"),
+        ("studied", "study"),
+        ("carried", "carry"),
+        ("cried", "cry"),
+        ("spied", "spy"),
+        ("stopped", "stop"),
+        ("swapped", "swap"),
+        ("called", "call"),
+        ("filled", "fill"),
+        ("kissed", "kiss"),
+        ("buzzed", "buzz"),
+        ("hiked", "hike"),
+        ("commuted", "commute"),
+        ("landed", "land"),
+        ("added", "add"),  # it was "ad": a doubled letter is undone after four letters only
+        ("jogged", "jog"),
+        ("played", "play"),
+        ("hiking", "hike"),
+        ("running", "run"),
+        ("jogging", "jog"),
+        ("singing", "sing"),
+        ("being", "be"),
+        ("skiing", "ski"),
+        ("winking", "wink"),
+        ("ring", "ring"),
+        ("table", "table"),
+    ],
+)
+def test_a_verb_form_leads_back_to_its_base_form(word: str, base: str) -> None:
+    assert lemma(word) == base
+
+
+ClauseRow = tuple[str, bool, str]  # text, question, the clause before it in the sentence
+
+
+# fmt: off
+CLAUSES: dict[str, tuple[str, list[ClauseRow]]] = {
+    # sentences end at . ! ? ; a line break, a dash, an emoji; a message may start with a break
+    "two-sentences": ("I'm a nurse. Are you a doctor?",
+                      [("I am a nurse", False, ""), ("Are you a doctor", True, "")]),
+    "semicolon": ("I love hiking; I hate running",
+                  [("I love hiking", False, ""), ("I hate running", False, "")]),
+    "no-space-after-bang": ("I love tea!I love coffee",
+                            [("I love tea", False, ""), ("I love coffee", False, "")]),
+    "dash": ("I'm a nurse - I work nights",
+             [("I am a nurse", False, ""), ("I work nights", False, "")]),
+    "emoji": ("I'm a nurse 🙂 I work nights",
+              [("I am a nurse 🙂", False, ""), ("I work nights", False, "")]),
+    "leading-line-break": ("\nI moved to Leeds\nI love it",
+                           [("I moved to Leeds", False, ""), ("I love it", False, "")]),
+    # a question: a question mark, a question's first words, 吗
+    "question-mark-only": ("I'm a nurse. Any tips for night shifts?",
+                           [("I am a nurse", False, ""), ("Any tips for night shifts", True, "")]),
+    "asks-without-mark": ("do you like jazz", [("do you like jazz", True, "")]),
+    "ma": ("我喜欢猫吗。", [("我喜欢猫吗", True, "")]),
+    "ma-unpunctuated": ("我喜欢猫吗", [("我喜欢猫吗", True, "")]),
+    "chinese-statement": ("我喜欢猫。", [("我喜欢猫", False, "")]),
+    "chinese-comma": ("我是护士，我住在北京",
+                      [("我是护士", False, ""), ("我住在北京", False, "我是护士")]),
+    # irony drops its sentence and only that one
+    "irony-then-fact": ("Sure, I love Mondays. I'm a nurse.", [("I am a nurse", False, "")]),
+    # clauses of one sentence: each remembers the one before it
+    "and-but": ("I'm a nurse and I live in Leeds, but I hate night shifts",
+                [("I am a nurse", False, ""), ("I live in Leeds", False, "I am a nurse"),
+                 ("I hate night shifts", False, "I live in Leeds")]),
+    "but-bare-verb": ("I'm a nurse, but love it.",
+                      [("I am a nurse", False, ""), ("love it", False, "I am a nurse")]),
+    "brackets-stripped": ("(I love tea)", [("I love tea", False, "")]),
+    "final-x-kept": ("My favourite film is Malcolm X.",
+                     [("My favourite film is Malcolm X", False, "")]),
+    # run-on sentences split before an "I" that starts a clause of its own
+    "run-on": ("i moved to berlin i work at siemens",
+               [("I moved to berlin", False, ""),
+                ("I work at siemens", False, "I moved to berlin")]),
+    "run-on-after-think": ("i love my job I think",
+                           [("I love my job", False, ""), ("I think", False, "I love my job")]),
+    "joined-i": ("the music I like is jazz", [("the music I like is jazz", False, "")]),
+    "capitalised-before-i": ("I love Leeds I live there now",
+                             [("I love Leeds I live there now", False, "")]),
+    "number-before-i": ("i moved here in 2019 I love it",
+                        [("I moved here in 2019 I love it", False, "")]),
+    "no-verb-before-i": ("honestly tbh I love it", [("honestly tbh I love it", False, "")]),
+    "one-word-before-i": ("tbh I love it", [("tbh I love it", False, "")]),
+    # a routine: the verbs after its colon are the user's
+    "routine": ("My routine is pretty fixed: swim at 6:30, then work 9 to 5.",
+                [("My routine is pretty fixed", False, ""),
+                 ("I swim at 6:30", False, "My routine is pretty fixed"),
+                 ("I work 9 to 5", False, "I swim at 6:30")]),
+    "routine-but-then": ("My weekends are lazy: sleep in, but then walk the dog.",
+                         [("My weekends are lazy", False, ""),
+                          ("I sleep in", False, "My weekends are lazy"),
+                          ("I walk the dog", False, "I sleep in")]),
+    "routine-nouns": ("My day: coffee at 7, then emails.",
+                      [("My day", False, ""), ("coffee at 7", False, "My day"),
+                       ("emails", False, "coffee at 7")]),
+    # emphasis put back in the plain order
+    "cleft-when-comma": ("What I do every Sunday is a parkrun, rain or shine.",
+                         [("I do a parkrun every Sunday, rain or shine", False, "")]),
+    "cleft-comma": ("What I love most is sailing, especially in summer.",
+                    [("I love sailing, especially in summer", False, "")]),
+    "cleft-when": ("What I do on weekends is climbing",
+                   [("I do climbing on weekends", False, "")]),
+    "openers": ("Ok, well, I'm a nurse.", [("I am a nurse", False, "")]),
+    "opener-so": ("ok so I moved to Leeds", [("I moved to Leeds", False, "")]),
+    "where-i-live": ("Bristol is where I live now.", [("I live in Bristol now", False, "")]),
+    "my-thing": ("Cricket's more my thing now.", [("I like Cricket now", False, "")]),
+    "age-now": ("32 now", [("I am 32 now", False, "")]),
+    "the-name": ("The name's Bond", [("my name is Bond", False, "")]),
+    "favourite-colon": ("My favourite band: Muse", [("my favourite band is Muse", False, "")]),
+    "hate-colon": ("Hate: mornings", [("I hate mornings", False, "")]),
+    "is-home": ("Rome is home", [("I live in Rome", False, "")]),
+    "home-is": ("Home is Leeds", [("I live in Leeds", False, "")]),
+    "is-my": ("Leeds is my favourite city", [("my favourite city is Leeds", False, "")]),
+    "list-colon": ("Foods I love: ramen, pierogi", [("I love ramen, pierogi", False, "")]),
+    "number-colon": ("Number: 0770 900", [("my Number is 0770 900", False, "")]),
+    # one spelling: width, apostrophes, contractions, quotations, spaces
+    "full-width": ("I ＬＯＶＥ tea", [("I LOVE tea", False, "")]),
+    "curly-apostrophe": ("I’m a nurse", [("I am a nurse", False, "")]),
+    "quotation-out": ("I can't stand \"Friends\" at all",
+                      [("I can not stand … at all", False, "")]),
+    "single-quotes-out": ("I said 'no way' to him", [("I said … to him", False, "")]),
+    "im": ("im a nurse", [("I am a nurse", False, "")]),
+    "an-im": ("Send me an im later", [("Send me an im later", False, "")]),
+    "ive": ("ive been to Paris", [("I have been to Paris", False, "")]),
+    "id": ("I'd love a dog", [("I would love a dog", False, "")]),
+    "ill": ("I'll move to Rome", [("I will move to Rome", False, "")]),
+    "were": ("we're vegans", [("we are vegans", False, "")]),
+    "weve": ("we've got two cats", [("we have got two cats", False, "")]),
+    "cant": ("I cant swim", [("I can not swim", False, "")]),
+    "wont": ("I won't eat meat", [("I will not eat meat", False, "")]),
+    "didnt": ("I didnt go", [("I did not go", False, "")]),
+    "hes": ("he's a chef", [("he is a chef", False, "")]),
+    "names": ("my name's Ada", [("my name is Ada", False, "")]),
+    "gluten-free": ("I'm gluten free", [("I am gluten-free", False, "")]),
+    "plant-based": ("I eat plant based", [("I eat plant-based", False, "")]),
+    "relative-is": ("My husband's allergic to dogs",
+                    [("My husband is allergic to dogs", False, "")]),
+    "relative-owns": ("My son's dog is cute", [("My son's dog is cute", False, "")]),
+    "relative-has-been": ("my mum's been ill", [("my mum has been ill", False, "")]),
+    "as-well-as": ("I love tea as well as coffee", [("I love tea and coffee", False, "")]),
+    "spaces": ("I   love    tea", [("I love tea", False, "")]),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize(("text", "expected"), CLAUSES.values(), ids=CLAUSES.keys())
+def test_a_message_is_cut_into_clauses_in_one_spelling(
+    text: str, expected: list[ClauseRow]
+) -> None:
+    assert [(c.text, c.question, c.follows) for c in clauses(text)] == expected
+
+
+# fmt: off
+ENGLISH_SUBJECTS: dict[str, tuple[str, list[Flagged]]] = {
+    # "my" + a relative, after adjectives; "'s" is "is" when a state, an age or a job follows
+    "daddy": ("My daddy is a chef.",
+              [("User's daddy is a chef", "occupation", "chef", False, False)]),
+    "little-sister-studying": ("My little sister's studying law.",
+                               [("User's sister is studying law", "studies", "law", False, False)]),
+    "older-brother-age": ("My older brother's 30.",
+                          [("User's brother is 30 years old", "age", "30", False, False)]),
+    "older-brother-married": ("My older brother's married.",
+                              [("User's brother is married", "relationship_status", "married",
+                                False, False)]),
+    "younger-sister-diet": ("My younger sister's vegan.",
+                            [("User's sister is vegan", "diet", "vegan", False, True)]),
+    "big-brother-nationality": ("My big brother's Italian.",
+                                [("User's brother is Italian", "nationality", "Italian",
+                                  False, False)]),
+    "little-brother-job": ("My little brother's a nurse.",
+                           [("User's brother is a nurse", "occupation", "nurse", False, False)]),
+    "older-sister-retired": ("My older sister's retired.",
+                             [("User's sister is retired", "occupation", "retired", False, True)]),
+    "year-old": ("My 5-year-old son loves dinosaurs.",
+                 [("User's son loves dinosaurs", "likes", "dinosaurs", False, False)]),
+    "little-sister": ("My little sister lives in Paris.",
+                      [("User's sister lives in Paris", "lives_in", "Paris", False, False)]),
+    # in-laws however they are spelt
+    "in-law-hyphens": ("My sister-in-law is a nurse.",
+                       [("User's sister-in-law is a nurse", "occupation", "nurse", False, False)]),
+    "in-law-space": ("My sister in-law is a nurse.",
+                     [("User's sister-in-law is a nurse", "occupation", "nurse", False, False)]),
+    "in-law-stray-space": ("My sister -in-law is a nurse.",
+                           [("User's sister-in-law is a nurse", "occupation", "nurse",
+                             False, False)]),
+    "in-law-named": ("My brother-in-law Tom lives in York.",
+                     [("User's brother-in-law Tom lives in York", "lives_in", "York",
+                       False, False)]),
+    # a relative's name: after a comma, "named", "called", or in lower case before a verb
+    "name-commas": ("My brother, Tom, is a chef.",
+                    [("User's brother Tom is a chef", "occupation", "chef", False, False)]),
+    "named": ("My brother named Tom is a chef.",
+              [("User's brother Tom is a chef", "occupation", "chef", False, False)]),
+    "called": ("My brother called Tom lives in York.",
+               [("User's brother Tom lives in York", "lives_in", "York", False, False)]),
+    "lower-case-name-is": ("my friend raj is a doctor",
+                           [("User's friend Raj is a doctor", "occupation", "doctor",
+                             False, False)]),
+    "lower-case-name-verb": ("my friend raj lives in Delhi",
+                             [("User's friend Raj lives in Delhi", "lives_in", "Delhi",
+                               False, False)]),
+    "lower-case-name-adverb": ("my friend raj really loves cricket",
+                               [("User's friend Raj loves cricket", "likes", "cricket",
+                                 False, False)]),
+    "name-kept-as-written": ("My friend DeShawn lives in Atlanta.",
+                             [("User's friend DeShawn lives in Atlanta", "lives_in", "Atlanta",
+                               False, False)]),
+    "title-case-is-no-name": ("My Brother Is A Chef.",
+                              [("User's brother is a Chef", "occupation", "Chef", False, False)]),
+    # a person met earlier in the message, after a time phrase and a comma
+    "named-later": ("My sister Ana lives in Leeds. On Sundays, Ana plays tennis.",
+                    [("User's sister Ana lives in Leeds", "lives_in", "Leeds", False, False),
+                     ("User's sister Ana plays tennis on Sundays", "hobby", "tennis",
+                      False, False)]),
+    # what comes before "I": fillers and time phrases, kept in the content
+    "filler-comma": ("Honestly, I love tea.", [("User loves tea", "likes", "tea", False, False)]),
+    "filler": ("lol I love tea", [("User loves tea", "likes", "tea", False, False)]),
+    "filler-then-at": ("Honestly, at this point I love Leeds.",
+                       [("User loves Leeds at this point", "likes", "Leeds", False, False)]),
+    "filler-at-no-comma": ("Honestly at the moment I live in Leeds.",
+                           [("User lives in Leeds at the moment", "lives_in", "Leeds",
+                             False, False)]),
+    "opener-for": ("Btw, for breakfast I eat oats.",
+                   [("User eats oats for breakfast", "eats", "oats", False, False)]),
+    "opener-on": ("On Sundays I play football.",
+                  [("User plays football on Sundays", "hobby", "football", False, False)]),
+    "opener-at-a-name": ("At SpaceX I work on rockets.",
+                         [("User works on rockets at SpaceX", "works_on", "rockets",
+                           False, False)]),
+    "opener-every": ("Every morning I drink coffee.",
+                     [("User drinks coffee every morning", "drinks", "coffee", False, False)]),
+    "wise": ("Health-wise I am vegan.", [("User is vegan", "diet", "vegan", False, True)]),
+    # the verb group: change adverbs, "never" before a participle, "have" + a noun
+    "change-then-adverb": ("I now actually work at Google.",
+                           [("User works at Google", "employer", "Google", False, True)]),
+    "never-participle": ("I've never smoked.",
+                         [("User doesn't smoke", "habit", "smoking", True, False)]),
+    "never-owned": ("I have never owned a car.",
+                    [("User doesn't own a car", "owns", "a car", True, False)]),
+    "have-a-plural-noun": ("I have drinks with friends on Fridays.",
+                           [("User has drinks with friends on Fridays", "have",
+                             "drinks with friends on Fridays", False, False)]),
+    "can": ("I can speak French.",
+            [("User can speak French", "speaks", "French", False, False)]),
+    # "call me": who may say it before
+    "you-can-call-me": ("You can call me Ishmael.",
+                        [("User's name is Ishmael", "name", "Ishmael", False, False)]),
+    "just-call-me": ("Just call me Ish.", [("User's name is Ish", "name", "Ish", False, False)]),
+    "please-call-me": ("Please call me Ada.",
+                       [("User's name is Ada", "name", "Ada", False, False)]),
+    "please-comma-call-me": ("Please, call me Ada.",
+                             [("User's name is Ada", "name", "Ada", False, False)]),
+    "people-call-me": ("People call me Ada.",
+                       [("User's name is Ada", "name", "Ada", False, False)]),
+    "everyone-calls-me": ("Everyone calls me Ada.",
+                          [("User's name is Ada", "name", "Ada", False, False)]),
+    "friends-call-me": ("Friends call me Ada.",
+                        [("User's name is Ada", "name", "Ada", False, False)]),
+    "all-my-friends": ("All my friends call me Ada.",
+                       [("User's name is Ada", "name", "Ada", False, False)]),
+    "most-people": ("Most people call me Ada.",
+                    [("User's name is Ada", "name", "Ada", False, False)]),
+    "usually": ("Usually people call me Ada.",
+                [("User's name is Ada", "name", "Ada", False, False)]),
+    "and-you-can": ("And you can call me Jo.", [("User's name is Jo", "name", "Jo", False, False)]),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), ENGLISH_SUBJECTS.values(), ids=ENGLISH_SUBJECTS.keys()
+)
+def test_every_english_subject_and_verb_group_reads_with_its_flags(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Jess says I cook too much.",  # what someone else says about the user
+        "Honestly, Jess says I cook too much.",
+        "Last summer when I lived in Rome I was happy.",  # a time clause before the subject
+        "Maybe I love tea.",  # a hedge
+        "Perhaps I love tea.",
+        "If I move to Rome I will learn Italian.",  # a condition
+        "I didn't like school.",  # a past reaction
+        "I can be grumpy in the mornings.",  # what the user can be is no fact
+    ],
+)
+def test_an_english_clause_about_someone_elses_view_a_hedge_or_a_past_reaction_gives_nothing(
+    text: str,
+) -> None:
+    assert extract_facts(text) == []
+
+
+def test_a_plural_thing_of_the_users_is_no_relative() -> None:
+    assert [f.predicate for f in extract_facts("My shoes are from Italy.")] == ["be"]
+
+
+# "in", "on", "for" ... are fillers too: after "Honestly," they read as the time phrase they
+# start (they were stripped with the fillers, and "Honestly, for breakfast I eat oats" gave
+# nothing).
+# fmt: off
+FILLER_THEN_TIME: dict[str, tuple[str, list[Flagged]]] = {
+    "in": ("Actually, in summer I drink iced coffee.",
+           [("User drinks iced coffee in summer", "drinks", "iced coffee", False, False)]),
+    "on": ("Actually on Sundays I play football.",
+           [("User plays football on Sundays", "hobby", "football", False, False)]),
+    "and-on": ("Oh and on Sundays I play football.",
+               [("User plays football on Sundays", "hobby", "football", False, False)]),
+    "at": ("Honestly at the moment I live in Leeds.",
+           [("User lives in Leeds at the moment", "lives_in", "Leeds", False, False)]),
+    "since": ("Actually, since the pandemic I work from home.",
+              [("User works from home", "habit", "working from home", False, False)]),
+    "after": ("Honestly, after dinner I drink tea.",
+              [("User drinks tea after dinner", "drinks", "tea", False, False)]),
+    "before": ("Actually, before school I drink tea.",
+               [("User drinks tea before school", "drinks", "tea", False, False)]),
+    "during": ("Honestly, during exams I drink tea.",
+               [("User drinks tea during exams", "drinks", "tea", False, False)]),
+    "for": ("Honestly, for breakfast I eat oats.",
+            [("User eats oats for breakfast", "eats", "oats", False, False)]),
+    "from": ("Honestly, from Monday to Friday I work from home.",
+             [("User works from home", "habit", "working from home", False, False)]),
+    "every": ("Honestly, every Sunday I play football.",
+              [("User plays football every Sunday", "hobby", "football", False, False)]),
+    "each": ("Actually, each Sunday I play tennis.",
+             [("User plays tennis each Sunday", "hobby", "tennis", False, False)]),
+    "last": ("Actually, last summer I moved to Rome.",
+             [("User lives in Rome", "lives_in", "Rome", False, True)]),
+    "this": ("Honestly, this summer I started running.",
+             [("User runs", "habit", "running", False, False)]),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), FILLER_THEN_TIME.values(), ids=FILLER_THEN_TIME.keys()
+)
+def test_a_time_phrase_after_a_filler_still_comes_before_the_user(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize("text", ["my friend from work is a chef", "my friend at work is a chef"])
+def test_a_preposition_after_a_relative_is_no_lower_case_name(text: str) -> None:
+    # it said "User's friend From works is a chef"
+    assert [f for f in extract_facts(text) if "From" in f.content or "At" in f.content] == []
+
+
+# fmt: off
+ENGLISH_PEOPLE: dict[str, tuple[str, list[Flagged]]] = {
+    # "our", "another friend", "a colleague": a person of the user's
+    "our": ("Our daughter lives in Paris.",
+            [("User's daughter lives in Paris", "lives_in", "Paris", False, False)]),
+    "another-friend": ("Another friend, Chloe, runs a bakery.",
+                       [("User's friend Chloe runs a bakery", "run", "a bakery", False, False)]),
+    "a-friend": ("A friend, Chloe, runs a bakery.",
+                 [("User's friend Chloe runs a bakery", "run", "a bakery", False, False)]),
+    "a-colleague": ("A colleague, Sam, is a nurse.",
+                    [("User's colleague Sam is a nurse", "occupation", "nurse", False, False)]),
+    # he, she, they, his, her: the person met before
+    "he": ("My brother is a chef. He lives in Leeds.",
+           [("User's brother is a chef", "occupation", "chef", False, False),
+            ("User's brother lives in Leeds", "lives_in", "Leeds", False, False)]),
+    "she": ("My sister is a nurse. She lives in York.",
+            [("User's sister is a nurse", "occupation", "nurse", False, False),
+             ("User's sister lives in York", "lives_in", "York", False, False)]),
+    "they": ("My partner is a nurse. They live in York.",
+             [("User's partner is a nurse", "occupation", "nurse", False, False),
+              ("User's partner lives in York", "lives_in", "York", False, False)]),
+    "his-name": ("My brother is a chef. His name is Tom.",
+                 [("User's brother is a chef", "occupation", "chef", False, False),
+                  ("User's brother's name is Tom", "name", "Tom", False, False)]),
+    "her-name": ("My sister is a nurse. Her name is Priya.",
+                 [("User's sister is a nurse", "occupation", "nurse", False, False),
+                  ("User's sister's name is Priya", "name", "Priya", False, False)]),
+    "her-name-nobody-before": ("Her name is Priya.", []),
+    "the-job": ("The job is great.", []),
+    # a name met before: capitalised, or in lower case before a verb
+    "name-again-adverb": ("My sister Ana lives in Leeds. Ana really loves tennis.",
+                          [("User's sister Ana lives in Leeds", "lives_in", "Leeds", False, False),
+                           ("User's sister Ana loves tennis", "likes", "tennis", False, False)]),
+    "name-again-lower-verb": ("My sister Ana lives in Leeds. ana works at Google.",
+                              [("User's sister Ana lives in Leeds", "lives_in", "Leeds",
+                                False, False),
+                               ("User's sister Ana works at Google", "employer", "Google",
+                                False, False)]),
+    "name-again-lower-is": ("My sister Ana lives in Leeds. ana is a nurse.",
+                            [("User's sister Ana lives in Leeds", "lives_in", "Leeds",
+                              False, False),
+                             ("User's sister Ana is a nurse", "occupation", "nurse",
+                              False, False)]),
+    "name-again-has": ("My sister Ana lives in Leeds. Ana has two kids.",
+                       [("User's sister Ana lives in Leeds", "lives_in", "Leeds", False, False),
+                        ("User's sister Ana has two kids", "family", "two kids", False, False)]),
+    # "Mum", "Dad" without "my", first in the clause only
+    "bare-mum": ("Mum is a nurse.",
+                 [("User's mum is a nurse", "occupation", "nurse", False, False)]),
+    "bare-mum-not-first": ("Honestly mum is a nurse.", []),
+    # "have got", "can be"
+    "havent-really-got": ("I haven't really got a car.",
+                          [("User doesn't have a car", "owns", "a car", True, False)]),
+    "can-be": ("I can be vegan at home.", []),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize(("text", "expected"), ENGLISH_PEOPLE.values(), ids=ENGLISH_PEOPLE.keys())
+def test_every_person_the_user_names_or_points_back_to_reads_with_its_flags(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+# fmt: off
+ENGLISH_MORE: dict[str, tuple[str, list[Flagged]]] = {
+    # "no more X for me": a habit given up
+    "no-more": ("No more coffee for me.",
+                [("User no longer has coffee", "habit", "coffee", True, False)]),
+    # a relative named by "'s name is": the name is theirs for the rest of the message
+    "name-then-name": ("My sister's name is Ana. Ana lives in Leeds.",
+                       [("User's sister's name is Ana", "name", "Ana", False, False),
+                        ("User's sister Ana lives in Leeds", "lives_in", "Leeds", False, False)]),
+    # "have" + an -ing noun is no perfect tense
+    "have-ing-noun": ("I have skiing lessons on Sundays.",
+                      [("User has skiing lessons on Sundays", "have",
+                        "skiing lessons on Sundays", False, False)]),
+    "name-then-he": ("My brother's name is Tom. He is a chef.",
+                     [("User's brother's name is Tom", "name", "Tom", False, False),
+                      ("User's brother Tom is a chef", "occupation", "chef", False, False)]),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize(("text", "expected"), ENGLISH_MORE.values(), ids=ENGLISH_MORE.keys())
+def test_a_habit_given_up_and_a_name_given_later_read_with_their_flags(
+    text: str, expected: list[Flagged]
+) -> None:
+    assert flagged_facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("My sisters are both married.", [("sisters", "relationship_status", "married")]),
+        ("My cousins are vegan.", [("cousins", "diet", "vegan")]),
+        ("My aunts are from Cork.", [("aunts", "from", "Cork")]),
+    ],
+)
+def test_relatives_in_the_plural_are_people_too(
+    text: str, expected: list[tuple[str, str, str]]
+) -> None:
+    # the subject, predicate and value only: the content says "User's sisters is married"
+    assert [(f.subject, f.predicate, f.value) for f in extract_facts(text)] == expected
