@@ -89,6 +89,8 @@ def report() -> dict[str, object]:
             "checked": checked,
             "killed": killed,
             "score": round(killed / checked, 4) if checked else None,
+            # Over every mutant, the unchecked ones counted as not killed.
+            "score_of_all": round(killed / totals["total"], 4) if totals["total"] else None,
             **{k: v for k, v in sorted(totals.items()) if k != "killed"},
         },
         "modules": modules,
