@@ -5,12 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-import msgspec
 import numpy as np
 import pytest
 
 from memory.hashing import HashEmbedder
-from memory.keys import FACT_WEIGHT, fact_text, mixed
+from memory.keys import fact_text, mixed
 from memory.recall import search_text
 from memory.text import query_text
 from schemas.records import ArchivedMessage, Role
@@ -37,24 +36,6 @@ def message(role: Role = "user", text: str = TEXT) -> ArchivedMessage:
         text=text,
         at=datetime(2024, 3, 12, 18, tzinfo=UTC),
     )
-
-
-def test_a_users_message_is_keyed_by_the_facts_read_in_it_and_a_reply_by_none() -> None:
-    assert "User attends yoga classes three times a week." in fact_text(message())
-    assert fact_text(message("assistant", "You attend yoga classes three times a week.")) == ""
-    assert fact_text(message(text="Can you help me plan my week?")) == ""
-    other = msgspec.structs.replace(
-        message(text="I moved to Porto."), role="other", speaker="Caroline"
-    )
-    assert fact_text(other) == "Caroline lives in Porto."
-
-
-def test_the_facts_vector_is_added_at_its_weight_and_the_sum_is_unit_length() -> None:
-    text, facts = [1.0, 0.0], [0.0, 1.0]
-    [keyed, plain] = mixed([text, text], [facts, None])
-    expected = np.array([1.0, FACT_WEIGHT]) / np.hypot(1.0, FACT_WEIGHT)
-    assert np.allclose(keyed, expected)
-    assert plain == text
 
 
 @pytest.mark.anyio

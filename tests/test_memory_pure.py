@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,6 +21,7 @@ from memory.json_bounds import (
     check_depth,
     depth_bound,
 )
+from memory.keys import fact_text, mixed
 from memory.ratelimit import TokenBucket
 from memory.recall import CONTEXT_CHARS, HEADING, format_recalled, search_text
 from memory.rules_extractor import extract_facts
@@ -32,7 +34,7 @@ from memory.working import (
     record_message,
     set_problem,
 )
-from schemas.records import ArchivedMessage, WorkingMemory
+from schemas.records import ArchivedMessage, Role, WorkingMemory
 from tests.hostile import nested
 
 T0 = datetime(2026, 5, 1, 9, 30, tzinfo=UTC)
@@ -377,3 +379,90 @@ def test_nested_objects_count_like_nested_arrays() -> None:
     assert depth_bound(json.dumps(deep).encode()) == MAX_DEPTH
     with pytest.raises(ValueError, match="nested deeper"):
         check_depth(json.dumps({"a": deep}).encode())
+
+
+# memory.keys: what an archived turn is found by (moved here from tests/test_fact_keys.py,
+# whose search through a server is no in-process test).
+
+
+def _turn(text: str, role: Role = "user", speaker: str = "Ann") -> ArchivedMessage:
+    return ArchivedMessage(
+        id="m",
+        user_id="ann",
+        session_id="week",
+        scope="global",
+        turn=1,
+        role=role,
+        speaker=speaker,
+        text=text,
+        at=datetime(2024, 3, 12, 18, tzinfo=UTC),
+    )
+
+
+YOGA = (
+    "Can you help me plan my week? I have a report due Friday and a marketing"
+    " campaign. I attend yoga classes three times a week."
+)
+
+
+def test_a_users_message_is_keyed_by_the_facts_read_in_it_and_a_reply_by_none() -> None:
+    assert "User attends yoga classes three times a week." in fact_text(_turn(YOGA))
+    reply = "You attend yoga classes three times a week."
+    assert fact_text(_turn(reply, "assistant", "assistant")) == ""
+    assert fact_text(_turn("Can you help me plan my week?")) == ""
+    other = _turn("I moved to Porto.", "other", "Caroline")
+    assert fact_text(other) == "Caroline lives in Porto."
+
+
+@pytest.mark.parametrize(
+    ("text", "role", "key"),
+    [
+        ("I moved to Porto. I love hiking.", "user", "User lives in Porto. User loves hiking."),
+        ("I'm a nurse and I love hiking", "user", "User is a nurse. User loves hiking."),
+        (
+            "I moved to Porto. I love hiking.",
+            "other",
+            "Caroline lives in Porto. Caroline loves hiking.",
+        ),
+        ("My name is Ann.", "user", "User's name is Ann."),
+        ("I work at SpaceX.", "user", "User works at SpaceX."),  # a name ending in X
+        ("My name is Ann.", "other", "Caroline's name is Ann."),
+        ("My dog is called Rex.", "other", "Caroline has a dog named Rex."),
+        ("My sister Ana lives in Lyon.", "other", "Caroline's sister Ana lives in Lyon."),
+        ("我住在上海。", "user", "用户住在上海."),
+        ("我住在上海。", "other", "Caroline住在上海."),
+        ("I moved to Porto.", "assistant", ""),
+    ],
+)
+def test_each_fact_read_in_a_turn_is_one_sentence_in_its_key_about_its_speaker(
+    text: str, role: Role, key: str
+) -> None:
+    assert fact_text(_turn(text, role, "Caroline")) == key
+
+
+def test_the_facts_vector_is_added_at_half_its_weight_and_the_sum_is_unit_length() -> None:
+    text, facts = [1.0, 0.0], [0.0, 1.0]
+    [keyed, plain] = mixed([text, text], [facts, None])
+    assert keyed == pytest.approx([1.0 / np.hypot(1.0, 0.5), 0.5 / np.hypot(1.0, 0.5)])
+    assert plain == text
+
+
+@pytest.mark.parametrize(
+    ("text", "facts", "vector"),
+    [
+        ([0.2, 0.0], [0.2, 0.0], [1.0, 0.0]),  # a short sum is stretched to unit length
+        ([3.0, 4.0], [0.0, 0.0], [0.6, 0.8]),  # no facts' direction: the text's, unit length
+        ([1.0, 0.0], [-2.0, 0.0], [0.0, 0.0]),  # a sum of zero stays zero (no division)
+        ([0.0, 0.3], None, [0.0, 0.3]),  # no facts: the text's vector as it was
+    ],
+)
+def test_a_keyed_vector_is_unit_length_unless_it_is_zero_or_has_no_facts(
+    text: list[float], facts: list[float] | None, vector: list[float]
+) -> None:
+    [keyed] = mixed([text], [facts])
+    assert keyed == pytest.approx(vector)
+
+
+def test_a_text_vector_without_its_fact_vector_is_refused() -> None:
+    with pytest.raises(ValueError, match="zip"):
+        mixed([[1.0, 0.0], [0.0, 1.0]], [None])
