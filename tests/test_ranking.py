@@ -160,8 +160,8 @@ def test_the_speaker_a_question_is_not_about_is_weighed_down_and_other_people_ne
         (
             TimeAnchor(recent=True),
             msgspec.structs.replace(OFF, recent_weight=0.5),
-            [(1.0, 100, "user", "a"), (1.0, 150, "user", "b"), (1.0, 200, "user", "c")],
-            [(2, 1.0, None), (1, 0.75, None), (0, 0.5, None)],
+            [(0.5, 100, "user", "a"), (1.0, 150, "user", "b"), (0.875, 200, "user", "c")],
+            [(2, 0.875, None), (1, 0.75, None), (0, 0.25, None)],
         ),
         # All said at once: none is older.
         (
@@ -242,7 +242,13 @@ OLD_AND_NEW: list[Row] = [(1.0, 10, "user", "a"), (0.75, 40, "user", "b")]
             cosines(3, {(0, 1): 0.5, (0, 2): 0.5}),
             [(2, UP, None), (0, 1.0, 2), (1, 0.875, None)],
         ),
-        # ... and not a worse message of its session, about something else.
+        # ... and not a worse message of its session, about something else (wherever
+        # it is in the positions).
+        (
+            [(0.25, 10, "user", "a"), (1.0, 10, "user", "a"), (0.75, 40, "user", "b")],
+            cosines(3, {(1, 2): 0.5}),
+            [(2, UP, None), (1, 1.0, 2), (0, 0.25, None)],
+        ),
         (
             [(1.0, 10, "user", "a"), (0.25, 10, "user", "a"), (0.75, 40, "user", "b")],
             cosines(3, {(0, 2): 0.5}),
@@ -324,6 +330,17 @@ def test_a_question_about_the_past_keeps_the_older_word_where_it_ranks(
     knobs = msgspec.structs.replace(LATEST, supersede_present_only=present_only)
     anchor = TimeAnchor(past=past)
     assert ranked(OLD_AND_NEW, knobs, cosine=cosines(2, {(0, 1): 0.5}), anchor=anchor) == picks
+
+
+def test_for_a_question_about_what_the_assistant_said_a_users_turn_is_no_statement() -> None:
+    rows: list[Row] = [
+        (1.0, 10, "assistant", "a"),
+        (0.875, 40, "user", "b"),
+        (0.75, 40, "assistant", "b"),
+    ]
+    cosine = cosines(3, {(0, 1): 0.5, (0, 2): 0.5})
+    picks = [(2, UP, None), (0, 1.0, 2), (1, 0.875, None)]
+    assert ranked(rows, LATEST, cosine=cosine, about_assistant=True) == picks
 
 
 @pytest.mark.parametrize(

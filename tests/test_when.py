@@ -220,3 +220,19 @@ def test_a_span_holds_both_its_ends(at: float, held: bool) -> None:
     assert not TimeAnchor().holds(at)
     assert not TimeAnchor(start=10.0).holds(at)
     assert not TimeAnchor(end=20.0).holds(at)
+
+
+@pytest.mark.parametrize(
+    ("query", "recent", "past"),
+    [
+        ("Which books am I currently reading this month?", True, False),
+        ("这个月我最近在读什么书?", True, False),
+        ("What did I buy last week?", False, True),
+    ],
+)
+def test_a_query_naming_a_span_still_says_whether_it_asks_what_is_true_now(
+    query: str, recent: bool, past: bool
+) -> None:
+    anchor = anchor_of(query, NOW)
+    assert anchor.spans
+    assert (anchor.recent, anchor.past) == (recent, past)
