@@ -466,3 +466,32 @@ def test_a_keyed_vector_is_unit_length_unless_it_is_zero_or_has_no_facts(
 def test_a_text_vector_without_its_fact_vector_is_refused() -> None:
     with pytest.raises(ValueError, match="zip"):
         mixed([[1.0, 0.0], [0.0, 1.0]], [None])
+
+
+# memory.recall: the budget a recalled block needs when nothing fits.
+
+RANKED = [_message(1, "x" * 400), _message(2, "I live in Oslo"), _message(3, "Hi")]
+
+
+@pytest.mark.parametrize(
+    ("budget", "ids", "tokens", "needed"),
+    [
+        # Nothing fits: the heading (8 tokens) and the cheapest line with its newline (7).
+        (5, [], 0, 15),
+        (14, [], 0, 15),
+        (15, ["msg_0000000000000003"], 15, 0),  # a line landing exactly on the budget fits
+        (17, ["msg_0000000000000003"], 15, 0),
+        (18, ["msg_0000000000000002"], 18, 0),  # the better one first, then no room
+        (500, [m.id for m in RANKED], 8 + 107 + 10 + 7, 0),
+    ],
+)
+def test_a_recalled_block_names_the_budget_of_its_cheapest_message_when_none_fits(
+    budget: int, ids: list[str], tokens: int, needed: int
+) -> None:
+    block = format_recalled(RANKED, budget)
+    assert (block.memory_ids, block.tokens, block.needed) == (ids, tokens, needed)
+
+
+def test_no_recalled_message_needs_no_budget() -> None:
+    assert format_recalled([], 0).needed == 0
+    assert format_recalled([], 5).needed == 0
