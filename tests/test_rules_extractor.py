@@ -4379,3 +4379,52 @@ def test_a_chinese_note_says_user_for_every_i_in_it() -> None:
     assert flagged_facts_of("我iPhone是我自己买的。") == [
         ("用户iPhone是用户自己买", "note", "iPhone是用户自己买", False, False)
     ]
+
+
+# english_capture (m-wt19b): the last-resort reading in the user's words, the relatives
+# met in passing and the pets named on the way (the mutants a full run left).
+
+LIGHTHOUSE = (
+    "a lighthouse keeper who falls in love with a sailor from a distant northern island"
+    " town far away"
+)
+
+# fmt: off
+CAPTURED: dict[str, tuple[str, list[Row]]] = {
+    # "take" is a verb the capture keeps, unlike the other stative ones it skips
+    "often-take": ("I often take the train to Leeds.",
+                   [("User often takes the train to Leeds", "take", "the train to Leeds")]),
+    # the verb after the adverbs, with nothing after it: the verb is the value
+    "finally-relented": ("I finally relented.", [("User finally relented", "relent", "relented")]),
+    # the value is cut at 80 characters, the content keeps every word
+    "long-possession": (
+        f"My novel is about {LIGHTHOUSE}.",
+        [(f"User's novel is about {LIGHTHOUSE}", "novel", f"about {LIGHTHOUSE}"[:80])],
+    ),
+    "long-restated": (
+        f"I DM a campaign about {LIGHTHOUSE}.",
+        [(f"User dms a campaign about {LIGHTHOUSE}", "dm", f"a campaign about {LIGHTHOUSE}"[:80])],
+    ),
+    # a relative already said about is skipped, and the next one still introduced
+    "said-then-met": (
+        "My sister Ana lives in Lyon and my friend Sam and I went hiking.",
+        [
+            ("User's sister Ana lives in Lyon", "lives_in", "Lyon"),
+            ("User's friend is Sam", "knows", "friend Sam"),
+            ("User went hiking", "go", "hiking"),
+        ],
+    ),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize(("text", "expected"), CAPTURED.values(), ids=CAPTURED.keys())
+def test_a_clause_no_reading_understood_is_kept_in_the_users_words(
+    text: str, expected: list[Row]
+) -> None:
+    assert facts_of(text) == expected
+
+
+def test_a_pet_is_found_after_a_my_that_is_no_pet() -> None:
+    facts = facts_of("My neighbour walks my dog Rex every morning.")
+    assert ("User has a dog named Rex", "has_pet", "a dog named Rex") in facts
