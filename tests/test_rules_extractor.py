@@ -4381,8 +4381,8 @@ def test_a_chinese_note_says_user_for_every_i_in_it() -> None:
     ]
 
 
-# english_capture (m-wt19b): the last-resort reading in the user's words, the relatives
-# met in passing and the pets named on the way (the mutants a full run left).
+# The readers' mutants a full run left (m-wt19b). english_capture: the last-resort
+# reading in the user's words, the relatives met in passing, the pets named on the way.
 
 LIGHTHOUSE = (
     "a lighthouse keeper who falls in love with a sailor from a distant northern island"
@@ -4405,13 +4405,21 @@ CAPTURED: dict[str, tuple[str, list[Row]]] = {
         f"I DM a campaign about {LIGHTHOUSE}.",
         [(f"User dms a campaign about {LIGHTHOUSE}", "dm", f"a campaign about {LIGHTHOUSE}"[:80])],
     ),
-    # a relative already said about is skipped, and the next one still introduced
+    # a relative already said about is not introduced again, the next one is
     "said-then-met": (
         "My sister Ana lives in Lyon and my friend Sam and I went hiking.",
         [
             ("User's sister Ana lives in Lyon", "lives_in", "Lyon"),
             ("User's friend is Sam", "knows", "friend Sam"),
             ("User went hiking", "go", "hiking"),
+        ],
+    ),
+    # a "my <word> <Name>" that is no relative does not stop the relatives after it
+    "pet-then-relative": (
+        "My dog Rex loves my sister Ana.",
+        [
+            ("User's sister is Ana", "family", "sister Ana"),
+            ("User has a dog named Rex", "has_pet", "a dog named Rex"),
         ],
     ),
 }
@@ -4428,3 +4436,9 @@ def test_a_clause_no_reading_understood_is_kept_in_the_users_words(
 def test_a_pet_is_found_after_a_my_that_is_no_pet() -> None:
     facts = facts_of("My neighbour walks my dog Rex every morning.")
     assert ("User has a dog named Rex", "has_pet", "a dog named Rex") in facts
+
+
+def test_a_relative_met_after_one_said_about_in_the_same_clause_is_introduced() -> None:
+    facts = facts_of("My sister Ana lives in Lyon with my friend Sam.")
+    assert ("User's friend is Sam", "knows", "friend Sam") in facts
+    assert not any(predicate == "family" for _, predicate, _ in facts)  # Ana is said about
