@@ -4442,3 +4442,10 @@ def test_a_relative_met_after_one_said_about_in_the_same_clause_is_introduced() 
     facts = facts_of("My sister Ana lives in Lyon with my friend Sam.")
     assert ("User's friend is Sam", "knows", "friend Sam") in facts
     assert not any(predicate == "family" for _, predicate, _ in facts)  # Ana is said about
+
+
+@pytest.mark.parametrize("text", ["I painted one.", "I restored one.", "I adore one."])
+def test_a_verb_whose_only_object_points_back_is_about_the_conversations_thing(
+    text: str,
+) -> None:
+    assert extract_facts(text) == []
