@@ -4449,3 +4449,27 @@ def test_a_verb_whose_only_object_points_back_is_about_the_conversations_thing(
     text: str,
 ) -> None:
     assert extract_facts(text) == []
+
+
+# english_copula. "born in the ..." was always a time: "I was born in the Netherlands" gave
+# the birthday "the Netherlands"; a capital after "the" names a place.
+
+# fmt: off
+BORN_IN_THE: dict[str, tuple[str, list[Row]]] = {
+    "the-netherlands": ("I was born in the Netherlands.",
+                        [("User was born in the Netherlands", "from", "the Netherlands")]),
+    "the-us": ("I was born in the US.", [("User was born in the US", "from", "the US")]),
+    "sister-the-uk": ("My sister was born in the UK.",
+                      [("User's sister was born in the UK", "from", "the UK")]),
+    "the-90s": ("I was born in the 90s.", [("User's birthday is the 90s", "birthday", "the 90s")]),
+    "the-summer": ("I was born in the summer of 1990.",
+                   [("User's birthday is the summer of 1990", "birthday", "the summer of 1990")]),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize(("text", "expected"), BORN_IN_THE.values(), ids=BORN_IN_THE.keys())
+def test_born_in_the_with_a_capital_is_a_place_and_otherwise_a_time(
+    text: str, expected: list[Row]
+) -> None:
+    assert facts_of(text) == expected
