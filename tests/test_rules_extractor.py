@@ -4473,3 +4473,48 @@ def test_born_in_the_with_a_capital_is_a_place_and_otherwise_a_time(
     text: str, expected: list[Row]
 ) -> None:
     assert facts_of(text) == expected
+
+
+# chinese_verbs, english_verbs: the bounds of a name and an age, the verb a generic
+# reading keeps, and whose a switched habit is. "我叫了外卖" ("I ordered takeout") gave the
+# name "了外卖".
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("我叫明。", [("用户叫明", "name", "明")]),  # a one-character name
+        ("我叫小明。", [("用户叫小明", "name", "小明")]),
+        ("我叫外卖送到家。", []),  # five characters: 叫外卖 is ordering takeout
+        ("我叫了外卖。", []),
+        ("我叫了救护车。", []),
+    ],
+)
+def test_a_chinese_name_is_one_to_four_characters_and_never_starts_with_le(
+    text: str, expected: list[Row]
+) -> None:
+    assert facts_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "age"),
+    [
+        ("My son turned 1 last week.", ["1"]),
+        ("I turned 129 today.", ["129"]),
+        ("My daughter turned 0.", []),
+        ("I turned 130 today.", []),
+    ],
+)
+def test_turning_an_age_reads_one_to_129(text: str, age: list[str]) -> None:
+    assert [value for _, predicate, value in facts_of(text) if predicate == "age"] == age
+
+
+def test_calling_someone_keeps_who_as_the_value_not_when() -> None:
+    assert facts_of("I call my mom every Sunday.") == [
+        ("User calls their mom every Sunday", "call", "my mom")
+    ]
+
+
+def test_a_habit_someone_else_switched_to_is_theirs() -> None:
+    [fact] = extract_facts("我妹妹改喝茶了。")
+    assert (fact.content, fact.subject, fact.updates_previous) == ("用户的妹妹喝茶", "妹妹", True)
