@@ -4518,3 +4518,8 @@ def test_calling_someone_keeps_who_as_the_value_not_when() -> None:
 def test_a_habit_someone_else_switched_to_is_theirs() -> None:
     [fact] = extract_facts("我妹妹改喝茶了。")
     assert (fact.content, fact.subject, fact.updates_previous) == ("用户的妹妹喝茶", "妹妹", True)
+
+
+def test_an_aside_after_a_comma_is_not_more_of_the_pet() -> None:
+    # only ", a ...", ", named ...", ", called ...", ", both ..." go on the noun phrase
+    assert facts_of("I have a dog, lucky me.") == [("User has a dog", "has_pet", "a dog")]
