@@ -167,7 +167,7 @@ def _copula(m: re.Match[str], s: State) -> list[Statement]:
 def name_of(m: re.Match[str], s: State) -> list[Statement]:
     """叫X: the speaker's name (a person's, who is met by it)."""
     name = clean(m["v"])
-    if not (1 <= len(name) <= 4):
+    if not (1 <= len(name) <= 4) or name.startswith("了"):  # 叫了外卖: ordered, no name
         return []
     found = _one(s, "name", name, f"{s.speaker.chinese()}叫{name}")
     if not s.speaker.is_user:

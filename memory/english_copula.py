@@ -306,8 +306,11 @@ def _born(reading: Reading) -> None:
     found = read_value(phrase)
     if pointer(found):
         return
-    first = found.split()[0].casefold()
-    if prep == "on" or first in MONTHS or first.isdigit() or first == "the":
+    words = found.split()
+    first = words[0].casefold()
+    # "in the 90s", "in the spring" are a time; "in the Netherlands", "in the US" a place.
+    the_time = first == "the" and not (len(words) > 1 and words[1][:1].isupper())
+    if prep == "on" or first in MONTHS or first.isdigit() or the_time:
         subject = reading.speaker.english()
         if re.fullmatch(r"\d{4}", found):  # "born in 1990": a year, not a birthday
             reading.emit("birthday", found, f"{subject} was born in {found}")

@@ -177,7 +177,9 @@ def anchor_of(query: str, now: datetime, *, slack: float = 0.5) -> TimeAnchor:
     elif match := _MONTH.search(text):
         month = _MONTHS.index(match.group(1)) + 1
         year = now.year if month <= now.month else now.year - 1  # the last one before now
-        start = now.replace(year=year, month=month, day=1, hour=0, minute=0, second=0)
+        start = now.replace(
+            year=year, month=month, day=1, hour=0, minute=0, second=0, microsecond=0
+        )
         span = (start.timestamp(), start.timestamp() + 31 * _DAY)
     elif match := _YEAR.search(text):
         year = int(match.group(1))

@@ -569,3 +569,61 @@ def test_the_about_user_budget_is_a_whole_number_of_tokens() -> None:
     assert budget == 500
     odd = about_user_budget(3000, 1000, reserve_for_reply=1)  # 1999 // 4 = 499
     assert (odd, type(odd)) == (499, int)
+
+
+# The budget a block names when what matched does not fit (``Block.needed``): the least
+# that shows its first part, in whole tokens; 0 when there is nothing to show, or it fits.
+
+
+@pytest.mark.parametrize(
+    ("profile", "facts", "needed"),
+    [
+        # No profile: the "Facts:" section with the best fact (31 characters, 8 tokens).
+        (None, [fact("f1", "x")], 8),
+        (None, [fact("f1", "x", confidence=0.5), fact("f2", "y")], 8),
+        # A profile: its first character and the cut mark, "U\n..." (2 tokens).
+        (UserProfile(user_id="u1", work="Nurse"), [], 2),
+        (UserProfile(user_id="u1", work="Nurse"), [fact("f1", "x")], 2),
+        (None, [], 0),
+    ],
+)
+def test_user_context_over_its_budget_names_the_budget_of_its_first_part(
+    profile: UserProfile | None, facts: list[Fact], needed: int
+) -> None:
+    assert user_context(profile, facts, max_tokens=1).needed == needed
+    if needed:
+        assert user_context(profile, facts, max_tokens=needed).text
+        assert not user_context(profile, facts, max_tokens=needed - 1).text
+
+
+@pytest.mark.parametrize(
+    ("content", "needed"),
+    [
+        # The heading line (17 characters) and "\n## Key Facts\n{line}\n": 75 characters.
+        ("x", 19),
+        ("xy", 19),  # 76: exactly 19 tokens
+        ("xyz", 20),  # 77: rounded up
+    ],
+)
+def test_memory_context_names_the_whole_tokens_its_first_fact_needs(
+    content: str, needed: int
+) -> None:
+    facts = [fact("f1", content)]
+    assert memory_context(facts, token_budget=1).needed == needed
+    enough = memory_context(facts, token_budget=needed)
+    assert (enough.memory_ids, enough.needed) == (["f1"], 0)
+    assert memory_context(facts, token_budget=needed - 1).memory_ids == []
+
+
+def test_a_memory_context_filling_its_budget_to_the_character_keeps_its_fact() -> None:
+    block = memory_context([fact("f1", "xy")], token_budget=19)
+    assert (
+        block.text
+        == "# Memory Context\n\n## Key Facts\n- [user] [preference]: xy (confidence: 0.90)\n"
+    )
+    assert len(block.text) == 19 * 4
+
+
+@pytest.mark.parametrize("budget", [0, 1, 4, 5, 100])
+def test_an_empty_memory_context_needs_no_budget(budget: int) -> None:
+    assert memory_context([], token_budget=budget).needed == 0

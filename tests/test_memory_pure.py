@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,6 +21,7 @@ from memory.json_bounds import (
     check_depth,
     depth_bound,
 )
+from memory.keys import STATEMENT_WEIGHT, mixed, statement_text
 from memory.ratelimit import TokenBucket
 from memory.recall import CONTEXT_CHARS, HEADING, format_recalled, search_text
 from memory.rules_extractor import extract_facts
@@ -32,7 +34,7 @@ from memory.working import (
     record_message,
     set_problem,
 )
-from schemas.records import ArchivedMessage, WorkingMemory
+from schemas.records import ArchivedMessage, Role, WorkingMemory
 from tests.hostile import nested
 
 T0 = datetime(2026, 5, 1, 9, 30, tzinfo=UTC)
@@ -377,3 +379,145 @@ def test_nested_objects_count_like_nested_arrays() -> None:
     assert depth_bound(json.dumps(deep).encode()) == MAX_DEPTH
     with pytest.raises(ValueError, match="nested deeper"):
         check_depth(json.dumps({"a": deep}).encode())
+
+
+# memory.keys: what an archived turn is found by (its search through a server:
+# tests/test_statement_keys.py).
+
+
+def _turn(text: str, role: Role = "user", speaker: str = "Ann") -> ArchivedMessage:
+    return ArchivedMessage(
+        id="m",
+        user_id="ann",
+        session_id="week",
+        scope="global",
+        turn=1,
+        role=role,
+        speaker=speaker,
+        text=text,
+        at=datetime(2024, 3, 12, 18, tzinfo=UTC),
+    )
+
+
+YOGA = (
+    "Can you help me plan my week? I have a report due Friday and a marketing"
+    " campaign. I attend yoga classes three times a week."
+)
+
+
+def test_a_users_message_is_keyed_by_what_they_say_of_themselves_and_a_reply_by_none() -> None:
+    assert statement_text(_turn(YOGA)) == (
+        "Ann: I have a report due Friday and a marketing campaign."
+        " I attend yoga classes three times a week."
+    )
+    assert (
+        statement_text(_turn("I think you attend yoga often, Ann.", "assistant", "assistant")) == ""
+    )
+    other = _turn("Guess what? I moved to Porto with my family in May!", "other", "Caroline")
+    assert statement_text(other) == "Caroline: I moved to Porto with my family in May!"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Questions and requests are no statements, wherever the person is in them.
+        ("Can you help me plan my week and my weekend too?", ""),
+        ("Could you suggest a gift for my sister, who turns thirty", ""),
+        (
+            "I'm looking for a good tent. My old one leaks whenever it rains in the mountains.",
+            "My old one leaks whenever it rains in the mountains.",
+        ),
+        (
+            "I am wondering which is better; I prefer the light ones for long hikes.",
+            "I prefer the light ones for long hikes.",
+        ),
+        ("Do you know my name and my address by now", ""),
+        (
+            "Please remind me tomorrow morning. We moved house last weekend, to Leeds.",
+            "We moved house last weekend, to Leeds.",
+        ),
+        (
+            "What is my schedule like next week? Mine is busy with two trips to Berlin.",
+            "Mine is busy with two trips to Berlin.",
+        ),
+        ("I would like you to recommend a book about sailing", ""),
+        # No one in the first person: nothing said of oneself.
+        ("The weather is nice today. It rained a lot yesterday in the city.", ""),
+        # Every sentence on its own; a line break ends one too.
+        (
+            "Thanks!\nI got a puppy last week from a shelter.\nHe is called Rex.",
+            "I got a puppy last week from a shelter.",
+        ),
+        # Too short to say anything on its own.
+        ("Yes, I did!", ""),
+        ("I finished it myself.", ""),
+        # Chinese: 我, and the same questions and requests.
+        ("我最近搬到了上海。你能推荐一些餐厅吗？我喜欢吃辣。", "我最近搬到了上海。 我喜欢吃辣。"),  # noqa: RUF001
+        ("请帮我订一张去北京的火车票，我明天早上要出发。", ""),  # noqa: RUF001
+        ("我下个月该买哪个手机比较好呢", ""),
+        ("我有没有说过我的生日是几月几号", ""),
+    ],
+)
+def test_the_statements_are_the_first_person_sentences_that_ask_nothing(
+    text: str, expected: str
+) -> None:
+    assert statement_text(_turn(text)) == (f"Ann: {expected}" if expected else "")
+
+
+def test_the_statements_vector_is_added_at_its_weight_and_the_sum_is_unit_length() -> None:
+    text, statements = [1.0, 0.0], [0.0, 1.0]
+    [keyed, plain] = mixed([text, text], [statements, None])
+    expected = np.array([1.0, STATEMENT_WEIGHT]) / np.hypot(1.0, STATEMENT_WEIGHT)
+    assert np.allclose(keyed, expected)
+    assert plain == text
+    assert mixed([[0.0, 0.0]], [[0.0, 0.0]]) == [[0.0, 0.0]]
+
+
+@pytest.mark.parametrize(
+    ("text", "statements", "vector"),
+    [
+        ([0.2, 0.0], [0.2, 0.0], [1.0, 0.0]),  # a short sum is stretched to unit length
+        ([3.0, 4.0], [0.0, 0.0], [0.6, 0.8]),  # no statements' direction: the text's
+        ([1.0, 0.0], [-0.5, 0.0], [0.0, 0.0]),  # a sum of zero stays zero (no division)
+        ([0.0, 0.3], None, [0.0, 0.3]),  # no statements: the text's vector as it was
+    ],
+)
+def test_a_keyed_vector_is_unit_length_unless_it_is_zero_or_has_no_statements(
+    text: list[float], statements: list[float] | None, vector: list[float]
+) -> None:
+    [keyed] = mixed([text], [statements])
+    assert keyed == pytest.approx(vector)
+
+
+def test_a_text_vector_without_its_statements_vector_is_refused() -> None:
+    with pytest.raises(ValueError, match="zip"):
+        mixed([[1.0, 0.0], [0.0, 1.0]], [None])
+
+
+# memory.recall: the budget a recalled block needs when nothing fits.
+
+RANKED = [_message(1, "x" * 400), _message(2, "I live in Oslo"), _message(3, "Hi")]
+
+
+@pytest.mark.parametrize(
+    ("budget", "ids", "tokens", "needed"),
+    [
+        # Nothing fits: the heading (8 tokens) and the cheapest line with its newline (7).
+        (5, [], 0, 15),
+        (14, [], 0, 15),
+        (15, ["msg_0000000000000003"], 15, 0),  # a line landing exactly on the budget fits
+        (17, ["msg_0000000000000003"], 15, 0),
+        (18, ["msg_0000000000000002"], 18, 0),  # the better one first, then no room
+        (500, [m.id for m in RANKED], 8 + 107 + 10 + 7, 0),
+    ],
+)
+def test_a_recalled_block_names_the_budget_of_its_cheapest_message_when_none_fits(
+    budget: int, ids: list[str], tokens: int, needed: int
+) -> None:
+    block = format_recalled(RANKED, budget)
+    assert (block.memory_ids, block.tokens, block.needed) == (ids, tokens, needed)
+
+
+def test_no_recalled_message_needs_no_budget() -> None:
+    assert format_recalled([], 0).needed == 0
+    assert format_recalled([], 5).needed == 0

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from memory.ranking import asks_assistant, gathers
-from memory.when import anchor_of
+from memory.when import TimeAnchor, anchor_of
 
 NOW = datetime(2024, 3, 18, 12, tzinfo=UTC)
 
@@ -129,3 +129,110 @@ def test_a_question_in_the_past_tense_asks_about_the_past_unless_it_asks_what_is
 def test_have_had_is_the_present_perfect_not_the_past() -> None:
     assert not anchor_of("How long have I had my cat, Luna?", NOW).past
     assert anchor_of("What pet had I as a child?", NOW).past
+
+
+# The spans, to the second. A query's time with minutes, seconds and microseconds: a
+# calendar span starts at midnight whatever the time the question is asked.
+ASKED = datetime(2024, 3, 18, 12, 34, 56, 789, tzinfo=UTC)
+DAY_SECONDS = 86_400.0
+
+
+@pytest.mark.parametrize(
+    ("query", "start", "end"),
+    [
+        # "N units ago": N units back for one unit, widened by half its length each side.
+        ("What did I do 3 days ago?", 3.5, 1.5),
+        ("What did I do 12 days ago?", 12.5, 10.5),
+        ("What did I do a few days ago?", 3.5, 1.5),
+        ("What did I do several days ago?", 4.5, 2.5),
+        ("What did I cook two weeks ago?", 17.5, 3.5),
+        ("Who did I meet a couple of weeks ago?", 17.5, 3.5),
+        ("What did I buy a month ago?", 45.0, 0.0),  # capped at the query's time
+        ("Where was I a year ago?", 547.5, 0.0),
+        ("三天前我吃了什么?", 3.5, 1.5),
+        ("3天前我吃了什么?", 3.5, 1.5),
+        ("几天前我买了什么?", 3.5, 1.5),
+        ("十天前我去了哪里?", 10.5, 8.5),
+        ("十二天前我去了哪里?", 12.5, 10.5),
+        ("二十天前我去了哪里?", 20.5, 18.5),
+        ("两个星期前我见了谁?", 17.5, 3.5),
+        ("半个月前我买了什么?", 22.5, 0.0),
+        ("一年以前我在哪里?", 547.5, 0.0),
+        # "the past N units": up to now, widened by half its length.
+        ("What did I read in the past week?", 10.5, 0.0),
+        ("What did I read over the last 3 months?", 135.0, 0.0),
+        ("What did I eat the past two days?", 3.0, 0.0),
+        ("What did I buy during the last year?", 547.5, 0.0),
+        # "last unit": two of its units back; "this unit": one.
+        ("What did I buy last week?", 14.0, 0.0),
+        ("What did I buy last month?", 60.0, 0.0),
+        ("What did I buy last year?", 730.0, 0.0),
+        ("What did I do last weekend?", 14.0, 0.0),
+        ("What did I buy this week?", 7.0, 0.0),
+        ("What did I buy this month?", 30.0, 0.0),
+        ("What did I buy this year?", 365.0, 0.0),
+        ("What did I do this weekend?", 7.0, 0.0),
+        ("What did I do last Monday?", 14.0, 0.0),
+        ("Who did I meet yesterday?", 2.0, 0.0),
+        ("前天我做了什么?", 3.0, 0.0),
+        ("上周我买了什么?", 14.0, 0.0),
+        ("上个月我去了哪里?", 60.0, 0.0),
+        ("去年我去了哪里?", 730.0, 0.0),
+        ("这个月我读了什么?", 31.0, 0.0),
+        ("今年我读了什么书?", 366.0, 0.0),
+    ],
+)
+def test_a_relative_time_spans_that_many_days_before_the_query(
+    query: str, start: float, end: float
+) -> None:
+    anchor = anchor_of(query, ASKED)
+    stamp = ASKED.timestamp()
+    assert anchor.start == pytest.approx(stamp - start * DAY_SECONDS, abs=1.0)
+    assert anchor.end == pytest.approx(stamp - end * DAY_SECONDS, abs=1.0)
+
+
+@pytest.mark.parametrize(
+    ("query", "start", "end"),
+    [
+        ("Which sports events did I watch in January?", "2024-01-01", "2024-02-01"),
+        ("What did I plant in March?", "2024-03-01", "2024-04-01"),  # this month
+        ("Where did I go in April?", "2023-04-01", "2023-05-02"),  # the last April
+        ("What did I do during May?", "2023-05-01", "2023-06-01"),
+        ("What did I buy in December?", "2023-12-01", "2024-01-01"),
+        ("Where did I travel in 2023?", "2023-01-01", "2024-01-02"),
+        ("What did I learn in 1999?", "1999-01-01", "2000-01-02"),
+    ],
+)
+def test_a_month_or_a_year_spans_it_from_midnight_on_its_first_day(
+    query: str, start: str, end: str
+) -> None:
+    anchor = anchor_of(query, ASKED)
+    assert (anchor.start, anchor.end) == (day(start), day(end))
+    assert anchor.holds(day(start))  # said at midnight on the first, asked at 12:34:56.000789
+
+
+@pytest.mark.parametrize(
+    ("at", "held"),
+    [(9.5, False), (10.0, True), (15.0, True), (20.0, True), (20.5, False)],
+)
+def test_a_span_holds_both_its_ends(at: float, held: bool) -> None:
+    assert TimeAnchor(10.0, 20.0).holds(at) is held
+    assert not TimeAnchor().holds(at)
+    assert not TimeAnchor(start=10.0).holds(at)
+    assert not TimeAnchor(end=20.0).holds(at)
+
+
+@pytest.mark.parametrize(
+    ("query", "recent", "past"),
+    [
+        ("Which books am I currently reading this month?", True, False),
+        ("这个月我最近在读什么书?", True, False),
+        ("What did I buy last week?", False, True),
+    ],
+)
+def test_a_query_naming_a_span_still_says_whether_it_asks_what_is_true_now(
+    query: str, recent: bool, past: bool
+) -> None:
+    anchor = anchor_of(query, NOW)
+    assert anchor.spans
+    assert (anchor.recent, anchor.past) == (recent, past)
