@@ -410,9 +410,8 @@ def test_a_users_message_is_keyed_by_what_they_say_of_themselves_and_a_reply_by_
         "Ann: I have a report due Friday and a marketing campaign."
         " I attend yoga classes three times a week."
     )
-    assert (
-        statement_text(_turn("I think you attend yoga often, Ann.", "assistant", "assistant")) == ""
-    )
+    reply = _turn("I think you should attend yoga classes three times a week.", "assistant", "x")
+    assert statement_text(reply) == ""
     other = _turn("Guess what? I moved to Porto with my family in May!", "other", "Caroline")
     assert statement_text(other) == "Caroline: I moved to Porto with my family in May!"
 
