@@ -385,7 +385,7 @@ def test_nested_objects_count_like_nested_arrays() -> None:
 # tests/test_statement_keys.py).
 
 
-def _turn(text: str, role: Role = "user", speaker: str = "Ann") -> ArchivedMessage:
+def archived_turn(text: str, role: Role = "user", speaker: str = "Ann") -> ArchivedMessage:
     return ArchivedMessage(
         id="m",
         user_id="ann",
@@ -406,13 +406,15 @@ YOGA = (
 
 
 def test_a_users_message_is_keyed_by_what_they_say_of_themselves_and_a_reply_by_none() -> None:
-    assert statement_text(_turn(YOGA)) == (
+    assert statement_text(archived_turn(YOGA)) == (
         "Ann: I have a report due Friday and a marketing campaign."
         " I attend yoga classes three times a week."
     )
-    reply = _turn("I think you should attend yoga classes three times a week.", "assistant", "x")
+    advice = "I think you should attend yoga classes three times a week."
+    reply = archived_turn(advice, "assistant", "x")
     assert statement_text(reply) == ""
-    other = _turn("Guess what? I moved to Porto with my family in May!", "other", "Caroline")
+    news = "Guess what? I moved to Porto with my family in May!"
+    other = archived_turn(news, "other", "Caroline")
     assert statement_text(other) == "Caroline: I moved to Porto with my family in May!"
 
 
@@ -451,6 +453,7 @@ def test_a_users_message_is_keyed_by_what_they_say_of_themselves_and_a_reply_by_
         ("Yes, I did!", ""),
         ("I finished it myself.", ""),
         # Chinese: 我, and the same questions and requests.
+        # Full-width punctuation (RUF001) is the point: it is how Chinese sentences end.
         ("我最近搬到了上海。你能推荐一些餐厅吗？我喜欢吃辣。", "我最近搬到了上海。 我喜欢吃辣。"),  # noqa: RUF001
         ("请帮我订一张去北京的火车票，我明天早上要出发。", ""),  # noqa: RUF001
         ("我下个月该买哪个手机比较好呢", ""),
@@ -460,7 +463,7 @@ def test_a_users_message_is_keyed_by_what_they_say_of_themselves_and_a_reply_by_
 def test_the_statements_are_the_first_person_sentences_that_ask_nothing(
     text: str, expected: str
 ) -> None:
-    assert statement_text(_turn(text)) == (f"Ann: {expected}" if expected else "")
+    assert statement_text(archived_turn(text)) == (f"Ann: {expected}" if expected else "")
 
 
 def test_the_statements_vector_is_added_at_its_weight_and_the_sum_is_unit_length() -> None:

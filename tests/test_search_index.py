@@ -766,6 +766,8 @@ def test_a_projection_holds_its_basis_and_regrows_its_rows_rarely() -> None:
 
 def test_a_projection_fitted_on_float64_vectors_keeps_a_float32_basis() -> None:
     vectors = _unit(np.random.default_rng(47), 30, 6).astype(np.float64)
+    # float64 on purpose, against the float32 signature: a caller's float64 input must
+    # still give the float32 basis the index multiplies with.
     basis = Projection.fit(vectors, dims=3).basis  # type: ignore[arg-type]
     assert (basis.shape, basis.dtype) == ((6, 3), np.dtype(np.float32))
 

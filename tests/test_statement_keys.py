@@ -3,7 +3,6 @@ vector, through the import and search API (the pure rules: tests/test_memory_pur
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -13,30 +12,12 @@ from memory.hashing import HashEmbedder
 from memory.keys import mixed, statement_text
 from memory.recall import search_text
 from memory.text import query_text
-from schemas.records import ArchivedMessage, Role
 from tests.fake_ollama import FakeOllama
 from tests.harness import make_app, serve, settings_for
 from tests.test_import_rest import http, jsonl, post
+from tests.test_memory_pure import YOGA, archived_turn
 
-TEXT = (
-    "Can you help me plan my week? I have a report due Friday and a marketing"
-    " campaign. I attend yoga classes three times a week."
-)
 AT = "2024-03-12T18:00:00Z"
-
-
-def message(role: Role = "user", text: str = TEXT) -> ArchivedMessage:
-    return ArchivedMessage(
-        id="m",
-        user_id="ann",
-        session_id="week",
-        scope="global",
-        turn=1,
-        role=role,
-        speaker="Ann" if role == "user" else "assistant",
-        text=text,
-        at=datetime(2024, 3, 12, 18, tzinfo=UTC),
-    )
 
 
 @pytest.mark.anyio
@@ -46,7 +27,7 @@ async def test_an_imported_turn_is_found_by_its_text_and_its_statements_in_one_v
     settings = settings_for(tmp_path, fake.url, api_keys={"ka": "ann"})
     line = {"kind": "turn", "id": "t1", "session_id": "week", "speaker": "Ann"}
     async with serve(make_app(settings)) as address:
-        reply = await post(address, jsonl([line | {"role": "user", "text": TEXT, "at": AT}]))
+        reply = await post(address, jsonl([line | {"role": "user", "text": YOGA, "at": AT}]))
         assert reply["errors"] == []
         query = "How often do I attend yoga classes?"
         params = {"q": query, "kind": "turns", "mode": "semantic"}
@@ -55,7 +36,7 @@ async def test_an_imported_turn_is_found_by_its_text_and_its_statements_in_one_v
     [hit] = response.json()["hits"]
     embedder = HashEmbedder()
     [asked, plain, statements] = await embedder.embed(
-        [query_text(query), search_text(message()), statement_text(message())]
+        [query_text(query), search_text(archived_turn(YOGA)), statement_text(archived_turn(YOGA))]
     )
     [keyed] = mixed([plain], [statements])
     # The cosine the server found is the keyed vector's, not the text's alone.
