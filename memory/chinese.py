@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from memory.chinese_verbs import PARTICLES, RELATIONS, VERBS, State, clean, name_of
+from memory.chinese_verbs import PARTICLES, PET_NAMED, RELATIONS, VERBS, State, clean, name_of
 from memory.clauses import Clause
 from memory.statements import USER, People, Speaker, Statement
 
@@ -170,7 +170,7 @@ def _subject(clause: Clause, people: People) -> tuple[Speaker, str] | str | None
         if person is not None:
             return person
         if text[at + 1 :].startswith("的"):
-            if re.match(r"(?:猫咪|狗狗|猫|狗)叫", rest):  # 我的猫叫团子: the user's pet, by name
+            if re.match(PET_NAMED, rest):  # 我的猫叫团子: the user's pet, by name
                 return people.meet(USER), rest
             return None
         if rest.startswith("自己"):
@@ -275,6 +275,7 @@ def chinese_statements(clause: Clause, people: People) -> list[Statement]:
         name = clean(called.group("v"))
         return [Statement("name", name, f"用户叫{name}", updates_previous=True)] if name else []
     found = _subject(clause, people)
+    people.pet = False  # until this clause names one
     if found is None:
         return []
     if isinstance(found, str):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from memory.statements import Speaker, Statement
 
-__all__ = ["PARTICLES", "RELATIONS", "VERBS", "State", "clean", "name_of"]
+__all__ = ["PARTICLES", "PET_NAMED", "RELATIONS", "VERBS", "State", "clean", "name_of"]
 
 
 PARTICLES = re.compile(r"[了啊呢吧哦呀嘛啦的喔哟]+$")
@@ -384,6 +384,9 @@ _P = r"(?P<v>.+)"
 #: 上 of a name (上海, 上饶) is one.
 _PLACE_CHAR = r"(?:[^做当工上读学住]|上(?![班学课]))"
 
+#: A pet and the name it is called by: 猫叫团子 (also what 我的 + a pet starts with).
+PET_NAMED = r"(?P<pet>猫|狗|猫咪|狗狗)叫"
+
 _VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
     ("status", r"(?P<v>结婚|单身|离婚|订婚|离异|脱单|谈恋爱|恋爱|有对象|分手)", _status),
     (
@@ -445,7 +448,7 @@ _VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
         _health,
     ),
     ("class", r"报了?(?:个|一个)?(?P<v>.+?班)", _learns),
-    ("pet-named", r"(?P<pet>猫|狗|猫咪|狗狗)叫(?P<v>.+)", _pet_named),
+    ("pet-named", PET_NAMED + r"(?P<v>.+)", _pet_named),
     ("joined", r"(?:去了|进了|加入了?)(?P<v>[\u4e00-\u9fffA-Za-z]{2,10})$", _joined),
     ("graduated-from", r"(?:毕业于(?P<v>.+)|从(?P<w>.+?)毕业(?:的)?$)", _graduated),
     (
@@ -499,6 +502,7 @@ _VERB_PATTERNS: tuple[tuple[str, str, _Handler], ...] = (
     ),
     ("general", r"(?P<verb>[\u4e00-\u9fff]{1,2}?)(?P<v>[\u4e00-\u9fffA-Za-z0-9]{2,})", _general),
 )
+
 
 VERBS = tuple((name, re.compile(pattern), handler) for name, pattern, handler in _VERB_PATTERNS)
 
