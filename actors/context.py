@@ -24,6 +24,7 @@ from memory.decay import effective_confidence
 from memory.formats import Block
 from memory.keywords import expresses_preference, extract_keywords, mentions_personal
 from memory.recall import format_recalled
+from memory.rules import recall_rules
 from memory.scoring import (
     CompositeWeights,
     RelevanceWeights,
@@ -300,7 +301,20 @@ class ContextBuilder:
             profile = await self.store.facts.get_profile(user_id)
             return formats.user_context(profile, facts, budget)
         if format == "memory-context":
-            return formats.memory_context(facts, budget)
+            kept = await self.store.rules.rules_of(user_id, scope=scope)
+            rules = recall_rules(
+                kept,
+                await vector() if kept else None,
+                self._clock.now(),
+                limit=self.settings.rules_limit,
+                weights=self._composite,
+            )
+            lines = [
+                formats.RuleLine(r.id, r.content, r.maturity, r.effectiveness_score) for r in rules
+            ]
+            return formats.memory_context(
+                facts, budget, lines, rules_share=self.settings.rules_share
+            )
         if not mentions_personal(query):  # seed 004: identity only when the query is personal
             facts = [f for f in facts if f.category != "identity" or f.pinned]
         return formats.about_user(facts, self.settings.categories, budget)

@@ -13,6 +13,7 @@ from actors.context import ContextBuilder
 from actors.events import EventBus
 from actors.learning import LearningDeps
 from actors.ports import Clock, Embedder, Llm, Store
+from actors.rules import RuleKeeper
 from actors.writer import ArchiveWriter
 from schemas.settings import Settings
 from schemas.wire import (
@@ -57,6 +58,8 @@ class SessionDeps:
     events: EventBus
     context: ContextBuilder
     learning: LearningDeps
+    #: Seed 002's rules (procedural memory), written through ``fact_writer``.
+    rules: RuleKeeper
 
 
 async def send_reply(reply: MemoryObjectSendStream[ServerMessage], message: ServerMessage) -> None:

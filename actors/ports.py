@@ -10,8 +10,17 @@ from typing import Any, Protocol
 from anyio.abc import TaskStatus
 
 from memory.facts import Stored
+from memory.rules import StoredRule
 from schemas.llm import ChatChunk, PromptMessage
-from schemas.records import AppNote, ArchivedMessage, Fact, Progress, UserProfile, WorkingMemory
+from schemas.records import (
+    AppNote,
+    ArchivedMessage,
+    Fact,
+    Progress,
+    RuleApplication,
+    UserProfile,
+    WorkingMemory,
+)
 from schemas.settings import SearchMode
 
 __all__ = [
@@ -21,6 +30,7 @@ __all__ = [
     "FactStore",
     "Llm",
     "Page",
+    "RuleStore",
     "ScoredMessage",
     "Store",
     "Stored",
@@ -192,11 +202,49 @@ class FactStore(Protocol):
         ...
 
 
+class RuleStore(Protocol):
+    """Seed 002's rules and their applications. Every call names its user."""
+
+    async def rules_of(self, user_id: str, *, scope: str | None = None) -> list[StoredRule]:
+        """The user's rules, forgotten ones included; with a ``scope``: of ``global`` and
+        that scope only. Oldest first."""
+        ...
+
+    async def get_rules(self, user_id: str, ids: Sequence[str]) -> list[StoredRule]: ...
+
+    async def put_rules(self, items: Sequence[StoredRule]) -> None:
+        """Insert or replace rules, matched on user and id."""
+        ...
+
+    async def delete_rules(self, user_id: str, ids: Sequence[str]) -> int:
+        """Delete rules and their applications for good (no old version keeps them)."""
+        ...
+
+    async def clear_rules(self, user_id: str) -> int: ...
+
+    async def add_applications(self, items: Sequence[RuleApplication]) -> None: ...
+
+    async def applications_of(
+        self, user_id: str, rule_id: str, *, limit: int
+    ) -> list[RuleApplication]:
+        """The rule's last ``limit`` applications, newest first."""
+        ...
+
+    async def users_with_rules(self) -> list[str]:
+        """Every user with a rule: for the scheduled sweep only."""
+        ...
+
+    async def optimize(self, cleanup_older_than: float) -> None: ...
+
+
 class Store(Protocol):
     """Durable storage. Every read and write names the user it is for."""
 
     @property
     def facts(self) -> FactStore: ...
+
+    @property
+    def rules(self) -> RuleStore: ...
 
     async def open(self) -> None: ...
 

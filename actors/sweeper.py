@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 import anyio
 from anyio.abc import TaskStatus
@@ -42,22 +43,18 @@ class Sweeper:
                 next_sweep = now + settings.sweep_interval
 
     async def sweep_once(self) -> int:
-        """Seed 002's decay sweep and seed 004's category expiry for every user; returns
-        how many facts changed."""
-        keeper = self._deps.learning.keeper
-        changed = 0
-        try:
-            users = await self._deps.store.facts.users_with_facts()
-        except MnemoError as exc:
-            _log.warning("decay sweep skipped: %s", exc)
-            return 0
-        for user_id in users:
-            try:
-                changed += len((await keeper.sweep(user_id)).updated)
-            except MnemoError as exc:
-                _log.warning("decay sweep of user %s failed: %s", user_id, exc)
+        """Seed 002's decay sweep (facts and rules: rules flagged for it are inverted too)
+        and seed 004's category expiry for every user; returns how many facts and rules
+        changed."""
+        keeper, store = self._deps.learning.keeper, self._deps.store
+
+        async def facts_of(user_id: str) -> int:
+            return len((await keeper.sweep(user_id)).updated)
+
+        changed = await _each_user("facts", store.facts.users_with_facts, facts_of)
+        changed += await _each_user("rules", store.rules.users_with_rules, self._deps.rules.sweep)
         self.sweeps += 1
-        _log.info("decay sweep over %d users changed %d facts", len(users), changed)
+        _log.info("decay sweep changed %d facts and rules", changed)
         return changed
 
     async def retry_once(self) -> int:
@@ -125,3 +122,23 @@ class Sweeper:
             len(changes.added),
         )
         return True
+
+
+async def _each_user(
+    what: str,
+    users: Callable[[], Awaitable[list[str]]],
+    sweep: Callable[[str], Awaitable[int]],
+) -> int:
+    """``sweep`` every user of ``users``; one user's failure is logged and skips only them."""
+    try:
+        user_ids = await users()
+    except MnemoError as exc:
+        _log.warning("decay sweep of %s skipped: %s", what, exc)
+        return 0
+    changed = 0
+    for user_id in user_ids:
+        try:
+            changed += await sweep(user_id)
+        except MnemoError as exc:
+            _log.warning("decay sweep of the %s of user %s failed: %s", what, user_id, exc)
+    return changed

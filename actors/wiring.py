@@ -10,6 +10,7 @@ from actors.learning import LearningDeps, ProgressBook
 from actors.mailbox import SessionDeps
 from actors.notes import NoteKeeper
 from actors.ports import Clock, Embedder, Llm, Store
+from actors.rules import RuleKeeper
 from actors.writer import ArchiveWriter
 from schemas.settings import Settings
 
@@ -47,4 +48,5 @@ def build_deps(
             progress=ProgressBook(store, fact_writer),
             events=events,
         ),
+        rules=RuleKeeper(store, embedder, fact_writer, clock),
     )

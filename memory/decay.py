@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from typing import Protocol
 
 import msgspec
 
@@ -14,6 +15,7 @@ from schemas.taxonomy import PERMANENCE_DECAY
 __all__ = [
     "EXPIRE_BELOW",
     "FADE_BELOW",
+    "Decaying",
     "decay_rate_for",
     "effective_confidence",
     "eviction_score",
@@ -42,17 +44,30 @@ def decay_rate_for(permanence: str) -> float:
         raise ValueError(f"unknown permanence {permanence!r}; valid levels: {levels}") from None
 
 
-def effective_confidence(fact: Fact, now: datetime) -> float:
+class Decaying(Protocol):
+    """What decays: a fact or a rule."""
+
+    @property
+    def confidence(self) -> float: ...
+
+    @property
+    def decay_rate(self) -> float: ...
+
+    @property
+    def last_confirmed_at(self) -> datetime | None: ...
+
+
+def effective_confidence(memory: Decaying, now: datetime) -> float:
     """``confidence * exp(-decay_rate * days since last confirmed)``; never confirmed: 0.0.
 
     A confirmation in the future (clock skew) counts as now: decay never raises confidence.
     """
-    if fact.last_confirmed_at is None:
+    if memory.last_confirmed_at is None:
         return 0.0
-    if fact.decay_rate == 0.0:
-        return fact.confidence
-    days = max(0.0, (now - fact.last_confirmed_at).total_seconds() / _SECONDS_PER_DAY)
-    return fact.confidence * math.exp(-fact.decay_rate * days)
+    if memory.decay_rate == 0.0:
+        return memory.confidence
+    days = max(0.0, (now - memory.last_confirmed_at).total_seconds() / _SECONDS_PER_DAY)
+    return memory.confidence * math.exp(-memory.decay_rate * days)
 
 
 def _never_decays(fact: Fact) -> bool:

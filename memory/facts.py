@@ -37,6 +37,7 @@ __all__ = [
     "apply_candidate",
     "apply_candidates",
     "candidate_from_extracted",
+    "fresh_id",
     "new_fact_id",
     "normalize_category",
     "sweep",
@@ -62,12 +63,17 @@ def new_fact_id(taken: Collection[str], rand: Callable[[], str] | None = None) -
 
     Raises ``RuntimeError`` if ``rand`` collides 1000 times in a row (only a broken one does).
     """
+    return fresh_id("fact", taken, rand)
+
+
+def fresh_id(kind: str, taken: Collection[str], rand: Callable[[], str] | None = None) -> str:
+    """``{kind}_`` + 8 lowercase hex digits, not in ``taken`` (see ``new_fact_id``)."""
     draw = rand if rand is not None else _token
     for _ in range(_ID_ATTEMPTS):
-        fact_id = f"fact_{draw()}"
-        if fact_id not in taken:
-            return fact_id
-    raise RuntimeError(f"no free fact id after {_ID_ATTEMPTS} draws")
+        new_id = f"{kind}_{draw()}"
+        if new_id not in taken:
+            return new_id
+    raise RuntimeError(f"no free {kind} id after {_ID_ATTEMPTS} draws")
 
 
 def normalize_category(name: str, categories: Sequence[CategorySpec]) -> str | None:

@@ -24,6 +24,7 @@ __all__ = [
     "MEMORY_CONTEXT_HEADING",
     "MIN_ABOUT_USER_TOKENS",
     "NOTE_MAX_CHARS",
+    "RULES_SHARE",
     "TRUNCATION_MARK",
     "Block",
     "RuleLine",
@@ -65,6 +66,10 @@ class Block:
     #: Memories were found but none fits the budget: the budget that shows the smallest
     #: part (its first line); 0 otherwise.
     needed: int = 0
+
+
+#: Seed 002's section quota: the share of a memory-context budget kept for rules.
+RULES_SHARE = 0.3
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +214,11 @@ def _rule_line(rule: RuleLine) -> str:
 
 
 def memory_context(
-    facts: Sequence[Fact], token_budget: int, rules: Sequence[RuleLine] = ()
+    facts: Sequence[Fact],
+    token_budget: int,
+    rules: Sequence[RuleLine] = (),
+    *,
+    rules_share: float = RULES_SHARE,
 ) -> Block:
     """Seed 002's block: ``# Memory Context``, then ``## Key Facts`` and ``## Active Rules``.
 
@@ -224,31 +233,42 @@ def memory_context(
         - {content} (maturity: {maturity}, effectiveness: {effectiveness:.2f})
 
     A fact without a subject shows ``user``, without a predicate its category.
-    Facts, then rules, go in in the given order until the next one would push the
-    text past ``token_budget * 4`` characters; nothing after it is added. With
-    nothing to show the text is the heading line alone, as the seed says the
-    output always begins with it; below 17 characters of budget, an empty block.
+    The quotas: of ``token_budget * 4`` characters, the rules' section is kept up to
+    ``rules_share`` of them (as much as its lines need, no more); facts go in, in
+    the given order, until the next one would pass the rest; then rules, in the
+    given order, until the next one would pass the whole. Nothing after the first
+    item that does not fit in its section is added. With nothing to show the text is
+    the heading line alone, as the seed says the output always begins with it;
+    below 17 characters of budget, an empty block.
     """
     cap = token_budget * 4
     parts = [MEMORY_CONTEXT_HEADING + "\n"]
     length = len(parts[0])
-    items = [("## Key Facts", fact.id, _key_fact_line(fact)) for fact in facts]
-    items += [("## Active Rules", rule.id, _rule_line(rule)) for rule in rules]
+    fact_items = [("## Key Facts", fact.id, _key_fact_line(fact)) for fact in facts]
+    rule_items = [("## Active Rules", rule.id, _rule_line(rule)) for rule in rules]
+    items = fact_items + rule_items
     first = len(items[0][0]) + len(items[0][2]) + 3 if items else 0  # "\n{heading}\n{line}\n"
     if length + first > cap:
         block = _block(parts[0] if length <= cap else "", [])
         # Not even the first item fits: the characters it needs, in tokens (rounded up).
         return replace(block, needed=-(-(length + first) // 4)) if items else block
+    wanted = 0
+    for _, _, line in rule_items:
+        need = len(line) + 1 + (len("## Active Rules") + 2 if not wanted else 0)
+        if wanted + need > cap * rules_share:
+            break
+        wanted += need
     ids: list[str] = []
     section = ""
-    for heading, item_id, line in items:
-        piece = f"{line}\n" if heading == section else f"\n{heading}\n{line}\n"
-        if length + len(piece) > cap:
-            break
-        parts.append(piece)
-        length += len(piece)
-        section = heading
-        ids.append(item_id)
+    for items_of_section, limit in ((fact_items, cap - wanted), (rule_items, cap)):
+        for heading, item_id, line in items_of_section:
+            piece = f"{line}\n" if heading == section else f"\n{heading}\n{line}\n"
+            if length + len(piece) > limit:
+                break
+            parts.append(piece)
+            length += len(piece)
+            section = heading
+            ids.append(item_id)
     return _block("".join(parts), ids)
 
 

@@ -11,8 +11,12 @@ __all__ = [
     "AppNote",
     "ArchivedMessage",
     "Fact",
+    "Maturity",
+    "Outcome",
     "Progress",
     "Role",
+    "Rule",
+    "RuleApplication",
     "UserProfile",
     "Validity",
     "WorkingMemory",
@@ -113,6 +117,58 @@ class Fact(msgspec.Struct, frozen=True, kw_only=True):
     meta: dict[str, Any] = {}
     #: The client's id of the import line this fact came from ("" for learned facts).
     source_id: str = ""
+
+
+Maturity = Literal["candidate", "established", "proven", "anti_pattern"]
+
+
+class Rule(msgspec.Struct, frozen=True, kw_only=True):
+    """Seed 002's procedural memory: how to behave, learned from helpful and harmful outcomes.
+
+    ``id`` is ``rule_`` + 8 hex digits, unique per user. ``meta`` holds seed 002's
+    flags: ``forgotten``, ``status`` (``fading``), ``needs_inversion``,
+    ``harmful_reasons`` and, once inverted, ``original_content``.
+    """
+
+    id: str
+    user_id: str
+    content: str
+    created_at: datetime
+    updated_at: datetime
+    scope: str = "global"
+    maturity: Maturity = "candidate"
+    confidence: float = 0.5
+    decay_rate: float = 0.01
+    permanence: str = "standard"
+    effectiveness_score: float = 0.0
+    applied_count: int = 0
+    success_count: int = 0
+    harmful_count: int = 0
+    source_episode_id: str | None = None
+    source_scope: str | None = None
+    last_applied_at: datetime | None = None
+    last_evaluated_at: datetime | None = None
+    #: Decay counts from here; set when the rule is stored.
+    last_confirmed_at: datetime | None = None
+    reference_count: int = 0
+    last_referenced_at: datetime | None = None
+    tags: list[str] = []
+    meta: dict[str, Any] = {}
+
+
+Outcome = Literal["helpful", "harmful"]
+
+
+class RuleApplication(msgspec.Struct, frozen=True, kw_only=True):
+    """One use of a rule and how it went (seed 002's ``rule_applications``)."""
+
+    id: str
+    user_id: str
+    rule_id: str
+    outcome: Outcome
+    at: datetime
+    #: Why it was harmful, or what the agent was doing: free text, possibly empty.
+    context: str = ""
 
 
 class AppNote(msgspec.Struct, frozen=True, kw_only=True):

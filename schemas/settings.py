@@ -168,6 +168,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     recall_min_confidence: float = 0.2
     #: Seed 002's ``default_limit``: facts recalled for a ``context`` request's block.
     recall_limit: int = 20
+    #: Seed 002's rules: at most this many in a ``memory-context`` block, and the share of
+    #: its budget kept for them (the section quota; facts get the rest).
+    rules_limit: int = 10
+    rules_share: float = 0.3
     #: Seed 002's ``default_mode``: how ``GET /memory/search`` ranks without ``mode``.
     search_mode: SearchMode = "hybrid"
     #: Half-life (days) of recency in both scores.

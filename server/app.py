@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -49,6 +50,12 @@ class AppState(TypedDict):
     recent: RecentEvents
     metrics: Metrics
     budgets: UserBudgets
+
+
+async def _optimize_learned(store: Store, cleanup_older_than: float) -> None:
+    """The learned-memory writer's upkeep: facts, notes, profiles, progress and rules."""
+    await store.facts.optimize(cleanup_older_than)
+    await store.rules.optimize(cleanup_older_than)
 
 
 async def _supervise_writer(
@@ -112,7 +119,7 @@ def create_app(
             optimize_interval=settings.optimize_interval,
             optimize_after_writes=settings.optimize_after_writes,
             cleanup_older_than=settings.cleanup_older_than,
-            optimizer=store.facts.optimize,
+            optimizer=functools.partial(_optimize_learned, store),
             events=events,
             name="facts",
         )

@@ -93,6 +93,7 @@ def _validate(settings: Settings) -> None:
         "embed_threads",
         "cache_mb",
         "recall_limit",
+        "rules_limit",
         "gc_young",
         "gc_middle",
         "lance_metadata_cache_mb",
@@ -106,6 +107,7 @@ def _validate(settings: Settings) -> None:
         "rank_outside_span_weight",
         "rank_recent_weight",
         "rank_session_decay",
+        "rules_share",
     )
     for name in shares:
         if not 0.0 <= getattr(settings, name) <= 1.0:

@@ -22,7 +22,7 @@ from actors.registry import SessionRegistry
 from actors.writer import ArchiveWriter
 from schemas.records import ArchivedMessage
 from schemas.transfer import MAX_TEXT
-from server import rest_apps, rest_export, rest_import, rest_search
+from server import rest_apps, rest_export, rest_import, rest_rules, rest_search
 from server.http import BadRequest, authenticated, decode_body, error, int_param, json
 from server.ws import SESSION_ID
 
@@ -180,8 +180,8 @@ async def delete_long_term(request: Request, user_id: str) -> Response:
 
 
 async def clear_long_term(request: Request, user_id: str) -> Response:
-    """Everything long-term of this user: facts, messages, app notes, profile. Working
-    memory of live sessions stays (seed 001)."""
+    """Everything long-term of this user: facts, messages, app notes, rules, profile.
+    Working memory of live sessions stays (seed 001)."""
     deps = _deps(request)
     store = deps.store
     writer: ArchiveWriter = deps.writer
@@ -189,6 +189,7 @@ async def clear_long_term(request: Request, user_id: str) -> Response:
     async def clear_learned() -> int:
         count = await store.facts.clear_facts(user_id)
         count += await store.facts.clear_notes(user_id)
+        count += await store.rules.clear_rules(user_id)
         await store.facts.delete_profile(user_id)
         return count
 
@@ -222,6 +223,7 @@ routes = [
     Route("/memory/long-term/{memory_id}", authenticated(delete_long_term), methods=["DELETE"]),
     Route("/memory/working/{session_id}", authenticated(get_working), methods=["GET"]),
     *rest_apps.routes,
+    *rest_rules.routes,
     *rest_search.routes,
     *rest_export.routes,
     *rest_import.routes,

@@ -12,6 +12,7 @@ from typing import Any
 
 __all__ = [
     "EXTRACTION",
+    "ID_PATTERN",
     "REPLY",
     "ROOT",
     "Block",
@@ -48,10 +49,12 @@ _MARKER = re.compile(r"^<!-- (example|not-executed): (.+?) -->$")
 _ELLIPSIS = re.compile(r"(?<=[:\[,])(\s*)\.\.\.(?=\s*[,\]}])")
 #: ``, ...}`` closing an object: more keys than shown.
 _MORE_KEYS = re.compile(r",\s*\.\.\.\s*}")
+#: Ids the server makes: messages, facts, notes, rules.
+ID_PATTERN = r"\b(?:msg_[0-9a-f]{16}|fact_[0-9a-f]{8}|note_[0-9a-f]{8}|rule_[0-9a-f]{8})\b"
 _VARYING = (
     (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?"), "<time>"),
     (re.compile(r"\d{4}-\d{2}-\d{2}"), "<date>"),
-    (re.compile(r"\b(msg_[0-9a-f]{16}|fact_[0-9a-f]{8}|note_[0-9a-f]{8})\b"), "<id>"),
+    (re.compile(ID_PATTERN), "<id>"),
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uuid>"),
 )
 

@@ -14,11 +14,20 @@ from actors.errors import ArchiveUnavailable, LlmFailure
 from actors.ports import FactHit, Page, ScoredMessage, VectorSource, resolve
 from memory.facts import Stored
 from memory.formats import newest_notes
+from memory.rules import StoredRule
 from schemas.llm import ChatChunk, PromptMessage
-from schemas.records import AppNote, ArchivedMessage, Fact, Progress, UserProfile, WorkingMemory
+from schemas.records import (
+    AppNote,
+    ArchivedMessage,
+    Fact,
+    Progress,
+    RuleApplication,
+    UserProfile,
+    WorkingMemory,
+)
 from schemas.settings import SearchMode
 
-__all__ = ["MemoryFacts", "MemoryStore", "ScriptedLlm", "SteppingClock"]
+__all__ = ["MemoryFacts", "MemoryRules", "MemoryStore", "ScriptedLlm", "SteppingClock"]
 
 
 @dataclass
@@ -248,11 +257,63 @@ class MemoryFacts:
 
 
 @dataclass
+class MemoryRules:
+    """The RuleStore port in dicts, keyed by (user id, rule id)."""
+
+    rules: dict[tuple[str, str], StoredRule] = field(default_factory=dict)
+    applications: list[RuleApplication] = field(default_factory=list)
+
+    async def rules_of(self, user_id: str, *, scope: str | None = None) -> list[StoredRule]:
+        found = [
+            s
+            for (user, _), s in self.rules.items()
+            if user == user_id and (scope is None or s.rule.scope in ("global", scope))
+        ]
+        return sorted(found, key=lambda s: (s.rule.created_at, s.rule.id))
+
+    async def get_rules(self, user_id: str, ids: Sequence[str]) -> list[StoredRule]:
+        return [s for s in await self.rules_of(user_id) if s.rule.id in ids]
+
+    async def put_rules(self, items: Sequence[StoredRule]) -> None:
+        for item in items:
+            self.rules[(item.rule.user_id, item.rule.id)] = item
+
+    async def delete_rules(self, user_id: str, ids: Sequence[str]) -> int:
+        gone = [key for key in self.rules if key[0] == user_id and key[1] in ids]
+        for key in gone:
+            del self.rules[key]
+        self.applications = [
+            a for a in self.applications if not (a.user_id == user_id and a.rule_id in ids)
+        ]
+        return len(gone)
+
+    async def clear_rules(self, user_id: str) -> int:
+        ids = [rule_id for user, rule_id in self.rules if user == user_id]
+        return await self.delete_rules(user_id, ids)
+
+    async def add_applications(self, items: Sequence[RuleApplication]) -> None:
+        self.applications.extend(items)
+
+    async def applications_of(
+        self, user_id: str, rule_id: str, *, limit: int
+    ) -> list[RuleApplication]:
+        found = [a for a in self.applications if a.user_id == user_id and a.rule_id == rule_id]
+        return sorted(found, key=lambda a: (a.at, a.id), reverse=True)[:limit]
+
+    async def users_with_rules(self) -> list[str]:
+        return sorted({user for user, _ in self.rules})
+
+    async def optimize(self, cleanup_older_than: float) -> None:
+        pass
+
+
+@dataclass
 class MemoryStore:
     """The Store port in a dict. ``fail_appends`` makes that many appends fail first."""
 
     messages: list[ArchivedMessage] = field(default_factory=list)
     facts: MemoryFacts = field(default_factory=MemoryFacts)
+    rules: MemoryRules = field(default_factory=MemoryRules)
     working: dict[tuple[str, str], WorkingMemory] = field(default_factory=dict)
     fail_appends: int = 0
     appends: list[int] = field(default_factory=list)

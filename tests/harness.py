@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import uvicorn
 from starlette.applications import Starlette
 from websockets.asyncio.client import ClientConnection, connect
@@ -21,7 +22,7 @@ from server.main import build_store
 from server.protocols import RefusingWebSockets, timed_http
 from tests.fake_ollama import FakeOllama
 
-__all__ = ["Client", "chat_bodies", "make_app", "serve", "settings_for"]
+__all__ = ["Client", "chat_bodies", "http", "make_app", "serve", "settings_for"]
 
 
 def settings_for(data_dir: Path, ollama_url: str, **changes: Any) -> Settings:
@@ -70,6 +71,13 @@ async def serve(
             yield f"127.0.0.1:{port}"
         finally:
             server.should_exit = True
+
+
+def http(server: str, key: str | None, *, timeout: float = 5.0) -> httpx.AsyncClient:
+    """An HTTP client of the server at ``server`` (``host:port``), with ``key`` as its
+    bearer key (None: no ``Authorization``)."""
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.AsyncClient(base_url=f"http://{server}", headers=headers, timeout=timeout)
 
 
 class Client:

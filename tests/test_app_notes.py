@@ -25,6 +25,7 @@ from memory.hashing import HashEmbedder
 from schemas.llm import NoteText
 from schemas.records import ArchivedMessage
 from server.adapters.lance_store import LanceStore
+from tests import harness
 from tests.fake_ollama import FakeOllama, Reply
 from tests.harness import EMPTY_EXTRACTION, Client, chat_bodies, make_app, serve, settings_for
 
@@ -84,9 +85,7 @@ async def server(tmp_path: Path, fake: FakeOllama, model: NoteModel) -> AsyncIte
 
 
 def http(server: str, key: str = "key-alice") -> httpx.AsyncClient:
-    return httpx.AsyncClient(
-        base_url=f"http://{server}", headers={"Authorization": f"Bearer {key}"}
-    )
+    return harness.http(server, key)
 
 
 def calls(fake: FakeOllama, marker: str) -> list[dict[str, Any]]:

@@ -52,6 +52,7 @@ from server.cli import main
 from server.config import load_settings
 from tests.docs_examples import (
     EXTRACTION,
+    ID_PATTERN,
     REPLY,
     ROOT,
     Block,
@@ -186,7 +187,11 @@ async def _curl(argv: list[str], address: str) -> str:
 
 
 async def run_sh(block: Block, address: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # An id the docs showed in an answer stands, in a later command, for the real one.
+    real: dict[str, str] = {}
     for command, shown in _commands(block.body):
+        for shown_id, actual_id in real.items():
+            command = command.replace(shown_id, actual_id)
         argv = shlex.split(command)
         if argv[0] == "curl":
             out = await _curl(argv, address)
@@ -202,6 +207,8 @@ async def run_sh(block: Block, address: str, capsys: pytest.CaptureFixture[str])
             assert code == 0, f"{block.where}: {command} exited {code}: {out}"
         problem = _compare_output(shown, out)
         assert problem is None, f"{block.where}: $ {command}\n{problem}\ngot:\n{out}"
+        ids = re.compile(ID_PATTERN)
+        real |= dict(zip(ids.findall("\n".join(shown)), ids.findall(out), strict=False))
 
 
 def _compare_output(shown: list[str], out: str) -> str | None:

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tests.fake_ollama import FakeOllama
-from tests.harness import Client, make_app, serve, settings_for
+from tests.harness import Client, http, make_app, serve, settings_for
 
 pytestmark = pytest.mark.anyio
 
@@ -31,12 +31,6 @@ async def server(tmp_path: Path, fake: FakeOllama) -> AsyncIterator[str]:
 async def alice(server: str) -> AsyncIterator[httpx.AsyncClient]:
     async with http(server, "key-alice") as client:
         yield client
-
-
-def http(server: str, key: str) -> httpx.AsyncClient:
-    return httpx.AsyncClient(
-        base_url=f"http://{server}", headers={"Authorization": f"Bearer {key}"}
-    )
 
 
 async def add_fact(client: httpx.AsyncClient, content: str, **fields: Any) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from memory.hashing import HashEmbedder
 from memory.json_bounds import INT_MAX, MAX_DEPTH
 from schemas.records import ArchivedMessage
 from server.adapters.lance_store import LanceStore
+from tests import harness
 from tests.fake_ollama import FakeOllama
 from tests.harness import Client, make_app, serve, settings_for
 from tests.hostile import nested
@@ -51,8 +52,7 @@ async def server(tmp_path: Path, fake: FakeOllama) -> AsyncIterator[str]:
 
 
 def http(server: str, key: str = "key-eve") -> httpx.AsyncClient:
-    headers = {"Authorization": f"Bearer {key}"}
-    return httpx.AsyncClient(base_url=f"http://{server}", headers=headers, timeout=30)
+    return harness.http(server, key, timeout=30)
 
 
 # -- over the WebSocket ---------------------------------------------------------

@@ -18,6 +18,7 @@ from server.adapters.lance_store import LanceStore
 from server.adapters.ollama import OllamaLlm
 from server.app import create_app
 from server.rest_import import MAX_LINE_BYTES
+from tests import harness
 from tests.fake_ollama import FakeOllama
 from tests.harness import Client, make_app, serve, settings_for
 
@@ -34,8 +35,7 @@ async def server(tmp_path: Path, fake: FakeOllama) -> AsyncIterator[str]:
 
 
 def http(server: str, key: str | None = "ka") -> httpx.AsyncClient:
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return httpx.AsyncClient(base_url=f"http://{server}", headers=headers, timeout=60)
+    return harness.http(server, key, timeout=60)
 
 
 def jsonl(lines: Iterable[dict[str, Any] | str]) -> bytes:

@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 
 from tests.fake_ollama import FakeOllama
-from tests.harness import Client, make_app, serve, settings_for
+from tests.harness import Client, http, make_app, serve, settings_for
 from tests.test_app_notes import NoteModel, converse, session
 
 pytestmark = pytest.mark.anyio
@@ -64,11 +63,6 @@ async def one_turn(server: str, session: str, key: str, *, end: bool = True) -> 
             await client.send(type="end")
             with anyio.fail_after(10):
                 await client.connection.wait_closed()
-
-
-def http(server: str, key: str | None) -> httpx.AsyncClient:
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return httpx.AsyncClient(base_url=f"http://{server}", headers=headers)
 
 
 async def test_tail_streams_a_sessions_life_as_it_happens(server: str) -> None:

@@ -6,12 +6,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from websockets.exceptions import InvalidStatus
 
 from tests.fake_ollama import FakeOllama
-from tests.harness import Client, make_app, serve, settings_for
+from tests.harness import Client, http, make_app, serve, settings_for
 
 pytestmark = pytest.mark.anyio
 
@@ -22,11 +21,6 @@ KEYS = {"key-alice": "alice", "key-bob": "bob"}
 async def server(tmp_path: Path, fake: FakeOllama) -> AsyncIterator[str]:
     async with serve(make_app(settings_for(tmp_path, fake.url, api_keys=KEYS))) as address:
         yield address
-
-
-def http(server: str, key: str | None) -> httpx.AsyncClient:
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return httpx.AsyncClient(base_url=f"http://{server}", headers=headers)
 
 
 async def archive(server: str, key: str, session: str, *pairs: tuple[str, str]) -> None:

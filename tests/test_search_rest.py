@@ -6,13 +6,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from memory.hashing import HashEmbedder
 from server.config import load_settings
 from tests.fake_ollama import FakeOllama
-from tests.harness import Client, make_app, serve, settings_for
+from tests.harness import Client, http, make_app, serve, settings_for
 from tests.test_import_rest import fact, jsonl, post, turn
 
 pytestmark = pytest.mark.anyio
@@ -39,12 +38,6 @@ async def seed(server: str) -> None:
             meta={"dia_id": "D1:3"},
         )
         await client.until("ack")
-
-
-def http(server: str, key: str) -> httpx.AsyncClient:
-    return httpx.AsyncClient(
-        base_url=f"http://{server}", headers={"Authorization": f"Bearer {key}"}
-    )
 
 
 async def test_search_returns_facts_and_turns_best_first_with_meta(server: str) -> None:

@@ -48,6 +48,7 @@ from server.adapters.lance_messages import (
     messages_schema,
     newest_first,
 )
+from server.adapters.lance_rules import LanceRules
 from server.adapters.message_search import MessageSearch
 
 __all__ = ["LanceStore", "StoreMismatch", "quote"]
@@ -110,6 +111,7 @@ class LanceStore:
         self._messages: Any = None
         self._working: Any = None
         self._facts: LanceFacts | None = None
+        self._rules: LanceRules | None = None
         #: Shared by both adapters: reads against purges of old versions.
         self._gate = PurgeGate()
         #: The working-memory table's own: purging it never holds up other reads.
@@ -122,6 +124,13 @@ class LanceStore:
         if self._facts is None:
             raise RuntimeError("the store is not open")
         return self._facts
+
+    @property
+    def rules(self) -> LanceRules:
+        """Rules and their applications (available once opened)."""
+        if self._rules is None:
+            raise RuntimeError("the store is not open")
+        return self._rules
 
     async def open(self) -> None:
         """Open (creating if needed) the tables and their indexes.
@@ -183,6 +192,8 @@ class LanceStore:
             budget=self._budget,
         )
         await self._facts.open()
+        self._rules = LanceRules(self._db, dim=self._dim, gate=self._gate)
+        await self._rules.open()
         journal = None if self._journal_dir is None else Journal(self._journal_dir, self._dim)
         self._archive = JournaledMessages(
             self._messages, self._schema, self._gate, journal, self._analyzer.analyze
@@ -218,6 +229,8 @@ class LanceStore:
             self._archive.close()
         if self._facts is not None:
             self._facts.close()
+        if self._rules is not None:
+            self._rules.close()
         for table in (self._messages, self._working):
             if table is not None:
                 table.close()

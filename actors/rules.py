@@ -1,0 +1,195 @@
+"""RuleKeeper: seed 002's rules, stored, fed back on and swept through the learned-memory writer.
+
+Every change is a read-modify-write of one rule inside the writer's task, so two
+feedback marks on a rule never lose one another. The rules themselves (the
+maturity ladder, the feedback formulas, decay, inversion) are pure: ``memory.rules``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from actors.ports import Clock, Embedder, Store
+from actors.writer import ArchiveWriter
+from memory import rules
+from memory.facts import fresh_id
+from memory.rules import StoredRule
+from schemas.records import Maturity, Outcome, Rule, RuleApplication
+
+__all__ = ["RuleKeeper"]
+
+_log = logging.getLogger("mnemo.rules")
+
+
+class RuleKeeper:
+    def __init__(
+        self, store: Store, embedder: Embedder, writer: ArchiveWriter, clock: Clock
+    ) -> None:
+        self._store, self._embedder, self._writer, self._clock = store, embedder, writer, clock
+
+    async def store_rule(
+        self,
+        user_id: str,
+        content: str,
+        *,
+        scope: str = "global",
+        tags: Sequence[str] = (),
+        source_episode_id: str | None = None,
+    ) -> Rule:
+        """A new candidate rule (``store_rule``). Raises ``ValueError`` for blank content."""
+        if not content.strip():
+            raise ValueError("content must not be blank")
+        [vector] = await self._embedder.embed([content])
+
+        async def write() -> Rule:
+            taken = {s.rule.id for s in await self._store.rules.rules_of(user_id)}
+            rule = rules.new_rule(
+                fresh_id("rule", taken),
+                user_id,
+                content,
+                self._clock.now(),
+                scope=scope,
+                tags=list(tags),
+                source_episode_id=source_episode_id,
+            )
+            await self._store.rules.put_rules([StoredRule(rule, vector)])
+            _log.info("stored rule %s for user %s", rule.id, user_id)
+            return rule
+
+        return await self._writer.call(write)
+
+    async def list_rules(
+        self,
+        user_id: str,
+        *,
+        scope: str | None = None,
+        maturity: Maturity | None = None,
+        forgotten: bool = False,
+    ) -> list[Rule]:
+        """The user's rules, oldest first; forgotten ones only when asked for."""
+        found = [s.rule for s in await self._store.rules.rules_of(user_id, scope=scope)]
+        return [
+            r
+            for r in found
+            if rules.is_forgotten(r) == forgotten and (maturity is None or r.maturity == maturity)
+        ]
+
+    async def _change(
+        self,
+        user_id: str,
+        rule_id: str,
+        change: Callable[[Rule], Rule],
+        application: Callable[[Rule], RuleApplication] | None = None,
+    ) -> Rule | None:
+        """Apply ``change`` to the rule in the writer's task (and record the
+        ``application`` it makes, in the same task); None when there is no such rule."""
+
+        async def write() -> Rule | None:
+            found = await self._store.rules.get_rules(user_id, [rule_id])
+            if not found:
+                return None
+            changed = change(found[0].rule)
+            await self._store.rules.put_rules([await self._restored(found[0], changed)])
+            if application is not None:
+                await self._store.rules.add_applications([application(changed)])
+            return changed
+
+        return await self._writer.call(write)
+
+    async def _restored(self, item: StoredRule, changed: Rule) -> StoredRule:
+        """``changed`` with its vector: computed again when its text changed (inverted)."""
+        if changed.content == item.rule.content:
+            return StoredRule(changed, item.vector)
+        [vector] = await self._embedder.embed([changed.content])
+        return StoredRule(changed, vector)
+
+    async def get(self, user_id: str, rule_id: str) -> Rule | None:
+        """The rule, counted as one more reference (``get_memory``)."""
+        return await self._change(
+            user_id, rule_id, lambda r: rules.referenced(r, self._clock.now())
+        )
+
+    async def mark_helpful(self, user_id: str, rule_id: str) -> Rule | None:
+        return await self._feedback(user_id, rule_id, "helpful", None)
+
+    async def mark_harmful(self, user_id: str, rule_id: str, reason: str | None) -> Rule | None:
+        return await self._feedback(user_id, rule_id, "harmful", reason)
+
+    async def _feedback(
+        self, user_id: str, rule_id: str, outcome: Outcome, reason: str | None
+    ) -> Rule | None:
+        now = self._clock.now()
+
+        def mark(rule: Rule) -> Rule:
+            if outcome == "helpful":
+                return rules.mark_helpful(rule, now)
+            return rules.mark_harmful(rule, now, reason)
+
+        def applied(rule: Rule) -> RuleApplication:
+            return RuleApplication(
+                id=fresh_id("app", ()),
+                user_id=user_id,
+                rule_id=rule.id,
+                outcome=outcome,
+                at=now,
+                context=reason or "",
+            )
+
+        marked = await self._change(user_id, rule_id, mark, applied)
+        if marked is not None:
+            _log.info(
+                "rule %s of user %s marked %s: %s, effectiveness %.2f",
+                rule_id,
+                user_id,
+                outcome,
+                marked.maturity,
+                marked.effectiveness_score,
+            )
+        return marked
+
+    async def confirm(self, user_id: str, rule_id: str) -> Rule | None:
+        return await self._change(user_id, rule_id, lambda r: rules.confirm(r, self._clock.now()))
+
+    async def forget(self, user_id: str, rule_id: str) -> Rule | None:
+        return await self._change(user_id, rule_id, lambda r: rules.forget(r, self._clock.now()))
+
+    async def delete(self, user_id: str, rule_id: str) -> bool:
+        """Delete the rule and its applications for good."""
+        count = await self._writer.call(lambda: self._store.rules.delete_rules(user_id, [rule_id]))
+        return count > 0
+
+    async def applications(
+        self, user_id: str, rule_id: str, *, limit: int
+    ) -> list[RuleApplication] | None:
+        """The rule's last ``limit`` applications, newest first; None when there is no
+        such rule."""
+        if not await self._store.rules.get_rules(user_id, [rule_id]):
+            return None
+        return await self._store.rules.applications_of(user_id, rule_id, limit=limit)
+
+    async def sweep(self, user_id: str) -> int:
+        """Invert flagged rules and apply decay (``memory.rules.sweep_rule``); returns how
+        many rules changed."""
+
+        async def write() -> int:
+            now = self._clock.now()
+            changed: list[StoredRule] = []
+            for item in await self._store.rules.rules_of(user_id):
+                swept = rules.sweep_rule(item.rule, now)
+                if swept is None:
+                    continue
+                if swept.maturity != item.rule.maturity:
+                    _log.info("rule %s of user %s inverted to an anti-pattern", swept.id, user_id)
+                changed.append(await self._restored(item, swept))
+            await self._store.rules.put_rules(changed)
+            return len(changed)
+
+        return await self._writer.call(write)
+
+    async def recall(
+        self, user_id: str, vector: Sequence[float] | None, *, scope: str | None, limit: int
+    ) -> list[Rule]:
+        """The rules a context shows for a query (``memory.rules.recall_rules``)."""
+        found = await self._store.rules.rules_of(user_id, scope=scope)
+        return rules.recall_rules(found, vector, self._clock.now(), limit=limit)

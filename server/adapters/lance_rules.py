@@ -1,0 +1,176 @@
+"""LanceDB tables for seed 002's rules and their applications.
+
+Like facts, a row keeps its filterable columns as columns and the whole record as
+JSON in ``data``. A user holds tens to hundreds of rules, so reads take all of a
+user's rows (filtered by user, and scope where asked) and rank them in process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+import numpy as np
+import pyarrow as pa
+from lancedb.index import BTree
+
+from memory.rules import StoredRule
+from schemas.records import Rule, RuleApplication
+from server.adapters.lance_common import SAFE_ID, PurgeGate, quote, quote_all, user_filter
+
+__all__ = ["LanceRules"]
+
+_json = msgspec.json.Encoder()
+_rule = msgspec.json.Decoder(Rule)
+_application = msgspec.json.Decoder(RuleApplication)
+
+_APPLICATIONS = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("user_id", pa.string(), nullable=False),
+        pa.field("rule_id", pa.string(), nullable=False),
+        pa.field("at", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("data", pa.string(), nullable=False),
+    ]
+)
+
+
+def _rules_schema(dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("user_id", pa.string(), nullable=False),
+            pa.field("scope", pa.string(), nullable=False),
+            pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
+            pa.field("data", pa.string(), nullable=False),
+            pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+        ]
+    )
+
+
+def _row(item: StoredRule) -> dict[str, Any]:
+    rule, vector = item.rule, item.vector
+    user_filter(rule.user_id)
+    return {
+        "id": rule.id,
+        "user_id": rule.user_id,
+        "scope": rule.scope,
+        "created_at": rule.created_at,
+        "data": _json.encode(rule).decode(),
+        "vector": vector.tolist() if isinstance(vector, np.ndarray) else list(vector),
+    }
+
+
+def _scope_filter(scope: str) -> str:
+    if not SAFE_ID.match(scope):
+        raise ValueError(f"invalid scope {scope!r}")
+    return f"scope IN {quote_all(['global', scope])}"
+
+
+async def _table(db: Any, names: set[str], name: str, schema: pa.Schema) -> Any:
+    if name in names:
+        return await db.open_table(name)
+    table = await db.create_table(name, schema=schema)
+    await table.create_index("user_id", config=BTree())
+    return table
+
+
+class LanceRules:
+    """Implements the ``RuleStore`` port on the connection of an opened ``LanceStore``."""
+
+    def __init__(self, db: Any, *, dim: int, gate: PurgeGate) -> None:
+        self._db, self._dim, self._gate = db, dim, gate
+        self._rules: Any = None
+        self._applications: Any = None
+
+    async def open(self) -> None:
+        names = set((await self._db.list_tables()).tables)
+        self._rules = await _table(self._db, names, "rules", _rules_schema(self._dim))
+        self._applications = await _table(self._db, names, "rule_applications", _APPLICATIONS)
+
+    def close(self) -> None:
+        for table in (self._rules, self._applications):
+            if table is not None:
+                table.close()
+
+    async def _read(self, where: str) -> list[StoredRule]:
+        query = self._rules.query().where(where).select(["data", "vector"])
+        rows = await self._gate.read(query.to_list)
+        items = [StoredRule(_rule.decode(r["data"]), r["vector"]) for r in rows]
+        return sorted(items, key=lambda s: (s.rule.created_at, s.rule.id))
+
+    async def rules_of(self, user_id: str, *, scope: str | None = None) -> list[StoredRule]:
+        where = user_filter(user_id)
+        if scope is not None:
+            where += f" AND {_scope_filter(scope)}"
+        return await self._read(where)
+
+    async def get_rules(self, user_id: str, ids: Sequence[str]) -> list[StoredRule]:
+        if not ids:
+            return []
+        return await self._read(f"{user_filter(user_id)} AND id IN {quote_all(ids)}")
+
+    async def put_rules(self, items: Sequence[StoredRule]) -> None:
+        if not items:
+            return
+        rows = [_row(item) for item in items]
+        await (
+            self._rules.merge_insert(["user_id", "id"])
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(pa.Table.from_pylist(rows, schema=_rules_schema(self._dim)))
+        )
+
+    async def _delete(self, table: Any, where: str) -> int:
+        count = int(await self._gate.read(lambda: table.count_rows(where)))
+        if count:
+            await table.delete(where)
+            await self._gate.purge(table)
+        return count
+
+    async def delete_rules(self, user_id: str, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        user = user_filter(user_id)
+        count = await self._delete(self._rules, f"{user} AND id IN {quote_all(ids)}")
+        await self._delete(self._applications, f"{user} AND rule_id IN {quote_all(ids)}")
+        return count
+
+    async def clear_rules(self, user_id: str) -> int:
+        count = await self._delete(self._rules, user_filter(user_id))
+        await self._delete(self._applications, user_filter(user_id))
+        return count
+
+    async def add_applications(self, items: Sequence[RuleApplication]) -> None:
+        if not items:
+            return
+        rows = [
+            {
+                "id": a.id,
+                "user_id": a.user_id,
+                "rule_id": a.rule_id,
+                "at": a.at,
+                "data": _json.encode(a).decode(),
+            }
+            for a in items
+            if user_filter(a.user_id)
+        ]
+        await self._applications.add(pa.Table.from_pylist(rows, schema=_APPLICATIONS))
+
+    async def applications_of(
+        self, user_id: str, rule_id: str, *, limit: int
+    ) -> list[RuleApplication]:
+        where = f"{user_filter(user_id)} AND rule_id = {quote(rule_id)}"
+        query = self._applications.query().where(where).select(["data"])
+        rows = await self._gate.read(query.to_list)
+        found = [_application.decode(r["data"]) for r in rows]
+        found.sort(key=lambda a: (a.at, a.id), reverse=True)
+        return found[:limit]
+
+    async def users_with_rules(self) -> list[str]:
+        rows = await self._gate.read(self._rules.query().select(["user_id"]).to_list)
+        return sorted({r["user_id"] for r in rows})
+
+    async def optimize(self, cleanup_older_than: float) -> None:
+        await self._gate.optimize((self._rules, self._applications), cleanup_older_than)
