@@ -1,14 +1,10 @@
-"""FactKeeper in process: learning, hand-made facts, imports, edits, access counts, sweeps,
-and the frames and events that report what changed."""
+"""FactKeeper in process: the frames and events that report what changed, learning,
+hand-made facts, and one batch of jobs."""
 
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -17,124 +13,28 @@ import pytest
 
 from actors.errors import ArchiveUnavailable, Rejected
 from actors.events import Event, EventBus
-from actors.keeper import FactEdit, FactKeeper, changes_frame, emit_changes, fact_view
-from actors.writer import ArchiveWriter
+from actors.keeper import FactKeeper, changes_frame, emit_changes, fact_view
 from memory.facts import Changes, Conflict, Stored
 from memory.hashing import HashEmbedder
-from memory.statements import Speaker
-from schemas.llm import ExtractedFact
 from schemas.records import Fact
 from schemas.settings import Settings
-from schemas.transfer import FactLine
 from schemas.wire import FactConflict, FactView, MemoryChanged
-from tests.fakes import MemoryFacts, MemoryStore
+from tests.fakes import MemoryStore
+from tests.keeper_world import (
+    DAY,
+    EMBED,
+    NOW,
+    FixedClock,
+    Recorder,
+    extracted,
+    line,
+    make,
+    pick,
+    put,
+    world,
+)
 
 pytestmark = pytest.mark.anyio
-
-NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-DAY = timedelta(days=1)
-EMBED = HashEmbedder()
-
-
-class FixedClock:
-    def now(self) -> datetime:
-        return NOW
-
-
-@dataclass
-class Recorder(MemoryFacts):
-    """Records every fact write the keeper makes; ``fail`` makes the next read raise it."""
-
-    writes: list[tuple[Any, ...]] = field(default_factory=list)
-    fail: Exception | None = None
-
-    async def facts_of_users(self, user_ids: Sequence[str]) -> dict[str, list[Stored]]:
-        if self.fail is not None:
-            raise self.fail
-        return await super().facts_of_users(user_ids)
-
-    async def add_facts(self, items: Sequence[Stored]) -> None:
-        self.writes.append(("add", *[s.fact.content for s in items]))
-        assert not {(s.fact.user_id, s.fact.id) for s in items} & set(self.facts), "not new"
-        await MemoryFacts.put_facts(self, items)
-
-    async def put_facts(self, items: Sequence[Stored]) -> None:
-        self.writes.append(("put", *[s.fact.content for s in items]))
-        await super().put_facts(items)
-
-    async def delete_facts(self, user_id: str, ids: Sequence[str], *, purge_now: bool) -> int:
-        self.writes.append(("delete", user_id, *ids, purge_now))
-        return await super().delete_facts(user_id, ids, purge_now=purge_now)
-
-    def of(self, user_id: str = "u1") -> dict[str, Fact]:
-        return {s.fact.content: s.fact for (u, _), s in self.facts.items() if u == user_id}
-
-
-@dataclass
-class World:
-    keeper: FactKeeper
-    writer: ArchiveWriter
-    facts: Recorder
-
-    async def batch(self, *calls: Callable[[], Awaitable[Any]]) -> list[Any]:
-        """Run ``calls`` queued, in order, behind one held writer call: one batch."""
-        release = anyio.Event()
-        results: list[Any] = [None] * len(calls)
-
-        async def one(index: int) -> None:
-            results[index] = await calls[index]()
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self.writer.call, release.wait)
-            await anyio.wait_all_tasks_blocked()
-            for index in range(len(calls)):
-                tg.start_soon(one, index)
-                await anyio.wait_all_tasks_blocked()
-            release.set()
-        return results
-
-    async def learn(self, *facts: ExtractedFact, **extra: Any) -> Changes:
-        args: dict[str, Any] = {"session_id": "s1", "scope": "global", "extractor": "llm"}
-        return await self.keeper.learn("u1", facts, **(args | extra))
-
-    async def remember(self, content: str, **extra: Any) -> Changes:
-        args: dict[str, Any] = {"category": None, "pinned": False, "session_id": "s1"}
-        args |= {"scope": "global", "user_id": "u1"} | extra
-        return await self.keeper.remember(content=content, **args)
-
-
-@asynccontextmanager
-async def world(facts: Recorder | None = None, **settings: Any) -> AsyncIterator[World]:
-    facts = facts if facts is not None else Recorder()
-    store = MemoryStore(facts=facts)
-    writer = ArchiveWriter(store, EMBED, linger=0)
-    keeper = FactKeeper(store, EMBED, writer, Settings(**settings), FixedClock())
-    async with anyio.create_task_group() as tg:
-        await tg.start(writer.run)
-        with anyio.fail_after(5):
-            yield World(keeper, writer, facts)
-        tg.cancel_scope.cancel()
-
-
-def make(fact_id: str, content: str, **fields: Any) -> Fact:
-    times = {"created_at": NOW - DAY, "updated_at": NOW - DAY, "last_seen": NOW - DAY}
-    base = {"user_id": "u1", "category": "knowledge", "confidence": 0.9, **times}
-    return Fact(id=fact_id, content=content, **(base | {"last_confirmed_at": NOW - DAY} | fields))
-
-
-def pick(fact: Fact, names: str) -> tuple[Any, ...]:
-    return tuple(getattr(fact, name) for name in names.split())
-
-
-def put(facts: Recorder, *made: Fact) -> None:
-    for fact in made:
-        facts.facts[(fact.user_id, fact.id)] = Stored(fact, EMBED.embed_one(fact.content))
-
-
-def extracted(content: str, category: str = "preference", **extra: Any) -> ExtractedFact:
-    base: dict[str, Any] = {"confidence": 0.8, "subject": "user", "predicate": "note"}
-    return ExtractedFact(content=content, category=category, value=content, **(base | extra))
-
 
 # -- frames and events ---------------------------------------------------------------------
 
@@ -413,211 +313,3 @@ async def test_facts_evicted_in_a_batch_are_deleted_once_and_new_ones_never_writ
         ("delete", "u1", "fact_00000001", False),
         ("delete", "u2", "fact_00000002", False),
     ]
-
-
-# -- imports -------------------------------------------------------------------------------
-
-
-def line(line_id: str, content: str, **extra: Any) -> FactLine:
-    return FactLine(id=line_id, content=content, category="knowledge", confidence=0.7, **extra)
-
-
-async def test_an_import_skips_inactive_lines_lines_imported_before_and_duplicates(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    caplog.set_level(logging.INFO, "mnemo.facts")
-    async with world() as w:
-        put(w.facts, make("fact_00000001", "Likes green tea"))
-        put(w.facts, make("fact_00000002", "Knew Go", validity="superseded", source_id="old"))
-        changes = await w.keeper.import_facts(
-            "u1",
-            [
-                line("new", "Knows Rust", scope="app1", at=NOW - DAY, pinned=True, meta={"k": 1}),
-                line("gone", "Knew C", validity="superseded"),
-                line("fact_00000002", "Knew Go"),
-                line("old", "Knew Go well"),
-                line("new", "Knows Rust again"),
-                line("tea", "Likes green tea"),
-            ],
-        )
-    assert changes.skipped == [
-        ("Likes green tea", "duplicate"),
-        ("Knew C", "not active"),
-        ("Knew Go", "imported before"),
-        ("Knew Go well", "imported before"),
-        ("Knows Rust again", "imported before"),
-    ]
-    assert [r.getMessage() for r in caplog.records] == ["skipped fact (duplicate): Likes green tea"]
-    [added] = changes.added
-    fact = added.fact
-    named = "extractor source_id confidence pinned scope meta created_at updated_at"
-    assert pick(fact, named) == ("import", "new", 0.7, True, "app1", {"k": 1}, NOW - DAY, NOW)
-    assert added.vector == EMBED.embed_one("Knows Rust")
-    assert w.facts.writes == [("add", "Knows Rust"), ("put",)]
-
-
-async def test_two_imports_of_one_line_at_once_store_it_once() -> None:
-    async with world() as w:
-        first, second = await w.batch(
-            lambda: w.keeper.import_facts("u1", [line("l1", "Knows Rust")]),
-            lambda: w.keeper.import_facts("u1", [line("l1", "Knows Rust")]),
-        )
-    assert [s.fact.content for s in first.added] == ["Knows Rust"]
-    assert (second.added, second.skipped) == ([], [("Knows Rust", "imported before")])
-    assert list(w.facts.of()) == ["Knows Rust"]
-
-
-async def test_an_import_fails_as_an_unavailable_archive_when_the_store_does() -> None:
-    async with world(Recorder(fail=OSError("disk gone"))) as w:
-        with pytest.raises(ArchiveUnavailable, match=r"^disk gone$"):
-            await w.keeper.import_facts("u1", [line("l1", "Knows Rust")])
-
-
-# -- the cast, edits, deletes --------------------------------------------------------------
-
-
-async def test_the_cast_holds_the_named_people_of_the_users_active_facts() -> None:
-    async with world() as w:
-        put(
-            w.facts,
-            make("fact_00000001", "Mike is the brother", subject="Mike", relation="brother"),
-            make("fact_00000002", "User is self", subject="User", relation="self"),
-            make("fact_00000003", "用户", subject="用户", relation="self"),
-            make("fact_00000004", "Sister", subject="sister", relation="sister"),
-            make("fact_00000005", "Anna", subject="Anna"),
-            make("fact_00000006", "Bob", subject="Bob", relation="friend", validity="superseded"),
-            make("fact_00000007", "Eve", subject="Eve", relation="friend", user_id="u2"),
-            make("fact_00000008", "Rel", relation="friend"),
-        )
-        people = await w.keeper.cast("u1")
-    assert people.by_name == {"mike": Speaker(name="Mike", relation="brother")}
-    assert (people.last, people.other) == (None, None)
-
-
-async def test_an_edit_changes_only_the_given_fields_and_embeds_new_content() -> None:
-    original = make("fact_00000001", "Knows Rust", category="preference", pinned=True)
-    async with world() as w:
-        put(w.facts, original)
-        edited = await w.keeper.edit(
-            "u1", "fact_00000001", FactEdit(content="Knows Go", category=" Fact", confidence=1.0)
-        )
-        again = await w.keeper.edit("u1", "fact_00000001", FactEdit(confidence=0.0))
-    expected = msgspec.structs.replace(
-        original, content="Knows Go", category="knowledge", confidence=1.0, updated_at=NOW
-    )
-    assert edited == expected
-    assert again == msgspec.structs.replace(expected, confidence=0.0)
-    assert w.facts.facts[("u1", "fact_00000001")] == Stored(again, EMBED.embed_one("Knows Go"))
-
-
-async def test_an_edit_of_an_unknown_fact_returns_none_and_writes_nothing() -> None:
-    async with world() as w:
-        put(w.facts, make("fact_00000001", "Knows Rust", user_id="u2"))
-        assert await w.keeper.edit("u1", "fact_00000001", FactEdit(pinned=True)) is None
-    assert w.facts.writes == []
-
-
-@pytest.mark.parametrize(
-    ("change", "message"),
-    [
-        (FactEdit(category="runes"), "unknown category 'runes'"),
-        (FactEdit(confidence=-0.01), "confidence must be within 0..1"),
-        (FactEdit(confidence=1.01), "confidence must be within 0..1"),
-        (FactEdit(content=" \n"), "content must not be blank"),
-    ],
-)
-async def test_an_invalid_edit_is_refused_before_anything_is_written(
-    change: FactEdit, message: str
-) -> None:
-    async with world() as w:
-        put(w.facts, make("fact_00000001", "Knows Rust"))
-        with pytest.raises(ValueError, match=rf"^{re.escape(message)}$"):
-            await w.keeper.edit("u1", "fact_00000001", change)
-    assert w.facts.writes == []
-
-
-async def test_pinning_by_edit_counts_only_the_users_active_pins_against_the_cap() -> None:
-    async with world(max_pinned=2) as w:
-        put(
-            w.facts,
-            make("fact_00000001", "Pinned", pinned=True),
-            make("fact_00000002", "Old pin", pinned=True, validity="superseded"),
-            make("fact_00000003", "Their pin", pinned=True, user_id="u2"),
-            make("fact_00000004", "Second"),
-            make("fact_00000005", "Third"),
-        )
-        second = await w.keeper.edit("u1", "fact_00000004", FactEdit(category="goal", pinned=True))
-        same = await w.keeper.edit("u1", "fact_00000001", FactEdit(pinned=True))
-        with pytest.raises(Rejected, match=r"^at most 2 pinned facts$"):
-            await w.keeper.edit("u1", "fact_00000005", FactEdit(pinned=True))
-        unpinned = await w.keeper.edit("u1", "fact_00000001", FactEdit(pinned=False))
-        third = await w.keeper.edit("u1", "fact_00000005", FactEdit(pinned=True))
-    assert second is not None
-    assert same is not None
-    assert unpinned is not None
-    assert third is not None
-    assert pick(second, "pinned updated_at category") == (True, NOW, "goal")
-    assert pick(same, "pinned updated_at") == (True, NOW)
-    assert (unpinned.pinned, w.facts.of()["Pinned"].pinned, third.pinned) == (False, False, True)
-
-
-async def test_a_delete_purges_the_fact_and_says_whether_there_was_one() -> None:
-    async with world() as w:
-        put(w.facts, make("fact_00000001", "Knows Rust"))
-        assert await w.keeper.delete("u1", "fact_00000001") is True
-        assert await w.keeper.delete("u1", "fact_00000001") is False
-    assert w.facts.writes == [("delete", "u1", "fact_00000001", True)] * 2
-    assert w.facts.facts == {}
-
-
-# -- access counts and sweeps --------------------------------------------------------------
-
-
-async def test_touches_are_flushed_as_access_counts_and_times() -> None:
-    async with world() as w:
-        put(w.facts, make("fact_00000001", "Rust"), make("fact_00000002", "Go"))
-        put(w.facts, make("fact_00000001", "Jazz", user_id="u2"))
-        w.keeper.touch_nowait("u1", ["fact_00000001", "fact_00000002", "fact_00000001"])
-        w.keeper.touch_nowait("u1", ["fact_00000001", "fact_00000009"])
-        w.keeper.touch_nowait("u2", ["fact_00000001"])
-        await w.writer.call(anyio.lowlevel.checkpoint)
-        before = dict(w.facts.facts)
-        await w.writer.call(anyio.lowlevel.checkpoint)
-    counts = {s.fact.content: (s.fact.access_count, s.fact.last_accessed) for s in before.values()}
-    assert counts == {"Rust": (3, NOW), "Go": (1, NOW), "Jazz": (1, NOW)}
-    assert all(s.vector == EMBED.embed_one(s.fact.content) for s in before.values())
-    assert w.facts.writes == [("put", "Rust", "Go", "Jazz")]
-
-
-async def test_no_touch_writes_nothing() -> None:
-    async with world() as w:
-        w.keeper.touch_nowait("u1", [])
-        await w.writer.call(anyio.lowlevel.checkpoint)
-    assert w.facts.writes == []
-
-
-async def test_a_sweep_expires_and_fades_decayed_facts_and_reports_them() -> None:
-    unseen: dict[str, Any] = {
-        "permanence": "stable",
-        "decay_rate": 0.002,
-        "last_seen": NOW - 61 * DAY,
-    }
-    async with world() as w:
-        put(
-            w.facts,
-            make("fact_00000001", "Decayed", last_confirmed_at=NOW - 400 * DAY),
-            make("fact_00000002", "Fading", last_confirmed_at=NOW - 200 * DAY),
-            make("fact_00000003", "Unseen project", category="project", **unseen),
-            make("fact_00000004", "Unseen knowledge", **unseen),
-            make("fact_00000005", "Theirs", user_id="u2", last_confirmed_at=NOW - 400 * DAY),
-        )
-        changes = await w.keeper.sweep("u1")
-    assert [(f.content, f.validity, f.status, f.updated_at) for f in changes.updated] == [
-        ("Decayed", "expired", None, NOW),
-        ("Fading", "active", "fading", NOW),
-        ("Unseen project", "expired", None, NOW),
-    ]
-    assert [w.facts.facts[("u1", f.id)] for f in changes.updated] == [
-        Stored(f, EMBED.embed_one(f.content)) for f in changes.updated
-    ]
-    assert w.facts.writes == [("put", "Decayed", "Fading", "Unseen project")]
