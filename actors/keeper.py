@@ -18,6 +18,7 @@ from actors.events import EventBus, EventKind
 from actors.ports import Clock, Embedder, Store
 from actors.writer import ArchiveWriter
 from memory.decay import pin, sweep_fact, touch_accessed
+from memory.events import EventMaker, fact_events, new_event_id, sweep_events
 from memory.facts import (
     Candidate,
     Changes,
@@ -328,6 +329,16 @@ class FactKeeper:
                     _log.info("skipped fact (%s): %s", reason, content)
                 existing[job.user_id] = writes.fold(current, job.changes)
             await writes.commit(self._store)
+            events = [
+                event
+                for job in jobs
+                if job.changes is not None and job.candidates
+                for event in fact_events(
+                    job.changes,
+                    EventMaker(job.user_id, job.candidates[0].extractor, now, new_event_id),
+                )
+            ]
+            await self._store.events.append_events(events)
         except (MnemoError, OSError, ValueError, RuntimeError) as exc:
             error = exc if isinstance(exc, MnemoError) else ArchiveUnavailable(str(exc))
             for job in jobs:
@@ -394,14 +405,24 @@ class FactKeeper:
         }
         fact = msgspec.structs.replace(fact, **fields, updated_at=now)
         await self._store.facts.put_facts([Stored(fact, vector or stored.vector)])
+        event = EventMaker(user_id, "rest", now, new_event_id)
+        changed = sorted([*fields, *(["pinned"] if fact.pinned != stored.fact.pinned else [])])
+        event("fact_edited", fact_id=fact.id, fields=changed)
+        await self._store.events.append_events(event.made)
         return fact
 
     async def delete(self, user_id: str, fact_id: str) -> bool:
         """Delete one fact for good (old versions purged); False when there is none."""
-        deleted = await self._writer.call(
-            lambda: self._store.facts.delete_facts(user_id, [fact_id], purge_now=True)
-        )
-        return deleted > 0
+
+        async def write() -> int:
+            deleted = await self._store.facts.delete_facts(user_id, [fact_id], purge_now=True)
+            if deleted:
+                event = EventMaker(user_id, "rest", self._clock.now(), new_event_id)
+                event("fact_deleted", fact_id=fact_id)
+                await self._store.events.append_events(event.made)
+            return deleted
+
+        return await self._writer.call(write) > 0
 
     # -- access tracking and decay ---------------------------------------------
 
@@ -441,6 +462,8 @@ class FactKeeper:
                 changes.updated.append(swept)
                 writes.append(Stored(swept, item.vector))
         await self._store.facts.put_facts(writes)
+        events = sweep_events(changes.updated, EventMaker(user_id, "sweep", now, new_event_id))
+        await self._store.events.append_events(events)
         return changes
 
 

@@ -16,6 +16,7 @@ from schemas.records import (
     AppNote,
     ArchivedMessage,
     Fact,
+    MemoryEvent,
     Progress,
     RuleApplication,
     UserProfile,
@@ -26,6 +27,7 @@ from schemas.settings import SearchMode
 __all__ = [
     "Clock",
     "Embedder",
+    "EventLog",
     "FactHit",
     "FactStore",
     "Llm",
@@ -237,6 +239,24 @@ class RuleStore(Protocol):
     async def optimize(self, cleanup_older_than: float) -> None: ...
 
 
+class EventLog(Protocol):
+    """The append-only audit log of memory changes, per user."""
+
+    async def append_events(self, items: Sequence[MemoryEvent]) -> None: ...
+
+    async def events_of(
+        self, user_id: str, *, limit: int, types: Sequence[str] = ()
+    ) -> list[MemoryEvent]:
+        """The user's last ``limit`` events (of ``types`` only, when given), newest first."""
+        ...
+
+    async def clear_events(self, user_id: str) -> int:
+        """Delete every event of the user for good."""
+        ...
+
+    async def optimize(self, cleanup_older_than: float) -> None: ...
+
+
 class Store(Protocol):
     """Durable storage. Every read and write names the user it is for."""
 
@@ -245,6 +265,9 @@ class Store(Protocol):
 
     @property
     def rules(self) -> RuleStore: ...
+
+    @property
+    def events(self) -> EventLog: ...
 
     async def open(self) -> None: ...
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from actors.ports import Clock, Embedder, Store
 from actors.writer import ArchiveWriter
 from memory import rules
+from memory.events import EventMaker, new_event_id, rule_events
 from memory.facts import fresh_id
 from memory.rules import StoredRule
 from schemas.records import Maturity, Outcome, Rule, RuleApplication
@@ -54,6 +55,7 @@ class RuleKeeper:
                 source_episode_id=source_episode_id,
             )
             await self._store.rules.put_rules([StoredRule(rule, vector)])
+            await self._log(None, rule, "rest", "rule_created")
             _log.info("stored rule %s for user %s", rule.id, user_id)
             return rule
 
@@ -80,6 +82,7 @@ class RuleKeeper:
         user_id: str,
         rule_id: str,
         change: Callable[[Rule], Rule],
+        cause: str | None,
         application: Callable[[Rule], RuleApplication] | None = None,
     ) -> Rule | None:
         """Apply ``change`` to the rule in the writer's task (and record the
@@ -93,9 +96,16 @@ class RuleKeeper:
             await self._store.rules.put_rules([await self._restored(found[0], changed)])
             if application is not None:
                 await self._store.rules.add_applications([application(changed)])
+            if cause is not None:
+                await self._log(found[0].rule, changed, "rest", cause)
             return changed
 
         return await self._writer.call(write)
+
+    async def _log(self, before: Rule | None, after: Rule, actor: str, cause: str | None) -> None:
+        """Append the audit log's events of this change (``memory.events.rule_events``)."""
+        event = EventMaker(after.user_id, actor, self._clock.now(), new_event_id)
+        await self._store.events.append_events(rule_events(before, after, event, cause))
 
     async def _restored(self, item: StoredRule, changed: Rule) -> StoredRule:
         """``changed`` with its vector: computed again when its text changed (inverted)."""
@@ -107,7 +117,7 @@ class RuleKeeper:
     async def get(self, user_id: str, rule_id: str) -> Rule | None:
         """The rule, counted as one more reference (``get_memory``)."""
         return await self._change(
-            user_id, rule_id, lambda r: rules.referenced(r, self._clock.now())
+            user_id, rule_id, lambda r: rules.referenced(r, self._clock.now()), None
         )
 
     async def mark_helpful(self, user_id: str, rule_id: str) -> Rule | None:
@@ -136,7 +146,7 @@ class RuleKeeper:
                 context=reason or "",
             )
 
-        marked = await self._change(user_id, rule_id, mark, applied)
+        marked = await self._change(user_id, rule_id, mark, f"rule_marked_{outcome}", applied)
         if marked is not None:
             _log.info(
                 "rule %s of user %s marked %s: %s, effectiveness %.2f",
@@ -149,15 +159,27 @@ class RuleKeeper:
         return marked
 
     async def confirm(self, user_id: str, rule_id: str) -> Rule | None:
-        return await self._change(user_id, rule_id, lambda r: rules.confirm(r, self._clock.now()))
+        return await self._change(
+            user_id, rule_id, lambda r: rules.confirm(r, self._clock.now()), "rule_confirmed"
+        )
 
     async def forget(self, user_id: str, rule_id: str) -> Rule | None:
-        return await self._change(user_id, rule_id, lambda r: rules.forget(r, self._clock.now()))
+        return await self._change(
+            user_id, rule_id, lambda r: rules.forget(r, self._clock.now()), "rule_forgotten"
+        )
 
     async def delete(self, user_id: str, rule_id: str) -> bool:
         """Delete the rule and its applications for good."""
-        count = await self._writer.call(lambda: self._store.rules.delete_rules(user_id, [rule_id]))
-        return count > 0
+
+        async def write() -> int:
+            count = await self._store.rules.delete_rules(user_id, [rule_id])
+            if count:
+                event = EventMaker(user_id, "rest", self._clock.now(), new_event_id)
+                event("rule_deleted", rule_id=rule_id)
+                await self._store.events.append_events(event.made)
+            return count
+
+        return await self._writer.call(write) > 0
 
     async def applications(
         self, user_id: str, rule_id: str, *, limit: int
@@ -182,6 +204,7 @@ class RuleKeeper:
                 if swept.maturity != item.rule.maturity:
                     _log.info("rule %s of user %s inverted to an anti-pattern", swept.id, user_id)
                 changed.append(await self._restored(item, swept))
+                await self._log(item.rule, swept, "sweep", None)
             await self._store.rules.put_rules(changed)
             return len(changed)
 

@@ -12,6 +12,7 @@ __all__ = [
     "ArchivedMessage",
     "Fact",
     "Maturity",
+    "MemoryEvent",
     "Outcome",
     "Progress",
     "Role",
@@ -169,6 +170,20 @@ class RuleApplication(msgspec.Struct, frozen=True, kw_only=True):
     at: datetime
     #: Why it was harmful, or what the agent was doing: free text, possibly empty.
     context: str = ""
+
+
+class MemoryEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """One entry of the append-only audit log of memory changes (seed 002's
+    ``memory_events``). Payloads name ids and states, never a memory's text: deleting a
+    memory must not leave its words behind in the log."""
+
+    id: str
+    user_id: str
+    event_type: str
+    created_at: datetime
+    #: Who caused it: ``extraction``, ``rest``, ``sweep``, ``import``...
+    actor: str | None = None
+    payload: dict[str, Any] = {}
 
 
 class AppNote(msgspec.Struct, frozen=True, kw_only=True):

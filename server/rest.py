@@ -180,8 +180,8 @@ async def delete_long_term(request: Request, user_id: str) -> Response:
 
 
 async def clear_long_term(request: Request, user_id: str) -> Response:
-    """Everything long-term of this user: facts, messages, app notes, rules, profile.
-    Working memory of live sessions stays (seed 001)."""
+    """Everything long-term of this user: facts, messages, app notes, rules, profile, and
+    the log of their changes. Working memory of live sessions stays (seed 001)."""
     deps = _deps(request)
     store = deps.store
     writer: ArchiveWriter = deps.writer
@@ -190,6 +190,7 @@ async def clear_long_term(request: Request, user_id: str) -> Response:
         count = await store.facts.clear_facts(user_id)
         count += await store.facts.clear_notes(user_id)
         count += await store.rules.clear_rules(user_id)
+        await store.events.clear_events(user_id)
         await store.facts.delete_profile(user_id)
         return count
 
@@ -197,6 +198,23 @@ async def clear_long_term(request: Request, user_id: str) -> Response:
     count += await deps.fact_writer.call(clear_learned)
     await writer.purge_working()  # what ended sessions held stays in no old version
     return json({"deleted": count})
+
+
+_EVENT_TYPE = re.compile(r"^[a-z_]{1,64}\Z")
+
+
+async def list_events(request: Request, user_id: str) -> Response:
+    """The audit log of this user's memory changes, newest first: ``limit`` 1-500, ``type``
+    a comma-separated list of event types to keep."""
+    limit = int_param(request, "limit", 50, 1, 500)
+    types = [t for t in request.query_params.get("type", "").split(",") if t]
+    if not all(_EVENT_TYPE.match(t) for t in types):
+        raise BadRequest("type must be event types (a-z and _), comma-separated")
+    found = await _deps(request).store.events.events_of(user_id, limit=limit, types=types)
+    items = [msgspec.to_builtins(e) for e in found]
+    for item in items:
+        del item["user_id"]
+    return json({"events": items})
 
 
 async def get_working(request: Request, user_id: str) -> Response:
@@ -222,6 +240,7 @@ routes = [
     Route("/memory/long-term/{memory_id}", authenticated(patch_fact), methods=["PATCH"]),
     Route("/memory/long-term/{memory_id}", authenticated(delete_long_term), methods=["DELETE"]),
     Route("/memory/working/{session_id}", authenticated(get_working), methods=["GET"]),
+    Route("/memory/events", authenticated(list_events), methods=["GET"]),
     *rest_apps.routes,
     *rest_rules.routes,
     *rest_search.routes,

@@ -20,6 +20,7 @@ from schemas.records import (
     AppNote,
     ArchivedMessage,
     Fact,
+    MemoryEvent,
     Progress,
     RuleApplication,
     UserProfile,
@@ -27,7 +28,14 @@ from schemas.records import (
 )
 from schemas.settings import SearchMode
 
-__all__ = ["MemoryFacts", "MemoryRules", "MemoryStore", "ScriptedLlm", "SteppingClock"]
+__all__ = [
+    "MemoryEvents",
+    "MemoryFacts",
+    "MemoryRules",
+    "MemoryStore",
+    "ScriptedLlm",
+    "SteppingClock",
+]
 
 
 @dataclass
@@ -308,12 +316,39 @@ class MemoryRules:
 
 
 @dataclass
+class MemoryEvents:
+    """The EventLog port in a list."""
+
+    events: list[MemoryEvent] = field(default_factory=list)
+
+    async def append_events(self, items: Sequence[MemoryEvent]) -> None:
+        self.events.extend(items)
+
+    async def events_of(
+        self, user_id: str, *, limit: int, types: Sequence[str] = ()
+    ) -> list[MemoryEvent]:
+        found = [
+            e for e in self.events if e.user_id == user_id and (not types or e.event_type in types)
+        ]
+        return found[::-1][:limit]
+
+    async def clear_events(self, user_id: str) -> int:
+        kept = [e for e in self.events if e.user_id != user_id]
+        count, self.events = len(self.events) - len(kept), kept
+        return count
+
+    async def optimize(self, cleanup_older_than: float) -> None:
+        pass
+
+
+@dataclass
 class MemoryStore:
     """The Store port in a dict. ``fail_appends`` makes that many appends fail first."""
 
     messages: list[ArchivedMessage] = field(default_factory=list)
     facts: MemoryFacts = field(default_factory=MemoryFacts)
     rules: MemoryRules = field(default_factory=MemoryRules)
+    events: MemoryEvents = field(default_factory=MemoryEvents)
     working: dict[tuple[str, str], WorkingMemory] = field(default_factory=dict)
     fail_appends: int = 0
     appends: list[int] = field(default_factory=list)

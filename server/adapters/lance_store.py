@@ -37,6 +37,7 @@ from server.adapters.lance_cache import (
     Budget,
 )
 from server.adapters.lance_common import PurgeGate, quote, quote_all, user_filter
+from server.adapters.lance_events import LanceEvents
 from server.adapters.lance_facts import LanceFacts
 from server.adapters.lance_messages import (
     COLUMNS,
@@ -112,6 +113,7 @@ class LanceStore:
         self._working: Any = None
         self._facts: LanceFacts | None = None
         self._rules: LanceRules | None = None
+        self._events: LanceEvents | None = None
         #: Shared by both adapters: reads against purges of old versions.
         self._gate = PurgeGate()
         #: The working-memory table's own: purging it never holds up other reads.
@@ -124,6 +126,13 @@ class LanceStore:
         if self._facts is None:
             raise RuntimeError("the store is not open")
         return self._facts
+
+    @property
+    def events(self) -> LanceEvents:
+        """The audit log of memory changes (available once opened)."""
+        if self._events is None:
+            raise RuntimeError("the store is not open")
+        return self._events
 
     @property
     def rules(self) -> LanceRules:
@@ -194,6 +203,8 @@ class LanceStore:
         await self._facts.open()
         self._rules = LanceRules(self._db, dim=self._dim, gate=self._gate)
         await self._rules.open()
+        self._events = LanceEvents(self._db, gate=self._gate)
+        await self._events.open()
         journal = None if self._journal_dir is None else Journal(self._journal_dir, self._dim)
         self._archive = JournaledMessages(
             self._messages, self._schema, self._gate, journal, self._analyzer.analyze
@@ -231,6 +242,8 @@ class LanceStore:
             self._facts.close()
         if self._rules is not None:
             self._rules.close()
+        if self._events is not None:
+            self._events.close()
         for table in (self._messages, self._working):
             if table is not None:
                 table.close()
