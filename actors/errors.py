@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "ArchiveUnavailable",
+    "Conflict",
     "LlmError",
     "LlmFailure",
     "LlmInvalidOutput",
@@ -27,6 +28,12 @@ class Rejected(MnemoError):
     """A request breaks a rule of the domain (e.g. too many pinned facts): a 400, not a fault."""
 
     code = "bad_request"
+
+
+class Conflict(MnemoError):
+    """A request would break a uniqueness rule (a name already taken): a 409."""
+
+    code = "conflict"
 
 
 class SessionClosed(MnemoError):

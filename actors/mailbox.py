@@ -10,6 +10,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from actors.channels import send
 from actors.context import ContextBuilder
+from actors.entities import EntityKeeper
 from actors.events import EventBus
 from actors.learning import LearningDeps
 from actors.ports import Clock, Embedder, Llm, Store
@@ -60,6 +61,8 @@ class SessionDeps:
     learning: LearningDeps
     #: Seed 002's rules (procedural memory), written through ``fact_writer``.
     rules: RuleKeeper
+    #: Seed 002's entities, written through ``fact_writer``.
+    entities: EntityKeeper
 
 
 async def send_reply(reply: MemoryObjectSendStream[ServerMessage], message: ServerMessage) -> None:

@@ -15,6 +15,7 @@ from schemas.llm import ChatChunk, PromptMessage
 from schemas.records import (
     AppNote,
     ArchivedMessage,
+    Entity,
     Fact,
     MemoryEvent,
     Progress,
@@ -27,6 +28,7 @@ from schemas.settings import SearchMode
 __all__ = [
     "Clock",
     "Embedder",
+    "EntityStore",
     "EventLog",
     "FactHit",
     "FactStore",
@@ -239,6 +241,22 @@ class RuleStore(Protocol):
     async def optimize(self, cleanup_older_than: float) -> None: ...
 
 
+class EntityStore(Protocol):
+    """Seed 002's entities, per user."""
+
+    async def entities_of(self, user_id: str) -> list[Entity]:
+        """Every entity of the user, merged ones (tombstones) included."""
+        ...
+
+    async def put_entities(self, items: Sequence[Entity]) -> None:
+        """Insert or replace entities, matched on user and id."""
+        ...
+
+    async def clear_entities(self, user_id: str) -> int: ...
+
+    async def optimize(self, cleanup_older_than: float) -> None: ...
+
+
 class EventLog(Protocol):
     """The append-only audit log of memory changes, per user."""
 
@@ -268,6 +286,9 @@ class Store(Protocol):
 
     @property
     def events(self) -> EventLog: ...
+
+    @property
+    def entities(self) -> EntityStore: ...
 
     async def open(self) -> None: ...
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from actors.context import ContextBuilder
+from actors.entities import EntityKeeper
 from actors.events import EventBus
 from actors.extraction import Extractor
 from actors.keeper import FactKeeper
@@ -49,4 +50,5 @@ def build_deps(
             events=events,
         ),
         rules=RuleKeeper(store, embedder, fact_writer, clock),
+        entities=EntityKeeper(store, fact_writer, clock),
     )

@@ -10,6 +10,8 @@ import msgspec
 __all__ = [
     "AppNote",
     "ArchivedMessage",
+    "Entity",
+    "EntityType",
     "Fact",
     "Maturity",
     "MemoryEvent",
@@ -106,6 +108,8 @@ class Fact(msgspec.Struct, frozen=True, kw_only=True):
     status: str | None = None
     supersedes_id: str | None = None
     superseded_by: str | None = None
+    #: The entity the fact is about (seed 002), when one is known.
+    entity_id: str | None = None
     #: A kept fact (pinned, or stated more surely) that this one contradicts; the user decides.
     conflicts_with: str | None = None
     pinned: bool = False
@@ -170,6 +174,24 @@ class RuleApplication(msgspec.Struct, frozen=True, kw_only=True):
     at: datetime
     #: Why it was harmful, or what the agent was doing: free text, possibly empty.
     context: str = ""
+
+
+EntityType = Literal["person", "organization", "place", "other"]
+
+
+class Entity(msgspec.Struct, frozen=True, kw_only=True):
+    """Seed 002's identity anchor: one person, organization or place a user's memories
+    name in several ways ("Ana", "my sister", "Ana Souza"). ``id`` is ``ent_`` + 8 hex
+    digits; ``meta["merged_into"]`` marks an entity merged into another (a tombstone)."""
+
+    id: str
+    user_id: str
+    canonical_name: str
+    entity_type: EntityType
+    created_at: datetime
+    updated_at: datetime
+    aliases: list[str] = []
+    meta: dict[str, Any] = {}
 
 
 class MemoryEvent(msgspec.Struct, frozen=True, kw_only=True):

@@ -53,10 +53,12 @@ class AppState(TypedDict):
 
 
 async def _optimize_learned(store: Store, cleanup_older_than: float) -> None:
-    """The learned-memory writer's upkeep: facts, notes, profiles, progress, rules, events."""
+    """The learned-memory writer's upkeep: facts, notes, profiles, progress, rules, events,
+    entities."""
     await store.facts.optimize(cleanup_older_than)
     await store.rules.optimize(cleanup_older_than)
     await store.events.optimize(cleanup_older_than)
+    await store.entities.optimize(cleanup_older_than)
 
 
 async def _supervise_writer(

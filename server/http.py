@@ -10,7 +10,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from actors.errors import ArchiveUnavailable, MnemoError, Rejected
+from actors.errors import ArchiveUnavailable, Conflict, MnemoError, Rejected
 from memory.json_bounds import check_depth, check_integers
 from schemas.settings import Settings
 from server.auth import bearer, user_for_token
@@ -66,6 +66,8 @@ def authenticated(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
             return await handler(request, user_id)
         except (BadRequest, Rejected) as exc:
             return error(400, "bad_request", str(exc))
+        except Conflict as exc:
+            return error(409, exc.code, str(exc))
         except ArchiveUnavailable as exc:
             return error(503, exc.code, str(exc))
         except MnemoError as exc:

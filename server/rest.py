@@ -22,7 +22,14 @@ from actors.registry import SessionRegistry
 from actors.writer import ArchiveWriter
 from schemas.records import ArchivedMessage
 from schemas.transfer import MAX_TEXT
-from server import rest_apps, rest_export, rest_import, rest_rules, rest_search
+from server import (
+    rest_apps,
+    rest_entities,
+    rest_export,
+    rest_import,
+    rest_rules,
+    rest_search,
+)
 from server.http import BadRequest, authenticated, decode_body, error, int_param, json
 from server.ws import SESSION_ID
 
@@ -180,7 +187,8 @@ async def delete_long_term(request: Request, user_id: str) -> Response:
 
 
 async def clear_long_term(request: Request, user_id: str) -> Response:
-    """Everything long-term of this user: facts, messages, app notes, rules, profile, and
+    """Everything long-term of this user: facts, messages, app notes, rules, entities,
+    profile, and
     the log of their changes. Working memory of live sessions stays (seed 001)."""
     deps = _deps(request)
     store = deps.store
@@ -190,6 +198,7 @@ async def clear_long_term(request: Request, user_id: str) -> Response:
         count = await store.facts.clear_facts(user_id)
         count += await store.facts.clear_notes(user_id)
         count += await store.rules.clear_rules(user_id)
+        count += await store.entities.clear_entities(user_id)
         await store.events.clear_events(user_id)
         await store.facts.delete_profile(user_id)
         return count
@@ -243,6 +252,7 @@ routes = [
     Route("/memory/events", authenticated(list_events), methods=["GET"]),
     *rest_apps.routes,
     *rest_rules.routes,
+    *rest_entities.routes,
     *rest_search.routes,
     *rest_export.routes,
     *rest_import.routes,

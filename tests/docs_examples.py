@@ -49,8 +49,10 @@ _MARKER = re.compile(r"^<!-- (example|not-executed): (.+?) -->$")
 _ELLIPSIS = re.compile(r"(?<=[:\[,])(\s*)\.\.\.(?=\s*[,\]}])")
 #: ``, ...}`` closing an object: more keys than shown.
 _MORE_KEYS = re.compile(r",\s*\.\.\.\s*}")
-#: Ids the server makes: messages, facts, notes, rules.
-ID_PATTERN = r"\b(?:msg_[0-9a-f]{16}|fact_[0-9a-f]{8}|note_[0-9a-f]{8}|rule_[0-9a-f]{8})\b"
+#: Ids the server makes: messages, facts, notes, rules, entities.
+ID_PATTERN = (
+    r"\b(?:msg_[0-9a-f]{16}|fact_[0-9a-f]{8}|note_[0-9a-f]{8}|rule_[0-9a-f]{8}|ent_[0-9a-f]{8})\b"
+)
 _VARYING = (
     (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?"), "<time>"),
     (re.compile(r"\d{4}-\d{2}-\d{2}"), "<date>"),

@@ -19,6 +19,7 @@ from schemas.llm import ChatChunk, PromptMessage
 from schemas.records import (
     AppNote,
     ArchivedMessage,
+    Entity,
     Fact,
     MemoryEvent,
     Progress,
@@ -29,6 +30,7 @@ from schemas.records import (
 from schemas.settings import SearchMode
 
 __all__ = [
+    "MemoryEntities",
     "MemoryEvents",
     "MemoryFacts",
     "MemoryRules",
@@ -316,6 +318,29 @@ class MemoryRules:
 
 
 @dataclass
+class MemoryEntities:
+    """The EntityStore port in a dict keyed by (user id, entity id)."""
+
+    entities: dict[tuple[str, str], Entity] = field(default_factory=dict)
+
+    async def entities_of(self, user_id: str) -> list[Entity]:
+        return [e for (user, _), e in self.entities.items() if user == user_id]
+
+    async def put_entities(self, items: Sequence[Entity]) -> None:
+        for item in items:
+            self.entities[(item.user_id, item.id)] = item
+
+    async def clear_entities(self, user_id: str) -> int:
+        gone = [key for key in self.entities if key[0] == user_id]
+        for key in gone:
+            del self.entities[key]
+        return len(gone)
+
+    async def optimize(self, cleanup_older_than: float) -> None:
+        pass
+
+
+@dataclass
 class MemoryEvents:
     """The EventLog port in a list."""
 
@@ -349,6 +374,7 @@ class MemoryStore:
     facts: MemoryFacts = field(default_factory=MemoryFacts)
     rules: MemoryRules = field(default_factory=MemoryRules)
     events: MemoryEvents = field(default_factory=MemoryEvents)
+    entities: MemoryEntities = field(default_factory=MemoryEntities)
     working: dict[tuple[str, str], WorkingMemory] = field(default_factory=dict)
     fail_appends: int = 0
     appends: list[int] = field(default_factory=list)

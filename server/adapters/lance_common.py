@@ -9,10 +9,11 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 import anyio
+from lancedb.index import BTree
 
 from actors.errors import ArchiveUnavailable
 
-__all__ = ["SAFE_ID", "PurgeGate", "quote", "quote_all", "user_filter"]
+__all__ = ["SAFE_ID", "PurgeGate", "open_user_table", "quote", "quote_all", "user_filter"]
 
 T = TypeVar("T")
 
@@ -40,6 +41,16 @@ def user_filter(user_id: str) -> str:
     if not SAFE_ID.match(user_id):
         raise ValueError(f"invalid user id {user_id!r}")
     return f"user_id = {quote(user_id)}"
+
+
+async def open_user_table(db: Any, name: str, schema: Any) -> Any:
+    """The table ``name``, created with ``schema`` and a BTree index on ``user_id`` when
+    the database has none by that name."""
+    if name in set((await db.list_tables()).tables):
+        return await db.open_table(name)
+    table = await db.create_table(name, schema=schema)
+    await table.create_index("user_id", config=BTree())
+    return table
 
 
 class PurgeGate:

@@ -7,10 +7,9 @@ from typing import Any
 
 import msgspec
 import pyarrow as pa
-from lancedb.index import BTree
 
 from schemas.records import MemoryEvent
-from server.adapters.lance_common import SAFE_ID, PurgeGate, quote_all, user_filter
+from server.adapters.lance_common import SAFE_ID, PurgeGate, open_user_table, quote_all, user_filter
 
 __all__ = ["LanceEvents"]
 
@@ -35,11 +34,7 @@ class LanceEvents:
         self._table: Any = None
 
     async def open(self) -> None:
-        if "memory_events" in set((await self._db.list_tables()).tables):
-            self._table = await self._db.open_table("memory_events")
-        else:
-            self._table = await self._db.create_table("memory_events", schema=_SCHEMA)
-            await self._table.create_index("user_id", config=BTree())
+        self._table = await open_user_table(self._db, "memory_events", _SCHEMA)
 
     def close(self) -> None:
         if self._table is not None:

@@ -13,11 +13,17 @@ from typing import Any
 import msgspec
 import numpy as np
 import pyarrow as pa
-from lancedb.index import BTree
 
 from memory.rules import StoredRule
 from schemas.records import Rule, RuleApplication
-from server.adapters.lance_common import SAFE_ID, PurgeGate, quote, quote_all, user_filter
+from server.adapters.lance_common import (
+    SAFE_ID,
+    PurgeGate,
+    open_user_table,
+    quote,
+    quote_all,
+    user_filter,
+)
 
 __all__ = ["LanceRules"]
 
@@ -68,14 +74,6 @@ def _scope_filter(scope: str) -> str:
     return f"scope IN {quote_all(['global', scope])}"
 
 
-async def _table(db: Any, names: set[str], name: str, schema: pa.Schema) -> Any:
-    if name in names:
-        return await db.open_table(name)
-    table = await db.create_table(name, schema=schema)
-    await table.create_index("user_id", config=BTree())
-    return table
-
-
 class LanceRules:
     """Implements the ``RuleStore`` port on the connection of an opened ``LanceStore``."""
 
@@ -85,9 +83,8 @@ class LanceRules:
         self._applications: Any = None
 
     async def open(self) -> None:
-        names = set((await self._db.list_tables()).tables)
-        self._rules = await _table(self._db, names, "rules", _rules_schema(self._dim))
-        self._applications = await _table(self._db, names, "rule_applications", _APPLICATIONS)
+        self._rules = await open_user_table(self._db, "rules", _rules_schema(self._dim))
+        self._applications = await open_user_table(self._db, "rule_applications", _APPLICATIONS)
 
     def close(self) -> None:
         for table in (self._rules, self._applications):

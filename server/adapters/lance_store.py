@@ -37,6 +37,7 @@ from server.adapters.lance_cache import (
     Budget,
 )
 from server.adapters.lance_common import PurgeGate, quote, quote_all, user_filter
+from server.adapters.lance_entities import LanceEntities
 from server.adapters.lance_events import LanceEvents
 from server.adapters.lance_facts import LanceFacts
 from server.adapters.lance_messages import (
@@ -114,6 +115,7 @@ class LanceStore:
         self._facts: LanceFacts | None = None
         self._rules: LanceRules | None = None
         self._events: LanceEvents | None = None
+        self._entities: LanceEntities | None = None
         #: Shared by both adapters: reads against purges of old versions.
         self._gate = PurgeGate()
         #: The working-memory table's own: purging it never holds up other reads.
@@ -126,6 +128,13 @@ class LanceStore:
         if self._facts is None:
             raise RuntimeError("the store is not open")
         return self._facts
+
+    @property
+    def entities(self) -> LanceEntities:
+        """Entities (available once opened)."""
+        if self._entities is None:
+            raise RuntimeError("the store is not open")
+        return self._entities
 
     @property
     def events(self) -> LanceEvents:
@@ -205,6 +214,8 @@ class LanceStore:
         await self._rules.open()
         self._events = LanceEvents(self._db, gate=self._gate)
         await self._events.open()
+        self._entities = LanceEntities(self._db, gate=self._gate)
+        await self._entities.open()
         journal = None if self._journal_dir is None else Journal(self._journal_dir, self._dim)
         self._archive = JournaledMessages(
             self._messages, self._schema, self._gate, journal, self._analyzer.analyze
@@ -244,6 +255,8 @@ class LanceStore:
             self._rules.close()
         if self._events is not None:
             self._events.close()
+        if self._entities is not None:
+            self._entities.close()
         for table in (self._messages, self._working):
             if table is not None:
                 table.close()
