@@ -29,6 +29,7 @@ from memory.facts import (
     normalize_category,
 )
 from memory.keywords import expresses_preference
+from memory.links import change_links
 from memory.rules_extractor import extract_facts, structure_of
 from memory.statements import People, Speaker
 from memory.transfer import candidate_from_line
@@ -339,6 +340,13 @@ class FactKeeper:
                 )
             ]
             await self._store.events.append_events(events)
+            links = [
+                link
+                for job in jobs
+                if job.changes is not None
+                for link in change_links(job.user_id, job.changes, now)
+            ]
+            await self._store.links.add_links(links)
         except (MnemoError, OSError, ValueError, RuntimeError) as exc:
             error = exc if isinstance(exc, MnemoError) else ArchiveUnavailable(str(exc))
             for job in jobs:
@@ -417,6 +425,7 @@ class FactKeeper:
         async def write() -> int:
             deleted = await self._store.facts.delete_facts(user_id, [fact_id], purge_now=True)
             if deleted:
+                await self._store.links.delete_links_of(user_id, "fact", [fact_id])
                 event = EventMaker(user_id, "rest", self._clock.now(), new_event_id)
                 event("fact_deleted", fact_id=fact_id)
                 await self._store.events.append_events(event.made)

@@ -13,6 +13,7 @@ from actors.context import ContextBuilder
 from actors.entities import EntityKeeper
 from actors.events import EventBus
 from actors.learning import LearningDeps
+from actors.links import LinkKeeper
 from actors.ports import Clock, Embedder, Llm, Store
 from actors.rules import RuleKeeper
 from actors.writer import ArchiveWriter
@@ -63,6 +64,8 @@ class SessionDeps:
     rules: RuleKeeper
     #: Seed 002's entities, written through ``fact_writer``.
     entities: EntityKeeper
+    #: Seed 002's provenance links, written through ``fact_writer``.
+    links: LinkKeeper
 
 
 async def send_reply(reply: MemoryObjectSendStream[ServerMessage], message: ServerMessage) -> None:

@@ -18,6 +18,7 @@ from schemas.records import (
     Entity,
     Fact,
     MemoryEvent,
+    MemoryLink,
     Progress,
     RuleApplication,
     UserProfile,
@@ -32,6 +33,7 @@ __all__ = [
     "EventLog",
     "FactHit",
     "FactStore",
+    "LinkStore",
     "Llm",
     "Page",
     "RuleStore",
@@ -257,6 +259,30 @@ class EntityStore(Protocol):
     async def optimize(self, cleanup_older_than: float) -> None: ...
 
 
+class LinkStore(Protocol):
+    """Seed 002's provenance links between memories, per user."""
+
+    async def add_links(self, items: Sequence[MemoryLink]) -> int:
+        """Store the links that do not exist yet (one per source and target); returns how
+        many were new. Adding an existing link again changes nothing."""
+        ...
+
+    async def links_of(
+        self, user_id: str, item_type: str, item_id: str, *, direction: str = "both"
+    ) -> list[MemoryLink]:
+        """Links where the item is the source (``outgoing``), the target (``incoming``),
+        or either (``both``); oldest first."""
+        ...
+
+    async def delete_links_of(self, user_id: str, item_type: str, ids: Sequence[str]) -> int:
+        """Delete every link from or to these items (they were deleted)."""
+        ...
+
+    async def clear_links(self, user_id: str) -> int: ...
+
+    async def optimize(self, cleanup_older_than: float) -> None: ...
+
+
 class EventLog(Protocol):
     """The append-only audit log of memory changes, per user."""
 
@@ -289,6 +315,9 @@ class Store(Protocol):
 
     @property
     def entities(self) -> EntityStore: ...
+
+    @property
+    def links(self) -> LinkStore: ...
 
     async def open(self) -> None: ...
 

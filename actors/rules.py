@@ -174,6 +174,7 @@ class RuleKeeper:
         async def write() -> int:
             count = await self._store.rules.delete_rules(user_id, [rule_id])
             if count:
+                await self._store.links.delete_links_of(user_id, "rule", [rule_id])
                 event = EventMaker(user_id, "rest", self._clock.now(), new_event_id)
                 event("rule_deleted", rule_id=rule_id)
                 await self._store.events.append_events(event.made)

@@ -8,6 +8,7 @@ from actors.events import EventBus
 from actors.extraction import Extractor
 from actors.keeper import FactKeeper
 from actors.learning import LearningDeps, ProgressBook
+from actors.links import LinkKeeper
 from actors.mailbox import SessionDeps
 from actors.notes import NoteKeeper
 from actors.ports import Clock, Embedder, Llm, Store
@@ -51,4 +52,5 @@ def build_deps(
         ),
         rules=RuleKeeper(store, embedder, fact_writer, clock),
         entities=EntityKeeper(store, fact_writer, clock),
+        links=LinkKeeper(store, fact_writer, clock),
     )

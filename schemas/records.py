@@ -15,6 +15,7 @@ __all__ = [
     "Fact",
     "Maturity",
     "MemoryEvent",
+    "MemoryLink",
     "Outcome",
     "Progress",
     "Role",
@@ -192,6 +193,24 @@ class Entity(msgspec.Struct, frozen=True, kw_only=True):
     updated_at: datetime
     aliases: list[str] = []
     meta: dict[str, Any] = {}
+
+
+ItemType = Literal["episode", "fact", "rule"]
+Relation = Literal["derived_from", "supports", "contradicts", "supersedes", "related_to"]
+
+
+class MemoryLink(msgspec.Struct, frozen=True, kw_only=True):
+    """A directed edge between two memories of a user (seed 002's ``memory_links``): the
+    source ``relation``s the target ("fact_b supersedes fact_a"). Episodes are archived
+    messages (``msg_`` ids). One link per (source, target), whatever its relation."""
+
+    user_id: str
+    source_type: ItemType
+    source_id: str
+    target_type: ItemType
+    target_id: str
+    relation: Relation
+    created_at: datetime
 
 
 class MemoryEvent(msgspec.Struct, frozen=True, kw_only=True):

@@ -27,6 +27,7 @@ from server import (
     rest_entities,
     rest_export,
     rest_import,
+    rest_links,
     rest_rules,
     rest_search,
 )
@@ -181,6 +182,11 @@ async def delete_long_term(request: Request, user_id: str) -> Response:
         # Not in the archive writer's task: its purge must not hold up anyone's acks. The
         # store serializes it with the journal's moves into the table.
         deleted = await deps.store.delete_message(user_id, memory_id)
+        if deleted:
+            links = deps.store.links
+            await deps.fact_writer.call(
+                lambda: links.delete_links_of(user_id, "episode", [memory_id])
+            )
     if not deleted:
         return error(404, "not_found", "no such memory")
     return json({"deleted": memory_id})
@@ -199,6 +205,7 @@ async def clear_long_term(request: Request, user_id: str) -> Response:
         count += await store.facts.clear_notes(user_id)
         count += await store.rules.clear_rules(user_id)
         count += await store.entities.clear_entities(user_id)
+        await store.links.clear_links(user_id)
         await store.events.clear_events(user_id)
         await store.facts.delete_profile(user_id)
         return count
@@ -253,6 +260,7 @@ routes = [
     *rest_apps.routes,
     *rest_rules.routes,
     *rest_entities.routes,
+    *rest_links.routes,
     *rest_search.routes,
     *rest_export.routes,
     *rest_import.routes,

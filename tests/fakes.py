@@ -22,6 +22,7 @@ from schemas.records import (
     Entity,
     Fact,
     MemoryEvent,
+    MemoryLink,
     Progress,
     RuleApplication,
     UserProfile,
@@ -33,6 +34,7 @@ __all__ = [
     "MemoryEntities",
     "MemoryEvents",
     "MemoryFacts",
+    "MemoryLinks",
     "MemoryRules",
     "MemoryStore",
     "ScriptedLlm",
@@ -341,6 +343,60 @@ class MemoryEntities:
 
 
 @dataclass
+class MemoryLinks:
+    """The LinkStore port in a list."""
+
+    links: list[MemoryLink] = field(default_factory=list)
+
+    async def add_links(self, items: Sequence[MemoryLink]) -> int:
+        new = 0
+        for item in items:
+            key = (item.user_id, item.source_type, item.source_id, item.target_type)
+            if not any(
+                (link.user_id, link.source_type, link.source_id, link.target_type) == key
+                and link.target_id == item.target_id
+                for link in self.links
+            ):
+                self.links.append(item)
+                new += 1
+        return new
+
+    async def links_of(
+        self, user_id: str, item_type: str, item_id: str, *, direction: str = "both"
+    ) -> list[MemoryLink]:
+        out = direction in ("outgoing", "both")
+        into = direction in ("incoming", "both")
+        return [
+            link
+            for link in self.links
+            if link.user_id == user_id
+            and (
+                (out and (link.source_type, link.source_id) == (item_type, item_id))
+                or (into and (link.target_type, link.target_id) == (item_type, item_id))
+            )
+        ]
+
+    async def delete_links_of(self, user_id: str, item_type: str, ids: Sequence[str]) -> int:
+        def touches(link: MemoryLink) -> bool:
+            return link.user_id == user_id and (
+                (link.source_type == item_type and link.source_id in ids)
+                or (link.target_type == item_type and link.target_id in ids)
+            )
+
+        kept = [link for link in self.links if not touches(link)]
+        count, self.links = len(self.links) - len(kept), kept
+        return count
+
+    async def clear_links(self, user_id: str) -> int:
+        kept = [link for link in self.links if link.user_id != user_id]
+        count, self.links = len(self.links) - len(kept), kept
+        return count
+
+    async def optimize(self, cleanup_older_than: float) -> None:
+        pass
+
+
+@dataclass
 class MemoryEvents:
     """The EventLog port in a list."""
 
@@ -375,6 +431,7 @@ class MemoryStore:
     rules: MemoryRules = field(default_factory=MemoryRules)
     events: MemoryEvents = field(default_factory=MemoryEvents)
     entities: MemoryEntities = field(default_factory=MemoryEntities)
+    links: MemoryLinks = field(default_factory=MemoryLinks)
     working: dict[tuple[str, str], WorkingMemory] = field(default_factory=dict)
     fail_appends: int = 0
     appends: list[int] = field(default_factory=list)

@@ -40,6 +40,7 @@ from server.adapters.lance_common import PurgeGate, quote, quote_all, user_filte
 from server.adapters.lance_entities import LanceEntities
 from server.adapters.lance_events import LanceEvents
 from server.adapters.lance_facts import LanceFacts
+from server.adapters.lance_links import LanceLinks
 from server.adapters.lance_messages import (
     COLUMNS,
     EMBEDDER_KEY,
@@ -116,6 +117,7 @@ class LanceStore:
         self._rules: LanceRules | None = None
         self._events: LanceEvents | None = None
         self._entities: LanceEntities | None = None
+        self._links: LanceLinks | None = None
         #: Shared by both adapters: reads against purges of old versions.
         self._gate = PurgeGate()
         #: The working-memory table's own: purging it never holds up other reads.
@@ -135,6 +137,13 @@ class LanceStore:
         if self._entities is None:
             raise RuntimeError("the store is not open")
         return self._entities
+
+    @property
+    def links(self) -> LanceLinks:
+        """Provenance links between memories (available once opened)."""
+        if self._links is None:
+            raise RuntimeError("the store is not open")
+        return self._links
 
     @property
     def events(self) -> LanceEvents:
@@ -216,6 +225,8 @@ class LanceStore:
         await self._events.open()
         self._entities = LanceEntities(self._db, gate=self._gate)
         await self._entities.open()
+        self._links = LanceLinks(self._db, gate=self._gate)
+        await self._links.open()
         journal = None if self._journal_dir is None else Journal(self._journal_dir, self._dim)
         self._archive = JournaledMessages(
             self._messages, self._schema, self._gate, journal, self._analyzer.analyze
@@ -257,6 +268,8 @@ class LanceStore:
             self._events.close()
         if self._entities is not None:
             self._entities.close()
+        if self._links is not None:
+            self._links.close()
         for table in (self._messages, self._working):
             if table is not None:
                 table.close()
