@@ -137,6 +137,11 @@ class FactStore(Protocol):
 
     async def get_facts(self, user_id: str, ids: Sequence[str]) -> list[Stored]: ...
 
+    async def count_facts(self, user_id: str, validity: str, *, scope: str | None) -> int:
+        """How many of the user's facts have ``validity`` (of ``global`` and ``scope`` only,
+        with a scope), without reading them."""
+        ...
+
     async def get_facts_by_key(self, keys: Sequence[tuple[str, str]]) -> list[Stored]:
         """Facts named by (user id, fact id) pairs, possibly of several users."""
         ...

@@ -30,6 +30,7 @@ from server import (
     rest_links,
     rest_rules,
     rest_search,
+    rest_stats,
 )
 from server.http import BadRequest, authenticated, decode_body, error, int_param, json
 from server.ws import SESSION_ID
@@ -261,6 +262,7 @@ routes = [
     *rest_rules.routes,
     *rest_entities.routes,
     *rest_links.routes,
+    *rest_stats.routes,
     *rest_search.routes,
     *rest_export.routes,
     *rest_import.routes,

@@ -135,6 +135,15 @@ class MemoryFacts:
         mine.sort(key=lambda f: (-f.created_at.timestamp(), f.id))
         return mine[offset : offset + limit], len(mine)
 
+    async def count_facts(self, user_id: str, validity: str, *, scope: str | None) -> int:
+        return sum(
+            1
+            for (user, _), s in self.facts.items()
+            if user == user_id
+            and s.fact.validity == validity
+            and (scope is None or s.fact.scope in ("global", scope))
+        )
+
     async def get_facts(self, user_id: str, ids: Sequence[str]) -> list[Stored]:
         return [self.facts[(user_id, i)] for i in ids if (user_id, i) in self.facts]
 

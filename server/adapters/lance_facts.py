@@ -193,6 +193,13 @@ class LanceFacts:
         facts = sorted((_fact.decode(r["data"]) for r in rows), key=_newest_first)
         return facts[offset : offset + limit], total
 
+    async def count_facts(self, user_id: str, validity: str, *, scope: str | None) -> int:
+        where = f"{user_filter(user_id)} AND validity = {quote(validity)}"
+        if scope is not None:
+            where += f" AND scope IN {quote_all(['global', scope])}"
+        count: int = await self._gate.read(lambda: self._facts.count_rows(where))
+        return count
+
     async def get_facts(self, user_id: str, ids: Sequence[str]) -> list[Stored]:
         if not ids:
             return []

@@ -1,0 +1,42 @@
+"""``GET /memory/stats``: seed 002's ``memory_stats`` of the caller's memory."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from actors.mailbox import SessionDeps
+from memory.stats import fact_stats, in_scope, rule_stats
+from server.http import BadRequest, authenticated, json
+from server.ws import SESSION_ID
+
+__all__ = ["routes"]
+
+
+async def memory_stats(request: Request, user_id: str) -> Response:
+    """Facts by state (active, fading, superseded, expired, retracted), rules by maturity
+    and forgotten, and archived messages; ``scope``: facts and rules of ``global`` and that
+    scope only."""
+    scope = request.query_params.get("scope")
+    if scope is not None and not SESSION_ID.match(scope):
+        raise BadRequest("scope must be 1-64 of A-Z a-z 0-9 _ . @ -")
+    deps: SessionDeps = request.state.deps
+    store = deps.store
+    active = [s.fact for s in await store.facts.facts_of(user_id) if in_scope(s.fact.scope, scope)]
+    others = {
+        v: await store.facts.count_facts(user_id, v, scope=scope)
+        for v in ("superseded", "expired", "retracted")
+    }
+    rules = [s.rule for s in await store.rules.rules_of(user_id, scope=scope)]
+    _, messages = await store.list_messages(user_id, limit=1, offset=0)
+    return json(
+        {
+            "facts": fact_stats(active, others),
+            "rules": rule_stats(rules),
+            "episodes": {"total": messages},
+        }
+    )
+
+
+routes = [Route("/memory/stats", authenticated(memory_stats), methods=["GET"])]
