@@ -9,6 +9,7 @@ import pytest
 
 from memory.entities import entity_type, resolve, trigram_similarity, updated
 from schemas.records import Entity, Fact
+from tests.records import a_fact
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -111,19 +112,7 @@ def test_results_order_by_score_then_name_and_domain_scores_add_to_them() -> Non
 
 
 def fact(entity_id: str, content: str, predicate: str) -> Fact:
-    return Fact(
-        id="fact_00000001",
-        user_id="u1",
-        content=content,
-        category="knowledge",
-        confidence=0.9,
-        created_at=T0,
-        updated_at=T0,
-        last_seen=T0,
-        last_confirmed_at=T0,
-        predicate=predicate,
-        entity_id=entity_id,
-    )
+    return a_fact(content=content, predicate=predicate, entity_id=entity_id)
 
 
 def test_a_topic_hint_boosts_the_candidate_whose_facts_share_its_words() -> None:

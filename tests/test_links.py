@@ -13,9 +13,9 @@ import pytest
 
 from memory.facts import Changes, Conflict
 from memory.links import change_links, item_type, relation
-from schemas.records import Fact
 from tests.fake_ollama import FakeOllama
 from tests.harness import http, make_app, serve, settings_for
+from tests.records import a_fact
 
 pytestmark = pytest.mark.anyio
 
@@ -32,17 +32,7 @@ def test_types_and_relations_outside_the_seeds_are_refused_naming_the_valid_ones
 
 
 def test_a_superseding_fact_links_to_the_one_it_replaced_and_a_conflict_to_the_kept_one() -> None:
-    old = Fact(
-        id="fact_00000001",
-        user_id="u1",
-        content="x",
-        category="identity",
-        confidence=0.9,
-        created_at=T0,
-        updated_at=T0,
-        last_seen=T0,
-        last_confirmed_at=T0,
-    )
+    old = a_fact(category="identity")
     changes = Changes(
         superseded=[
             msgspec.structs.replace(old, validity="superseded", superseded_by="fact_00000002"),

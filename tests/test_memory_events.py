@@ -19,6 +19,7 @@ from schemas.records import Fact
 from tests.actor_world import world
 from tests.fake_ollama import FakeOllama
 from tests.harness import http, make_app, serve, settings_for
+from tests.records import a_fact
 
 pytestmark = pytest.mark.anyio
 
@@ -31,18 +32,7 @@ def maker() -> EventMaker:
 
 
 def fact(fact_id: str, **changes: object) -> Fact:
-    made = Fact(
-        id=fact_id,
-        user_id="u1",
-        content="User lives in Lyon",
-        category="identity",
-        confidence=0.9,
-        created_at=T0,
-        updated_at=T0,
-        last_seen=T0,
-        last_confirmed_at=T0,
-    )
-    return msgspec.structs.replace(made, **changes)
+    return a_fact(fact_id, category="identity", **changes)
 
 
 def kinds(events: list[object]) -> list[tuple[str, dict[str, object]]]:

@@ -13,6 +13,7 @@ from memory.formats import RuleLine, memory_context
 from memory.rules import StoredRule, mark_harmful, mark_helpful, new_rule
 from schemas.records import Fact, Rule
 from tests.actor_world import world
+from tests.records import a_fact
 
 pytestmark = pytest.mark.anyio
 
@@ -190,17 +191,8 @@ def test_recall_breaks_ties_by_newest_first_then_lowest_id() -> None:
 
 
 def fact(index: int) -> Fact:
-    return Fact(
-        id=f"fact_{index:08x}",
-        user_id="u1",
-        content=f"User fact number {index} about something or other",
-        category="knowledge",
-        confidence=0.9,
-        created_at=T0,
-        updated_at=T0,
-        last_seen=T0,
-        last_confirmed_at=T0,
-    )
+    content = f"User fact number {index} about something or other"
+    return a_fact(f"fact_{index:08x}", content=content)
 
 
 def line(index: int) -> RuleLine:

@@ -11,9 +11,9 @@ import pytest
 
 from memory.rules import forget, new_rule
 from memory.stats import fact_stats, in_scope, rule_stats
-from schemas.records import Fact
 from tests.fake_ollama import FakeOllama
 from tests.harness import http, make_app, serve, settings_for
+from tests.records import a_fact
 
 pytestmark = pytest.mark.anyio
 
@@ -26,17 +26,7 @@ def test_a_scope_sees_global_and_itself_and_no_scope_sees_all() -> None:
 
 
 def test_fading_facts_count_apart_from_active_ones_and_other_states_as_counted() -> None:
-    base = Fact(
-        id="fact_00000001",
-        user_id="u1",
-        content="x",
-        category="knowledge",
-        confidence=0.9,
-        created_at=T0,
-        updated_at=T0,
-        last_seen=T0,
-        last_confirmed_at=T0,
-    )
+    base = a_fact()
     active = [base, msgspec.structs.replace(base, status="fading"), base]
     assert fact_stats(active, {"expired": 4, "superseded": 2}) == {
         "active": 2,
