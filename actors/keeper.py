@@ -419,6 +419,34 @@ class FactKeeper:
         await self._store.events.append_events(event.made)
         return fact
 
+    async def confirm(self, user_id: str, fact_id: str) -> Fact | None:
+        """Seed 002's ``confirm``: decay counts from now again, a fading mark is cleared;
+        None when the user has no such fact."""
+        return await self._writer.call(lambda: self._mark(user_id, fact_id, "fact_confirmed"))
+
+    async def forget(self, user_id: str, fact_id: str) -> Fact | None:
+        """Seed 002's ``forget``: an active fact becomes ``retracted`` (kept as history, never
+        recalled again); None when the user has no such fact."""
+        return await self._writer.call(lambda: self._mark(user_id, fact_id, "fact_retracted"))
+
+    async def _mark(self, user_id: str, fact_id: str, event_type: str) -> Fact | None:
+        found = await self._store.facts.get_facts(user_id, [fact_id])
+        if not found:
+            return None
+        stored, now = found[0], self._clock.now()
+        fact = stored.fact
+        if event_type == "fact_confirmed":
+            fact = msgspec.structs.replace(fact, last_confirmed_at=now, status=None, updated_at=now)
+        elif fact.validity == "active":
+            fact = msgspec.structs.replace(fact, validity="retracted", updated_at=now)
+        else:
+            return fact  # already history: forgetting it again changes nothing
+        await self._store.facts.put_facts([Stored(fact, stored.vector)])
+        event = EventMaker(user_id, "rest", now, new_event_id)
+        event(event_type, fact_id=fact.id)
+        await self._store.events.append_events(event.made)
+        return fact
+
     async def delete(self, user_id: str, fact_id: str) -> bool:
         """Delete one fact for good (old versions purged); False when there is none."""
 

@@ -173,6 +173,23 @@ async def patch_fact(request: Request, user_id: str) -> Response:
     return json(fact_view(fact))
 
 
+async def confirm_fact(request: Request, user_id: str) -> Response:
+    """Seed 002's ``memory_confirm`` of a fact: its decay starts again. Archived messages
+    (episodes) do not decay: confirming one is a 400."""
+    memory_id: str = request.path_params["memory_id"]
+    if _MESSAGE_ID.match(memory_id):
+        raise BadRequest("an episode (archived message) cannot be confirmed: it does not decay")
+    fact = await _keeper(request).confirm(user_id, memory_id) if _FACT_ID.match(memory_id) else None
+    return json(fact_view(fact)) if fact else error(404, "not_found", "no such fact")
+
+
+async def forget_fact(request: Request, user_id: str) -> Response:
+    """Seed 002's ``memory_forget`` of a fact: retracted, kept as history."""
+    memory_id: str = request.path_params["memory_id"]
+    fact = await _keeper(request).forget(user_id, memory_id) if _FACT_ID.match(memory_id) else None
+    return json(fact_view(fact)) if fact else error(404, "not_found", "no such fact")
+
+
 async def delete_long_term(request: Request, user_id: str) -> Response:
     memory_id: str = request.path_params["memory_id"]
     deps = _deps(request)
@@ -256,6 +273,8 @@ routes = [
     Route("/memory/long-term/{memory_id}", authenticated(get_long_term), methods=["GET"]),
     Route("/memory/long-term/{memory_id}", authenticated(patch_fact), methods=["PATCH"]),
     Route("/memory/long-term/{memory_id}", authenticated(delete_long_term), methods=["DELETE"]),
+    Route("/memory/long-term/{memory_id}/confirm", authenticated(confirm_fact), methods=["POST"]),
+    Route("/memory/long-term/{memory_id}/forget", authenticated(forget_fact), methods=["POST"]),
     Route("/memory/working/{session_id}", authenticated(get_working), methods=["GET"]),
     Route("/memory/events", authenticated(list_events), methods=["GET"]),
     *rest_apps.routes,

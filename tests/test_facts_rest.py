@@ -429,3 +429,31 @@ async def test_another_user_can_neither_see_nor_change_nor_delete_a_fact(
     assert mine["id"] != fact["id"]
     assert mine["mention_count"] == 1
     assert (await alice.get(f"{FACTS}/{fact['id']}")).json() == fact
+
+
+async def test_forgetting_a_fact_retracts_it_out_of_recall_and_confirming_one_is_logged(
+    alice: httpx.AsyncClient,
+) -> None:
+    jazz = await add_fact(alice, "I love jazz music")
+    tea = await add_fact(alice, "I drink green tea")
+    forgotten = await alice.post(f"{FACTS}/{jazz['id']}/forget")
+    assert forgotten.status_code == 200
+    assert forgotten.json()["validity"] == "retracted"
+    active = (await alice.get(FACTS, params={"kind": "facts"})).json()["items"]
+    assert [f["id"] for f in active] == [tea["id"]]
+    history = await alice.get(FACTS, params={"kind": "facts", "validity": "retracted"})
+    assert [f["id"] for f in history.json()["items"]] == [jazz["id"]]
+    hits = (await alice.get("/memory/search", params={"q": "jazz music", "kind": "facts"})).json()
+    assert jazz["id"] not in [h["id"] for h in hits["hits"]]
+    confirmed = await alice.post(f"{FACTS}/{tea['id']}/confirm")
+    assert (confirmed.status_code, confirmed.json()["validity"]) == (200, "active")
+    log = await alice.get("/memory/events", params={"type": "fact_retracted,fact_confirmed"})
+    assert [(e["event_type"], e["payload"]["fact_id"]) for e in log.json()["events"]] == [
+        ("fact_confirmed", tea["id"]),
+        ("fact_retracted", jazz["id"]),
+    ]
+    turn = await alice.post(f"{FACTS}/msg_0123456789abcdef/confirm")
+    assert (turn.status_code, turn.json()["error"]["code"]) == (400, "bad_request")
+    for how in ("forget", "confirm"):
+        missing = await alice.post(f"{FACTS}/fact_00000000/{how}")
+        assert (missing.status_code, missing.json()["error"]["code"]) == (404, "not_found")

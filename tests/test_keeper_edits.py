@@ -179,6 +179,30 @@ async def test_a_delete_purges_the_fact_and_says_whether_there_was_one() -> None
     assert w.facts.facts == {}
 
 
+async def test_confirming_a_fact_restarts_its_decay_and_clears_fading() -> None:
+    async with world() as w:
+        put(w.facts, make("fact_00000001", "Knows Rust", status="fading"))
+        confirmed = await w.keeper.confirm("u1", "fact_00000001")
+        assert await w.keeper.confirm("u1", "fact_00000009") is None
+    assert confirmed is not None
+    stored = w.facts.of()["Knows Rust"]
+    assert (stored.last_confirmed_at, stored.status, stored.updated_at) == (NOW, None, NOW)
+    assert confirmed == stored
+
+
+async def test_forgetting_a_fact_retracts_it_once_and_keeps_it_as_history() -> None:
+    async with world() as w:
+        put(w.facts, make("fact_00000001", "Knows Rust"))
+        forgotten = await w.keeper.forget("u1", "fact_00000001")
+        again = await w.keeper.forget("u1", "fact_00000001")
+        assert await w.keeper.forget("u1", "fact_00000009") is None
+    assert forgotten is not None
+    assert (forgotten.validity, forgotten.updated_at) == ("retracted", NOW)
+    assert again == forgotten
+    assert w.facts.of()["Knows Rust"].validity == "retracted"
+    assert w.facts.writes == [("put", "Knows Rust")]
+
+
 # -- access counts and sweeps --------------------------------------------------------------
 
 
