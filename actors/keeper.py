@@ -40,7 +40,7 @@ from schemas.taxonomy import PERMANENCE_DECAY
 from schemas.transfer import FactLine
 from schemas.wire import FactConflict, FactView, MemoryChanged
 
-__all__ = ["FactEdit", "FactKeeper", "changes_frame", "emit_changes", "fact_view"]
+__all__ = ["FactEdit", "FactKeeper", "Stated", "changes_frame", "emit_changes", "fact_view"]
 
 _log = logging.getLogger("mnemo.facts")
 
@@ -147,6 +147,20 @@ class _Writes:
 
 
 @dataclass(frozen=True, slots=True)
+class Stated:
+    """What seed 002's ``store_fact`` says of a hand-made fact beside its text: its key
+    (subject and predicate: a fact on a taken one-valued key replaces the old one), its
+    importance (0..10), permanence, tags and the entity it is about (which must exist)."""
+
+    subject: str | None = None
+    predicate: str | None = None
+    importance: float = 5.0
+    permanence: str | None = None
+    tags: Sequence[str] = ()
+    entity_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class FactEdit:
     """A partial update (seed 000: only the given fields change; ``created_at`` never)."""
 
@@ -226,17 +240,34 @@ class FactKeeper:
         pinned: bool,
         session_id: str | None,
         scope: str,
+        stated: Stated | None = None,
     ) -> Changes:
-        """A fact added by hand. Raises ``ValueError`` for an unknown category or blank content."""
+        """A fact added by hand. Raises ``ValueError`` for an unknown category, blank
+        content, or ``stated`` fields that are wrong (``Stated``)."""
         if category is None:
             category = _guess_category(content)
         name = normalize_category(category, self._settings.categories)
         if name is None:
             known = ", ".join(c.name for c in self._settings.categories)
             raise ValueError(f"unknown category {category!r}; known: {known}")
+        stated = stated or Stated()
+        if stated.entity_id is not None:
+            entities = await self._store.entities.entities_of(user_id)
+            if not any(e.id == stated.entity_id and "merged_into" not in e.meta for e in entities):
+                raise ValueError(f"entity {stated.entity_id} does not exist")
         [vector] = await self._embedder.embed([content])
-        # Its structure, when it reads as one statement: a new address replaces the old.
+        # Its structure, when it reads as one statement: a new address replaces the old;
+        # a subject and predicate given with it are its key (seed 002's store_fact).
         shape = structure_of(content)
+        if stated.predicate is not None:
+            shape = ExtractedFact(
+                content=content,
+                category="knowledge",
+                confidence=1.0,
+                subject=stated.subject or "user",
+                predicate=stated.predicate,
+                value=content,
+            )
         candidate = Candidate(
             user_id=user_id,
             content=content,
@@ -254,6 +285,10 @@ class FactKeeper:
             scope=scope,
             session_id=session_id,
             pinned=pinned,
+            permanence=stated.permanence,
+            importance=stated.importance,
+            tags=stated.tags,
+            entity_id=stated.entity_id,
         )
         return await self._submit(user_id, [candidate])
 

@@ -66,10 +66,16 @@ class Candidate:
     at: datetime | None = None
     source_id: str = ""
     meta: Mapping[str, Any] = field(default_factory=dict)
+    #: Seed 002's importance (0..10), tags, and the entity the fact is about.
+    importance: float = 5.0
+    tags: Sequence[str] = ()
+    entity_id: str | None = None
 
     def __post_init__(self) -> None:
         if self.permanence is not None:
             decay_rate_for(self.permanence)
+        if not 0.0 <= self.importance <= 10.0:
+            raise ValueError(f"importance must be within 0..10, not {self.importance}")
         if not 0.0 <= self.confidence <= 1.0:
             raise ValueError(f"confidence must be within 0..1, not {self.confidence}")
         if not self.content.strip():

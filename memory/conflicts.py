@@ -84,6 +84,14 @@ def _who(subject: str | None, relation: str | None) -> _Who:
     return canonical_subject(subject), _fold(relation) or None
 
 
+def _who_of(item: Candidate | Fact) -> _Who:
+    """Who a statement is about: its entity when it names one (seed 002's key), else its
+    subject and relation."""
+    if item.entity_id is not None:
+        return f"entity:{item.entity_id}", None
+    return _who(item.subject, item.relation)
+
+
 def _same_subject(a: _Who, b: _Who) -> bool:
     if a[0] == b[0]:
         return True
@@ -100,7 +108,7 @@ class _Slot:
 
     def __init__(self, cand: Candidate, vocabulary: Vocabulary) -> None:
         self.cand, self.vocabulary = cand, vocabulary
-        self.who = _who(cand.subject, cand.relation)
+        self.who = _who_of(cand)
         self.predicate = vocabulary.canonical(cand.predicate)
         self.key = _fold(cand.key)
         self.one = vocabulary.cardinality(self.predicate, cand.cardinality) == "one"
@@ -121,7 +129,7 @@ class _Slot:
             relation = "family"
         else:
             relation = "other"
-        if not _same_subject(self.who, _who(fact.subject, fact.relation)):
+        if not _same_subject(self.who, _who_of(fact)):
             return None
         return relation
 
@@ -142,8 +150,8 @@ class _Slot:
         """Structure says the two are different statements, however alike their words:
         another subject, polarity or value of the same slot, or values with nothing in
         common (embeddings of short sentences, Chinese ones above all, look alike)."""
-        if fact.subject is not None and self.cand.subject is not None:
-            if not _same_subject(self.who, _who(fact.subject, fact.relation)):
+        if (fact.subject or fact.entity_id) and (self.cand.subject or self.cand.entity_id):
+            if not _same_subject(self.who, _who_of(fact)):
                 return True
         if fact.negated != self.cand.negated:
             return True

@@ -306,6 +306,9 @@ class _Batch:
             session_id=candidate.session_id,
             meta=dict(candidate.meta),
             source_id=candidate.source_id,
+            importance=candidate.importance,
+            tags=list(candidate.tags),
+            entity_id=candidate.entity_id,
         )
         self.facts[fact_id] = Stored(fact, candidate.vector)
         self.kinds[fact_id] = "added"

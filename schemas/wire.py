@@ -205,6 +205,13 @@ class FactView(msgspec.Struct, frozen=True, kw_only=True):
     conflicts_with: str | None = None
     access_count: int = 0
     last_accessed: datetime | None = None
+    #: Seed 002's fields: importance (0..10), permanence (how fast it decays), tags, the
+    #: entity it is about, and when it was last confirmed (decay counts from there).
+    importance: float = 5.0
+    permanence: str = "standard"
+    tags: list[str] = []
+    entity_id: str | None = None
+    last_confirmed_at: datetime | None = None
     kind: str = "fact"
 
 

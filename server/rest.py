@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from actors.keeper import FactEdit, FactKeeper, changes_frame, fact_view
+from actors.keeper import FactEdit, FactKeeper, Stated, changes_frame, fact_view
 from actors.mailbox import SessionDeps
 from actors.registry import SessionRegistry
 from actors.writer import ArchiveWriter
@@ -48,11 +48,21 @@ _KIND_ALIASES = {"messages": "turns"}
 _Content = Annotated[str, msgspec.Meta(max_length=MAX_TEXT)]
 
 
+_Word = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+
+
 class NewFact(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     content: _Content
     category: str | None = None
     pinned: bool = False
     scope: str = "global"
+    #: Seed 002's ``store_fact``: its key, importance, permanence, tags and entity.
+    subject: _Word | None = None
+    predicate: _Word | None = None
+    importance: Annotated[float, msgspec.Meta(ge=0, le=10)] = 5.0
+    permanence: str | None = None
+    tags: Annotated[list[_Word], msgspec.Meta(max_length=32)] = []
+    entity_id: Annotated[str, msgspec.Meta(pattern=r"^ent_[0-9a-f]{8}$")] | None = None
 
 
 class FactPatch(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -148,6 +158,14 @@ async def create_fact(request: Request, user_id: str) -> Response:
             pinned=body.pinned,
             session_id=None,
             scope=body.scope,
+            stated=Stated(
+                subject=body.subject,
+                predicate=body.predicate,
+                importance=body.importance,
+                permanence=body.permanence,
+                tags=body.tags,
+                entity_id=body.entity_id,
+            ),
         )
     except ValueError as exc:
         raise BadRequest(str(exc)) from None

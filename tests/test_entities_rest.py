@@ -155,3 +155,34 @@ async def test_bad_entity_requests_get_a_400_naming_the_problem(
     response = await alice.post(path, json=body)
     assert response.status_code == 400, response.text
     assert message in response.json()["error"]["message"]
+
+
+async def fact(client: httpx.AsyncClient, content: str, **stated: Any) -> dict[str, Any]:
+    response = await client.post("/memory/long-term", json={"content": content, **stated})
+    assert response.status_code == 201, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def test_facts_about_an_entity_share_its_key_and_steer_its_resolution(
+    alice: httpx.AsyncClient,
+) -> None:
+    cho = await create(alice, "Sam Cho", "person")
+    lee = await create(alice, "Sam Lee", "person")
+    porto = await fact(alice, "Sam Lee lives in Porto", predicate="lives_in", entity_id=lee["id"])
+    [stored] = porto["added"]
+    assert (stored["entity_id"], stored["predicate"]) == (lee["id"], "lives_in")
+    await fact(alice, "Sam Cho lives in Oslo", predicate="lives_in", entity_id=cho["id"])
+    moved = await fact(alice, "Sam Lee moved to Lisbon", predicate="lives_in", entity_id=lee["id"])
+    assert [f["id"] for f in moved["superseded"]] == [stored["id"]]
+    await fact(alice, "Sam Lee plays cello in an orchestra", predicate="hobby", entity_id=lee["id"])
+    plain = await resolve(alice, "sam")
+    assert [c["canonical_name"] for c in plain] == ["Sam Cho", "Sam Lee"]
+    hinted = await resolve(alice, "sam", context_hints={"topic": "cello orchestra concert"})
+    assert [c["canonical_name"] for c in hinted] == ["Sam Lee", "Sam Cho"]
+    assert 50.0 < hinted[0]["score"] <= 70.0
+    missing = await alice.post(
+        "/memory/long-term", json={"content": "x y z", "entity_id": "ent_00000000"}
+    )
+    assert missing.status_code == 400
+    assert "entity ent_00000000 does not exist" in missing.json()["error"]["message"]

@@ -457,3 +457,23 @@ async def test_forgetting_a_fact_retracts_it_out_of_recall_and_confirming_one_is
     for how in ("forget", "confirm"):
         missing = await alice.post(f"{FACTS}/fact_00000000/{how}")
         assert (missing.status_code, missing.json()["error"]["code"]) == (404, "not_found")
+
+
+async def test_a_fact_stored_with_seed_002s_fields_keeps_them_and_its_key_supersedes(
+    alice: httpx.AsyncClient,
+) -> None:
+    stated = {"subject": "user", "predicate": "lives_in", "importance": 8, "tags": ["home"]}
+    lyon = await add_fact(alice, "Flat by the Saône", permanence="stable", **stated)
+    assert (lyon["importance"], lyon["permanence"], lyon["tags"]) == (8.0, "stable", ["home"])
+    assert (lyon["subject"], lyon["predicate"], lyon["entity_id"]) == ("user", "lives_in", None)
+    assert lyon["last_confirmed_at"] == lyon["updated_at"]
+    response = await alice.post(FACTS, json={"content": "House near the Seine", **stated})
+    assert [f["id"] for f in response.json()["superseded"]] == [lyon["id"]]
+    for bad, message in [
+        ({"permanence": "forever"}, "valid levels: permanent, stable, standard, volatile"),
+        ({"importance": 11}, "Expected `float` <= 10"),
+        ({"tags": [""]}, "length >= 1"),
+    ]:
+        refused = await alice.post(FACTS, json={"content": "Likes tea", **bad})
+        assert refused.status_code == 400, refused.text
+        assert message in refused.json()["error"]["message"]
