@@ -10,13 +10,15 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from actors.errors import Conflict
+from actors.errors import Conflict, Rejected
 from actors.ports import Clock, Store
 from actors.writer import ArchiveWriter
 from memory import entities
 from memory.entities import Resolved
+from memory.entity_merge import Merged, merge
 from memory.events import EventMaker, new_event_id
-from memory.facts import fresh_id
+from memory.facts import Stored, fresh_id
+from memory.predicates import Vocabulary
 from schemas.records import Entity, Fact
 
 __all__ = ["EntityKeeper"]
@@ -37,8 +39,11 @@ def _taken(found: Sequence[Entity], name: str, kind: str, but: str | None = None
 
 
 class EntityKeeper:
-    def __init__(self, store: Store, writer: ArchiveWriter, clock: Clock) -> None:
+    def __init__(
+        self, store: Store, writer: ArchiveWriter, clock: Clock, vocabulary: Vocabulary
+    ) -> None:
         self._store, self._writer, self._clock = store, writer, clock
+        self._vocabulary = vocabulary
 
     async def _log(self, user_id: str, event_type: str, entity_id: str) -> None:
         event = EventMaker(user_id, "rest", self._clock.now(), new_event_id)
@@ -125,6 +130,40 @@ class EntityKeeper:
             await self._store.entities.put_entities([changed])
             await self._log(user_id, "entity_updated", entity.id)
             return changed
+
+        return await self._writer.call(write)
+
+    async def merge(self, user_id: str, source_id: str, target_id: str) -> Merged | None:
+        """Seed 002's ``entity_merge`` (``memory.entity_merge``), in the writer's task, so
+        merges of a user never interleave; None when either entity does not exist.
+        Raises ``ValueError`` for a merge into itself or of a merged entity."""
+
+        async def write() -> Merged | None:
+            found = {e.id: e for e in await self._store.entities.entities_of(user_id)}
+            if source_id not in found or target_id not in found:
+                return None
+            stored = {s.fact.id: s for s in await self._store.facts.facts_of(user_id)}
+            now = self._clock.now()
+            try:
+                merged = merge(
+                    found[source_id],
+                    found[target_id],
+                    [s.fact for s in stored.values()],
+                    self._vocabulary,
+                    now,
+                )
+            except ValueError as exc:  # raised in the writer: must not look like a disk fault
+                raise Rejected(str(exc)) from None
+            await self._store.facts.put_facts(
+                [Stored(f, stored[f.id].vector) for f in merged.facts]
+            )
+            await self._store.entities.put_entities([merged.source, merged.target])
+            await self._store.links.add_links(merged.links)
+            event = EventMaker(user_id, "rest", now, new_event_id)
+            event("entity_merge", **merged.payload())
+            await self._store.events.append_events(event.made)
+            _log.info("merged entity %s into %s for user %s", source_id, target_id, user_id)
+            return merged
 
         return await self._writer.call(write)
 

@@ -14,6 +14,7 @@ from actors.notes import NoteKeeper
 from actors.ports import Clock, Embedder, Llm, Store
 from actors.rules import RuleKeeper
 from actors.writer import ArchiveWriter
+from memory.predicates import Vocabulary
 from schemas.settings import Settings
 
 __all__ = ["build_deps"]
@@ -51,6 +52,6 @@ def build_deps(
             events=events,
         ),
         rules=RuleKeeper(store, embedder, fact_writer, clock),
-        entities=EntityKeeper(store, fact_writer, clock),
+        entities=EntityKeeper(store, fact_writer, clock, Vocabulary(settings.predicates)),
         links=LinkKeeper(store, fact_writer, clock),
     )

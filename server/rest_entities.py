@@ -41,6 +41,14 @@ class EntityPatch(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     metadata: dict[str, Any] | None = None
 
 
+_EntityId = Annotated[str, msgspec.Meta(pattern=r"^ent_[0-9a-f]{8}$")]
+
+
+class Merge(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    source_entity_id: _EntityId
+    target_entity_id: _EntityId
+
+
 class Resolve(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     name: _Name
     entity_type: str | None = None
@@ -121,6 +129,14 @@ async def update_entity(request: Request, user_id: str) -> Response:
     return json(entity_view(entity))
 
 
+async def merge_entities(request: Request, user_id: str) -> Response:
+    body = await decode_body(request, Merge)
+    merged = await _keeper(request).merge(user_id, body.source_entity_id, body.target_entity_id)
+    if merged is None:
+        return error(404, "not_found", "no such source or target entity")
+    return json({"target": entity_view(merged.target), **merged.payload()})
+
+
 async def resolve_entity(request: Request, user_id: str) -> Response:
     body = await decode_body(request, Resolve)
     try:
@@ -140,6 +156,7 @@ routes = [
     Route("/memory/entities", authenticated(create_entity), methods=["POST"]),
     Route("/memory/entities", authenticated(list_entities), methods=["GET"]),
     Route("/memory/entities/resolve", authenticated(resolve_entity), methods=["POST"]),
+    Route("/memory/entities/merge", authenticated(merge_entities), methods=["POST"]),
     Route("/memory/entities/{entity_id}", authenticated(get_entity), methods=["GET"]),
     Route("/memory/entities/{entity_id}", authenticated(update_entity), methods=["PATCH"]),
 ]

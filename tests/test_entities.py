@@ -8,6 +8,8 @@ import msgspec
 import pytest
 
 from memory.entities import entity_type, resolve, trigram_similarity, updated
+from memory.entity_merge import merge
+from memory.predicates import Vocabulary
 from schemas.records import Entity, Fact
 from tests.records import a_fact
 
@@ -122,3 +124,60 @@ def test_a_topic_hint_boosts_the_candidate_whose_facts_share_its_words() -> None
     assert ranked[0].entity.id == "ent_0000000b"
     assert 50.0 < ranked[0].score <= 70.0
     assert ranked[1].score == 50.0
+
+
+def test_a_merge_moves_facts_keeps_the_surer_of_a_one_valued_pair_and_tombstones_the_source() -> (
+    None
+):
+    source = entity("ent_0000000a", "Ana", aliases=["Sis", "ana souza"], meta={"a": 1, "b": 1})
+    target = entity("ent_0000000b", "Ana Souza", aliases=["Annie"], meta={"b": 2})
+
+    def about(entity_id: str, n: int, predicate: str, confidence: float) -> Fact:
+        return a_fact(
+            f"fact_0000000{n}", predicate=predicate, entity_id=entity_id, confidence=confidence
+        )
+
+    facts = [
+        about("ent_0000000a", 1, "lives_in", 0.9),  # surer: moves, supersedes fact 4
+        about("ent_0000000a", 2, "employer", 0.5),  # less sure: superseded by fact 5
+        about("ent_0000000a", 3, "likes", 0.5),  # many-valued: moves beside fact 6
+        about("ent_0000000b", 4, "lives_in", 0.6),
+        about("ent_0000000b", 5, "employer", 0.5),
+        about("ent_0000000b", 6, "likes", 0.9),
+    ]
+    merged = merge(source, target, facts, Vocabulary(), T0)
+    changed = {f.id: f for f in merged.facts}
+    assert (changed["fact_00000001"].entity_id, changed["fact_00000001"].supersedes_id) == (
+        "ent_0000000b",
+        "fact_00000004",
+    )
+    assert changed["fact_00000004"].validity == "superseded"
+    assert (changed["fact_00000002"].validity, changed["fact_00000002"].superseded_by) == (
+        "superseded",
+        "fact_00000005",
+    )
+    assert changed["fact_00000003"].entity_id == "ent_0000000b"
+    assert sorted(changed) == ["fact_00000001", "fact_00000002", "fact_00000003", "fact_00000004"]
+    assert [(k.source_id, k.target_id) for k in merged.links] == [
+        ("fact_00000001", "fact_00000004"),
+        ("fact_00000005", "fact_00000002"),
+    ]
+    assert merged.target.aliases == ["Annie", "Ana", "Sis"]  # "ana souza" is its own name
+    assert merged.target.meta == {"a": 1, "b": 2}
+    assert merged.source.meta["merged_into"] == "ent_0000000b"
+    assert merged.payload() == {
+        "source_entity_id": "ent_0000000a",
+        "target_entity_id": "ent_0000000b",
+        "facts_repointed": 2,
+        "facts_superseded": 2,
+        "aliases_added": ["Ana", "Sis"],
+    }
+
+
+def test_a_merge_into_itself_or_of_a_merged_entity_is_refused() -> None:
+    with pytest.raises(ValueError, match="into itself"):
+        merge(ANA, ANA, [], Vocabulary(), T0)
+    with pytest.raises(ValueError, match="source entity ent_00000004 was merged into"):
+        merge(OLD, ANA, [], Vocabulary(), T0)
+    with pytest.raises(ValueError, match="target entity ent_00000004 was merged into"):
+        merge(ANNA, OLD, [], Vocabulary(), T0)

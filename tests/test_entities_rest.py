@@ -186,3 +186,41 @@ async def test_facts_about_an_entity_share_its_key_and_steer_its_resolution(
     )
     assert missing.status_code == 400
     assert "entity ent_00000000 does not exist" in missing.json()["error"]["message"]
+
+
+async def test_merging_moves_the_facts_tombstones_the_source_and_is_logged(
+    alice: httpx.AsyncClient,
+) -> None:
+    ana = await create(alice, "Ana", "person", aliases=["my sister"])
+    souza = await create(alice, "Ana Souza", "person")
+    lives = await fact(alice, "Ana lives in Porto", predicate="lives_in", entity_id=ana["id"])
+    [moved] = lives["added"]
+    body = {"source_entity_id": ana["id"], "target_entity_id": souza["id"]}
+    response = await alice.post(f"{ENTITIES}/merge", json=body)
+    assert response.status_code == 200, response.text
+    merged = response.json()
+    assert merged["target"]["aliases"] == ["Ana", "my sister"]
+    assert (merged["facts_repointed"], merged["facts_superseded"]) == (1, 0)
+    assert [c["entity_id"] for c in await resolve(alice, "my sister")] == [souza["id"]]
+    assert [c["name_match"] for c in await resolve(alice, "ana")] == ["alias"]
+    source = (await alice.get(f"{ENTITIES}/{ana['id']}")).json()
+    assert source["metadata"] == {"merged_into": souza["id"]}
+    stored = (await alice.get(f"/memory/long-term/{moved['id']}")).json()
+    assert stored["entity_id"] == souza["id"]
+    log = (await alice.get("/memory/events", params={"type": "entity_merge"})).json()
+    assert [e["payload"] for e in log["events"]] == [
+        {
+            "source_entity_id": ana["id"],
+            "target_entity_id": souza["id"],
+            "facts_repointed": 1,
+            "facts_superseded": 0,
+            "aliases_added": ["Ana", "my sister"],
+        }
+    ]
+    again = await alice.post(f"{ENTITIES}/merge", json=body)
+    assert again.status_code == 400
+    assert "was merged into" in again.json()["error"]["message"]
+    itself = {"source_entity_id": souza["id"], "target_entity_id": souza["id"]}
+    assert (await alice.post(f"{ENTITIES}/merge", json=itself)).status_code == 400
+    unknown = {"source_entity_id": "ent_00000000", "target_entity_id": souza["id"]}
+    assert (await alice.post(f"{ENTITIES}/merge", json=unknown)).status_code == 404
