@@ -18,6 +18,7 @@ from datetime import datetime
 import msgspec
 
 from memory.entities import is_tombstoned
+from memory.links import fact_link
 from memory.predicates import Vocabulary
 from schemas.records import Entity, Fact, MemoryLink
 
@@ -50,15 +51,7 @@ class Merged:
 
 
 def _supersedes(winner: Fact, loser: Fact, now: datetime) -> MemoryLink:
-    return MemoryLink(
-        user_id=winner.user_id,
-        source_type="fact",
-        source_id=winner.id,
-        target_type="fact",
-        target_id=loser.id,
-        relation="supersedes",
-        created_at=now,
-    )
+    return fact_link(winner.user_id, winner.id, "supersedes", loser.id, now)
 
 
 def merge(

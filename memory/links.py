@@ -8,7 +8,7 @@ from datetime import datetime
 from memory.facts import Changes
 from schemas.records import ItemType, MemoryLink, Relation
 
-__all__ = ["ITEM_TYPES", "RELATIONS", "change_links", "item_type", "relation"]
+__all__ = ["ITEM_TYPES", "RELATIONS", "change_links", "fact_link", "item_type", "relation"]
 
 ITEM_TYPES: tuple[ItemType, ...] = ("episode", "fact", "rule")
 RELATIONS: tuple[Relation, ...] = (
@@ -36,32 +36,31 @@ def relation(value: str) -> Relation:
     raise ValueError(f"unknown relation {value!r}; valid relations: {', '.join(RELATIONS)}")
 
 
+def fact_link(
+    user_id: str, source_id: str, kind: Relation, target_id: str, now: datetime
+) -> MemoryLink:
+    """A link from one fact of the user to another."""
+    return MemoryLink(
+        user_id=user_id,
+        source_type="fact",
+        source_id=source_id,
+        target_type="fact",
+        target_id=target_id,
+        relation=kind,
+        created_at=now,
+    )
+
+
 def change_links(user_id: str, changes: Changes, now: datetime) -> list[MemoryLink]:
     """The links a change of facts makes: each new fact ``supersedes`` the fact it
     replaced or retracted, and ``contradicts`` a kept fact it conflicts with."""
     made = [
-        MemoryLink(
-            user_id=user_id,
-            source_type="fact",
-            source_id=old.superseded_by,
-            target_type="fact",
-            target_id=old.id,
-            relation="supersedes",
-            created_at=now,
-        )
+        fact_link(user_id, old.superseded_by, "supersedes", old.id, now)
         for old in changes.superseded
         if old.superseded_by is not None
     ]
     made += [
-        MemoryLink(
-            user_id=user_id,
-            source_type="fact",
-            source_id=conflict.fact_id,
-            target_type="fact",
-            target_id=conflict.kept_id,
-            relation="contradicts",
-            created_at=now,
-        )
+        fact_link(user_id, conflict.fact_id, "contradicts", conflict.kept_id, now)
         for conflict in changes.conflicts
     ]
     return made
