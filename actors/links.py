@@ -22,6 +22,8 @@ class LinkKeeper:
             return bool(await self._store.facts.get_facts(user_id, [item_id]))
         if kind == "rule":
             return bool(await self._store.rules.get_rules(user_id, [item_id]))
+        if item_id.startswith("ep_"):
+            return bool(await self._store.episodes.get_episodes(user_id, [item_id]))
         return bool(await self._store.existing_message_ids(user_id, [item_id]))
 
     async def create(

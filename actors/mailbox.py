@@ -11,6 +11,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from actors.channels import send
 from actors.context import ContextBuilder
 from actors.entities import EntityKeeper
+from actors.episodes import EpisodeKeeper
 from actors.events import EventBus
 from actors.learning import LearningDeps
 from actors.links import LinkKeeper
@@ -66,6 +67,8 @@ class SessionDeps:
     entities: EntityKeeper
     #: Seed 002's provenance links, written through ``fact_writer``.
     links: LinkKeeper
+    #: Seed 002's episodes stored directly, written through ``fact_writer``.
+    episodes: EpisodeKeeper
 
 
 async def send_reply(reply: MemoryObjectSendStream[ServerMessage], message: ServerMessage) -> None:

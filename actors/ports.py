@@ -16,6 +16,7 @@ from schemas.records import (
     AppNote,
     ArchivedMessage,
     Entity,
+    Episode,
     Fact,
     MemoryEvent,
     MemoryLink,
@@ -30,6 +31,7 @@ __all__ = [
     "Clock",
     "Embedder",
     "EntityStore",
+    "EpisodeStore",
     "EventLog",
     "FactHit",
     "FactStore",
@@ -248,6 +250,36 @@ class RuleStore(Protocol):
     async def optimize(self, cleanup_older_than: float) -> None: ...
 
 
+class EpisodeStore(Protocol):
+    """Seed 002's episodes stored directly, per user, with their vectors."""
+
+    async def episodes_of(
+        self, user_id: str, *, scope: str | None = None
+    ) -> list[tuple[Episode, Sequence[float]]]:
+        """The user's episodes (of that scope only, with one), oldest first."""
+        ...
+
+    async def get_episodes(
+        self, user_id: str, ids: Sequence[str]
+    ) -> list[tuple[Episode, Sequence[float]]]: ...
+
+    async def put_episodes(self, items: Sequence[tuple[Episode, Sequence[float]]]) -> None:
+        """Insert or replace episodes, matched on user and id."""
+        ...
+
+    async def delete_episodes(self, user_id: str, ids: Sequence[str]) -> int:
+        """Delete episodes for good (no old version keeps them)."""
+        ...
+
+    async def clear_episodes(self, user_id: str) -> int: ...
+
+    async def users_with_episodes(self) -> list[str]:
+        """Every user with an episode: for the scheduled cleanup only."""
+        ...
+
+    async def optimize(self, cleanup_older_than: float) -> None: ...
+
+
 class EntityStore(Protocol):
     """Seed 002's entities, per user."""
 
@@ -323,6 +355,9 @@ class Store(Protocol):
 
     @property
     def links(self) -> LinkStore: ...
+
+    @property
+    def episodes(self) -> EpisodeStore: ...
 
     async def open(self) -> None: ...
 

@@ -43,9 +43,9 @@ class Sweeper:
                 next_sweep = now + settings.sweep_interval
 
     async def sweep_once(self) -> int:
-        """Seed 002's decay sweep (facts and rules: rules flagged for it are inverted too)
-        and seed 004's category expiry for every user; returns how many facts and rules
-        changed."""
+        """Seed 002's decay sweep (facts and rules: rules flagged for it are inverted too),
+        its episode cleanup, and seed 004's category expiry for every user; returns how
+        many facts, rules and episodes changed."""
         keeper, store = self._deps.learning.keeper, self._deps.store
 
         async def facts_of(user_id: str) -> int:
@@ -53,6 +53,13 @@ class Sweeper:
 
         changed = await _each_user("facts", store.facts.users_with_facts, facts_of)
         changed += await _each_user("rules", store.rules.users_with_rules, self._deps.rules.sweep)
+        limit = self._deps.settings.episode_max_entries
+
+        async def episodes_of(user_id: str) -> int:
+            counts = await self._deps.episodes.cleanup(user_id, limit)
+            return counts["expired_deleted"] + counts["capacity_deleted"]
+
+        changed += await _each_user("episodes", store.episodes.users_with_episodes, episodes_of)
         self.sweeps += 1
         _log.info("decay sweep changed %d facts and rules", changed)
         return changed

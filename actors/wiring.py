@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from actors.context import ContextBuilder
 from actors.entities import EntityKeeper
+from actors.episodes import EpisodeKeeper
 from actors.events import EventBus
 from actors.extraction import Extractor
 from actors.keeper import FactKeeper
@@ -54,4 +55,5 @@ def build_deps(
         rules=RuleKeeper(store, embedder, fact_writer, clock),
         entities=EntityKeeper(store, fact_writer, clock, Vocabulary(settings.predicates)),
         links=LinkKeeper(store, fact_writer, clock),
+        episodes=EpisodeKeeper(store, embedder, fact_writer, clock),
     )

@@ -12,6 +12,7 @@ __all__ = [
     "ArchivedMessage",
     "Entity",
     "EntityType",
+    "Episode",
     "Fact",
     "Maturity",
     "MemoryEvent",
@@ -175,6 +176,29 @@ class RuleApplication(msgspec.Struct, frozen=True, kw_only=True):
     at: datetime
     #: Why it was harmful, or what the agent was doing: free text, possibly empty.
     context: str = ""
+
+
+class Episode(msgspec.Struct, frozen=True, kw_only=True):
+    """Seed 002's episode stored directly: an agent's observation, kept for a week (archived
+    chat turns are episodes too, kept by the archive's own retention). ``id`` is ``ep_`` +
+    16 hex digits; ``scope`` is the seed's ``butler``."""
+
+    id: str
+    user_id: str
+    scope: str
+    content: str
+    created_at: datetime
+    expires_at: datetime
+    session_id: str | None = None
+    importance: float = 5.0
+    reference_count: int = 0
+    last_referenced_at: datetime | None = None
+    consolidated: bool = False
+    #: ``pending``, ``consolidated`` or ``failed``.
+    consolidation_status: str = "pending"
+    retry_count: int = 0
+    last_error: str | None = None
+    meta: dict[str, Any] = {}
 
 
 EntityType = Literal["person", "organization", "place", "other"]

@@ -172,6 +172,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: its budget kept for them (the section quota; facts get the rest).
     rules_limit: int = 10
     rules_share: float = 0.3
+    #: Seed 002's episode capacity: past it, the scheduled cleanup deletes the oldest
+    #: consolidated episodes stored directly (never a pending one).
+    episode_max_entries: int = 10_000
     #: Seed 002's ``default_mode``: how ``GET /memory/search`` ranks without ``mode``.
     search_mode: SearchMode = "hybrid"
     #: Half-life (days) of recency in both scores.

@@ -54,12 +54,13 @@ class AppState(TypedDict):
 
 async def _optimize_learned(store: Store, cleanup_older_than: float) -> None:
     """The learned-memory writer's upkeep: facts, notes, profiles, progress, rules, events,
-    entities, links."""
+    entities, links, episodes."""
     await store.facts.optimize(cleanup_older_than)
     await store.rules.optimize(cleanup_older_than)
     await store.events.optimize(cleanup_older_than)
     await store.entities.optimize(cleanup_older_than)
     await store.links.optimize(cleanup_older_than)
+    await store.episodes.optimize(cleanup_older_than)
 
 
 async def _supervise_writer(

@@ -94,6 +94,7 @@ def _validate(settings: Settings) -> None:
         "cache_mb",
         "recall_limit",
         "rules_limit",
+        "episode_max_entries",
         "gc_young",
         "gc_middle",
         "lance_metadata_cache_mb",

@@ -25,6 +25,7 @@ from schemas.transfer import MAX_TEXT
 from server import (
     rest_apps,
     rest_entities,
+    rest_episodes,
     rest_export,
     rest_import,
     rest_links,
@@ -229,7 +230,7 @@ async def delete_long_term(request: Request, user_id: str) -> Response:
 
 
 async def clear_long_term(request: Request, user_id: str) -> Response:
-    """Everything long-term of this user: facts, messages, app notes, rules, entities,
+    """Everything long-term of this user: facts, messages, episodes, app notes, rules, entities,
     profile, and
     the log of their changes. Working memory of live sessions stays (seed 001)."""
     deps = _deps(request)
@@ -242,6 +243,7 @@ async def clear_long_term(request: Request, user_id: str) -> Response:
         count += await store.rules.clear_rules(user_id)
         count += await store.entities.clear_entities(user_id)
         await store.links.clear_links(user_id)
+        count += await store.episodes.clear_episodes(user_id)
         await store.events.clear_events(user_id)
         await store.facts.delete_profile(user_id)
         return count
@@ -298,6 +300,7 @@ routes = [
     *rest_apps.routes,
     *rest_rules.routes,
     *rest_entities.routes,
+    *rest_episodes.routes,
     *rest_links.routes,
     *rest_stats.routes,
     *rest_search.routes,

@@ -22,8 +22,8 @@ from server.http import BadRequest, authenticated, decode_body, error, json
 
 __all__ = ["routes"]
 
-#: A memory's id: ``fact_``/``rule_`` + 8 hex digits, ``msg_`` + 16.
-_ID = r"^(?:fact_[0-9a-f]{8}|rule_[0-9a-f]{8}|msg_[0-9a-f]{16})$"
+#: A memory's id: ``fact_``/``rule_`` + 8 hex digits, ``msg_``/``ep_`` + 16.
+_ID = r"^(?:fact_[0-9a-f]{8}|rule_[0-9a-f]{8}|msg_[0-9a-f]{16}|ep_[0-9a-f]{16})$"
 _Id = Annotated[str, msgspec.Meta(pattern=_ID)]
 
 
@@ -71,7 +71,7 @@ async def list_links(request: Request, user_id: str) -> Response:
     if kind is None or item_id is None:
         raise BadRequest("type and id are required")
     if not re.match(_ID, item_id):
-        raise BadRequest("id must be a fact_, rule_ or msg_ id")
+        raise BadRequest("id must be a fact_, rule_, msg_ or ep_ id")
     direction = request.query_params.get("direction", "both")
     try:
         found = await _keeper(request).links(user_id, kind, item_id, direction=direction)

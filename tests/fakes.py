@@ -20,6 +20,7 @@ from schemas.records import (
     AppNote,
     ArchivedMessage,
     Entity,
+    Episode,
     Fact,
     MemoryEvent,
     MemoryLink,
@@ -32,6 +33,7 @@ from schemas.settings import SearchMode
 
 __all__ = [
     "MemoryEntities",
+    "MemoryEpisodes",
     "MemoryEvents",
     "MemoryFacts",
     "MemoryLinks",
@@ -329,6 +331,47 @@ class MemoryRules:
 
 
 @dataclass
+class MemoryEpisodes:
+    """The EpisodeStore port in a dict keyed by (user id, episode id)."""
+
+    episodes: dict[tuple[str, str], tuple[Episode, Sequence[float]]] = field(default_factory=dict)
+
+    async def episodes_of(
+        self, user_id: str, *, scope: str | None = None
+    ) -> list[tuple[Episode, Sequence[float]]]:
+        found = [
+            item
+            for (user, _), item in self.episodes.items()
+            if user == user_id and (scope is None or item[0].scope == scope)
+        ]
+        return sorted(found, key=lambda item: (item[0].created_at, item[0].id))
+
+    async def get_episodes(
+        self, user_id: str, ids: Sequence[str]
+    ) -> list[tuple[Episode, Sequence[float]]]:
+        return [item for item in await self.episodes_of(user_id) if item[0].id in ids]
+
+    async def put_episodes(self, items: Sequence[tuple[Episode, Sequence[float]]]) -> None:
+        for episode, vector in items:
+            self.episodes[(episode.user_id, episode.id)] = (episode, vector)
+
+    async def delete_episodes(self, user_id: str, ids: Sequence[str]) -> int:
+        gone = [key for key in self.episodes if key[0] == user_id and key[1] in ids]
+        for key in gone:
+            del self.episodes[key]
+        return len(gone)
+
+    async def clear_episodes(self, user_id: str) -> int:
+        return await self.delete_episodes(user_id, [i for u, i in self.episodes if u == user_id])
+
+    async def users_with_episodes(self) -> list[str]:
+        return sorted({user for user, _ in self.episodes})
+
+    async def optimize(self, cleanup_older_than: float) -> None:
+        pass
+
+
+@dataclass
 class MemoryEntities:
     """The EntityStore port in a dict keyed by (user id, entity id)."""
 
@@ -441,6 +484,7 @@ class MemoryStore:
     events: MemoryEvents = field(default_factory=MemoryEvents)
     entities: MemoryEntities = field(default_factory=MemoryEntities)
     links: MemoryLinks = field(default_factory=MemoryLinks)
+    episodes: MemoryEpisodes = field(default_factory=MemoryEpisodes)
     working: dict[tuple[str, str], WorkingMemory] = field(default_factory=dict)
     fail_appends: int = 0
     appends: list[int] = field(default_factory=list)

@@ -143,4 +143,4 @@ async def test_a_bad_link_is_a_400_naming_the_problem(
         bad = await alice.get(LINKS, params=params)
         assert "direction must be one of outgoing, incoming, both" in bad.text
         odd = await alice.get(LINKS, params=params | {"id": "fact_1' OR 1=1"})
-        assert "id must be a fact_, rule_ or msg_ id" in odd.text
+        assert "id must be a fact_, rule_, msg_ or ep_ id" in odd.text

@@ -13,7 +13,15 @@ from lancedb.index import BTree
 
 from actors.errors import ArchiveUnavailable
 
-__all__ = ["SAFE_ID", "PurgeGate", "open_user_table", "quote", "quote_all", "user_filter"]
+__all__ = [
+    "SAFE_ID",
+    "PurgeGate",
+    "delete_rows",
+    "open_user_table",
+    "quote",
+    "quote_all",
+    "user_filter",
+]
 
 T = TypeVar("T")
 
@@ -113,3 +121,12 @@ class PurgeGate:
                 async with self._changed:
                     self._purging = False
                     self._changed.notify_all()
+
+
+async def delete_rows(gate: PurgeGate, table: Any, where: str) -> int:
+    """Delete the rows ``where`` selects, for good (old versions purged); how many."""
+    count = int(await gate.read(lambda: table.count_rows(where)))
+    if count:
+        await table.delete(where)
+        await gate.purge(table)
+    return count

@@ -9,7 +9,7 @@ import msgspec
 import pyarrow as pa
 
 from schemas.records import Entity
-from server.adapters.lance_common import PurgeGate, open_user_table, user_filter
+from server.adapters.lance_common import PurgeGate, delete_rows, open_user_table, user_filter
 
 __all__ = ["LanceEntities"]
 
@@ -59,11 +59,7 @@ class LanceEntities:
 
     async def clear_entities(self, user_id: str) -> int:
         where = user_filter(user_id)
-        count = int(await self._gate.read(lambda: self._table.count_rows(where)))
-        if count:
-            await self._table.delete(where)
-            await self._gate.purge(self._table)
-        return count
+        return await delete_rows(self._gate, self._table, where)
 
     async def optimize(self, cleanup_older_than: float) -> None:
         await self._gate.optimize((self._table,), cleanup_older_than)

@@ -9,7 +9,14 @@ import msgspec
 import pyarrow as pa
 
 from schemas.records import MemoryEvent
-from server.adapters.lance_common import SAFE_ID, PurgeGate, open_user_table, quote_all, user_filter
+from server.adapters.lance_common import (
+    SAFE_ID,
+    PurgeGate,
+    delete_rows,
+    open_user_table,
+    quote_all,
+    user_filter,
+)
 
 __all__ = ["LanceEvents"]
 
@@ -73,11 +80,7 @@ class LanceEvents:
 
     async def clear_events(self, user_id: str) -> int:
         where = user_filter(user_id)
-        count = int(await self._gate.read(lambda: self._table.count_rows(where)))
-        if count:
-            await self._table.delete(where)
-            await self._gate.purge(self._table)
-        return count
+        return await delete_rows(self._gate, self._table, where)
 
     async def optimize(self, cleanup_older_than: float) -> None:
         await self._gate.optimize((self._table,), cleanup_older_than)

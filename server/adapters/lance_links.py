@@ -8,7 +8,14 @@ from typing import Any
 import pyarrow as pa
 
 from schemas.records import MemoryLink
-from server.adapters.lance_common import PurgeGate, open_user_table, quote, quote_all, user_filter
+from server.adapters.lance_common import (
+    PurgeGate,
+    delete_rows,
+    open_user_table,
+    quote,
+    quote_all,
+    user_filter,
+)
 
 __all__ = ["LanceLinks"]
 
@@ -71,11 +78,7 @@ class LanceLinks:
         return sorted(found, key=lambda k: (k.created_at, k.source_id, k.target_id))
 
     async def _delete(self, where: str) -> int:
-        count = int(await self._gate.read(lambda: self._table.count_rows(where)))
-        if count:
-            await self._table.delete(where)
-            await self._gate.purge(self._table)
-        return count
+        return await delete_rows(self._gate, self._table, where)
 
     async def delete_links_of(self, user_id: str, item_type: str, ids: Sequence[str]) -> int:
         if not ids:

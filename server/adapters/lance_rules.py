@@ -19,6 +19,7 @@ from schemas.records import Rule, RuleApplication
 from server.adapters.lance_common import (
     SAFE_ID,
     PurgeGate,
+    delete_rows,
     open_user_table,
     quote,
     quote_all,
@@ -120,11 +121,7 @@ class LanceRules:
         )
 
     async def _delete(self, table: Any, where: str) -> int:
-        count = int(await self._gate.read(lambda: table.count_rows(where)))
-        if count:
-            await table.delete(where)
-            await self._gate.purge(table)
-        return count
+        return await delete_rows(self._gate, table, where)
 
     async def delete_rules(self, user_id: str, ids: Sequence[str]) -> int:
         if not ids:

@@ -38,6 +38,7 @@ from server.adapters.lance_cache import (
 )
 from server.adapters.lance_common import PurgeGate, quote, quote_all, user_filter
 from server.adapters.lance_entities import LanceEntities
+from server.adapters.lance_episodes import LanceEpisodes
 from server.adapters.lance_events import LanceEvents
 from server.adapters.lance_facts import LanceFacts
 from server.adapters.lance_links import LanceLinks
@@ -118,6 +119,7 @@ class LanceStore:
         self._events: LanceEvents | None = None
         self._entities: LanceEntities | None = None
         self._links: LanceLinks | None = None
+        self._episodes: LanceEpisodes | None = None
         #: Shared by both adapters: reads against purges of old versions.
         self._gate = PurgeGate()
         #: The working-memory table's own: purging it never holds up other reads.
@@ -137,6 +139,13 @@ class LanceStore:
         if self._entities is None:
             raise RuntimeError("the store is not open")
         return self._entities
+
+    @property
+    def episodes(self) -> LanceEpisodes:
+        """Episodes stored directly (available once opened)."""
+        if self._episodes is None:
+            raise RuntimeError("the store is not open")
+        return self._episodes
 
     @property
     def links(self) -> LanceLinks:
@@ -227,6 +236,8 @@ class LanceStore:
         await self._entities.open()
         self._links = LanceLinks(self._db, gate=self._gate)
         await self._links.open()
+        self._episodes = LanceEpisodes(self._db, dim=self._dim, gate=self._gate)
+        await self._episodes.open()
         journal = None if self._journal_dir is None else Journal(self._journal_dir, self._dim)
         self._archive = JournaledMessages(
             self._messages, self._schema, self._gate, journal, self._analyzer.analyze
@@ -270,6 +281,8 @@ class LanceStore:
             self._entities.close()
         if self._links is not None:
             self._links.close()
+        if self._episodes is not None:
+            self._episodes.close()
         for table in (self._messages, self._working):
             if table is not None:
                 table.close()
