@@ -158,6 +158,8 @@ class Stated:
     permanence: str | None = None
     tags: Sequence[str] = ()
     entity_id: str | None = None
+    #: Who makes it: ``manual`` (by hand), ``consolidation``.
+    extractor: str = "manual"
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,8 +282,9 @@ class FactKeeper:
             value=shape.value if shape else None,
             relation=shape.relation if shape else None,
             negated=shape.negated if shape else False,
-            source="user_stated",
-            extractor="manual",
+            # Consolidation infers what episodes show; by hand, the user states it.
+            source="user_stated" if stated.extractor == "manual" else "inferred",
+            extractor=stated.extractor,
             scope=scope,
             session_id=session_id,
             pinned=pinned,

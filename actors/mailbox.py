@@ -9,6 +9,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
 from actors.channels import send
+from actors.consolidation import Consolidator
 from actors.context import ContextBuilder
 from actors.entities import EntityKeeper
 from actors.episodes import EpisodeKeeper
@@ -69,6 +70,8 @@ class SessionDeps:
     links: LinkKeeper
     #: Seed 002's episodes stored directly, written through ``fact_writer``.
     episodes: EpisodeKeeper
+    #: Seed 002's batch path from pending episodes to facts and rules.
+    consolidator: Consolidator
 
 
 async def send_reply(reply: MemoryObjectSendStream[ServerMessage], message: ServerMessage) -> None:

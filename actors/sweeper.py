@@ -53,6 +53,7 @@ class Sweeper:
 
         changed = await _each_user("facts", store.facts.users_with_facts, facts_of)
         changed += await _each_user("rules", store.rules.users_with_rules, self._deps.rules.sweep)
+        await _each_user("consolidation", store.episodes.users_with_episodes, self._consolidate)
         limit = self._deps.settings.episode_max_entries
 
         async def episodes_of(user_id: str) -> int:
@@ -63,6 +64,14 @@ class Sweeper:
         self.sweeps += 1
         _log.info("decay sweep changed %d facts and rules", changed)
         return changed
+
+    async def _consolidate(self, user_id: str) -> int:
+        """Seed 002's scheduled consolidation of one user's pending episodes (a dry run
+        when no model answers); how many it consolidated."""
+        report = await self._deps.consolidator.run(user_id)
+        for error in report.errors:
+            _log.warning("consolidation for user %s: %s", user_id, error)
+        return report.consolidated
 
     async def retry_once(self) -> int:
         """Extract the pending turns of sessions that are no longer live; returns how many

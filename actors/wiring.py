@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from actors.consolidation import Consolidator
 from actors.context import ContextBuilder
 from actors.entities import EntityKeeper
 from actors.episodes import EpisodeKeeper
@@ -35,6 +36,7 @@ def build_deps(
 ) -> SessionDeps:
     events = events or EventBus()
     keeper = FactKeeper(store, embedder, fact_writer, settings, clock)
+    rules = RuleKeeper(store, embedder, fact_writer, clock)
     return SessionDeps(
         settings=settings,
         llm=llm,
@@ -52,8 +54,9 @@ def build_deps(
             progress=ProgressBook(store, fact_writer),
             events=events,
         ),
-        rules=RuleKeeper(store, embedder, fact_writer, clock),
+        rules=rules,
         entities=EntityKeeper(store, fact_writer, clock, Vocabulary(settings.predicates)),
         links=LinkKeeper(store, fact_writer, clock),
         episodes=EpisodeKeeper(store, embedder, fact_writer, clock),
+        consolidator=Consolidator(llm, store, fact_writer, keeper, rules, settings, clock),
     )

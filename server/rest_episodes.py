@@ -99,6 +99,22 @@ async def forget_episode(request: Request, user_id: str) -> Response:
     return _answer(await _keeper(request).forget(user_id, episode_id) if episode_id else None)
 
 
+class ConsolidationRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    dry_run: bool = False
+
+
+async def run_consolidation(request: Request, user_id: str) -> Response:
+    """Seed 002's ``memory_run_consolidation`` of this user's pending episodes."""
+    body = (
+        await decode_body(request, ConsolidationRequest)
+        if await request.body()
+        else ConsolidationRequest()
+    )
+    deps: SessionDeps = request.state.deps
+    report = await deps.consolidator.run(user_id, dry_run=body.dry_run)
+    return json(report.view())
+
+
 async def run_cleanup(request: Request, user_id: str) -> Response:
     body = await decode_body(request, CleanupRequest) if await request.body() else CleanupRequest()
     return json(await _keeper(request).cleanup(user_id, body.max_entries))
@@ -108,6 +124,7 @@ routes = [
     Route("/memory/episodes", authenticated(create_episode), methods=["POST"]),
     Route("/memory/episodes", authenticated(list_episodes), methods=["GET"]),
     Route("/memory/episodes/cleanup", authenticated(run_cleanup), methods=["POST"]),
+    Route("/memory/consolidation", authenticated(run_consolidation), methods=["POST"]),
     Route("/memory/episodes/{episode_id}", authenticated(get_episode), methods=["GET"]),
     Route("/memory/episodes/{episode_id}/forget", authenticated(forget_episode), methods=["POST"]),
 ]

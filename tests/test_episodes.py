@@ -77,8 +77,10 @@ async def test_the_scheduled_sweep_cleans_up_every_users_episodes() -> None:
         left = [e.id for _, (e, _) in w.store.episodes.episodes.items()]
         logged = await w.store.events.events_of("u1", limit=5)
     assert left == ["ep_00000000000000bb"]
+    # The sweep consolidates pending episodes first (the model found nothing), then cleans.
     assert [(e.event_type, e.payload) for e in logged] == [
-        ("episodes_cleaned", {"expired_deleted": 1, "capacity_deleted": 0, "remaining": 0})
+        ("episodes_cleaned", {"expired_deleted": 1, "capacity_deleted": 0, "remaining": 0}),
+        ("episodes_consolidated", {"scope": "b", "episodes": 1}),
     ]
 
 

@@ -1,0 +1,260 @@
+"""Consolidator: seed 002's batch path from pending episodes to facts and rules.
+
+Per user, the pending episodes (oldest first) are grouped by scope; each group's
+prompt (``memory.consolidation.prompt``) goes to the model, its answer is parsed
+(``memory.consolidation.parse``) and every action runs on its own: a failing one is
+logged and reported, and the rest still run. Facts go through the same rules as
+per-turn extraction (the keeper: dedup, supersession by key, the cap), each linked
+``derived_from`` its episodes; then the group's episodes are marked consolidated. A
+group whose model call fails stays pending (its ``retry_count`` and ``last_error``
+say why) and the other groups go on. Without a model (``dry_run``, or Ollama
+unreachable) only the grouping and counting happen.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from actors.errors import LlmFailure, LlmUnavailable, MnemoError
+from actors.keeper import FactKeeper, Stated
+from actors.ports import Clock, Llm, Store
+from actors.rules import RuleKeeper
+from actors.writer import ArchiveWriter
+from memory.consolidation.parse import ConsolidationResult, NewFact, parse_consolidation
+from memory.consolidation.prompt import (
+    MAX_FACTS,
+    MAX_RULES,
+    SCHEMA,
+    SYSTEM,
+    consolidation_prompt,
+)
+from memory.events import EventMaker, new_event_id
+from memory.facts import Changes
+from memory.rules import is_forgotten
+from memory.stats import in_scope
+from schemas.records import Episode, MemoryLink
+from schemas.settings import Settings
+
+__all__ = ["ConsolidationReport", "Consolidator"]
+
+_log = logging.getLogger("mnemo.consolidation")
+
+
+@dataclass(slots=True)
+class ConsolidationReport:
+    """What one run did (seed 002's counts, and every error it met)."""
+
+    episodes: int = 0
+    groups: int = 0
+    dry_run: bool = False
+    consolidated: int = 0
+    facts_added: int = 0
+    facts_updated: int = 0
+    rules_added: int = 0
+    confirmed: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def view(self) -> dict[str, Any]:
+        return {
+            "episodes": self.episodes,
+            "groups": self.groups,
+            "dry_run": self.dry_run,
+            "consolidated": self.consolidated,
+            "facts_added": self.facts_added,
+            "facts_updated": self.facts_updated,
+            "rules_added": self.rules_added,
+            "confirmed": self.confirmed,
+            "errors": list(self.errors),
+        }
+
+
+def _derived(
+    user_id: str, kind: str, item_id: str, episodes: Sequence[Episode], now: datetime
+) -> list[MemoryLink]:
+    """``derived_from`` links from a fact or rule to each episode it came from."""
+    return [
+        MemoryLink(
+            user_id=user_id,
+            source_type="fact" if kind == "fact" else "rule",
+            source_id=item_id,
+            target_type="episode",
+            target_id=e.id,
+            relation="derived_from",
+            created_at=now,
+        )
+        for e in episodes
+    ]
+
+
+class Consolidator:
+    def __init__(
+        self,
+        llm: Llm,
+        store: Store,
+        writer: ArchiveWriter,
+        keeper: FactKeeper,
+        rules: RuleKeeper,
+        settings: Settings,
+        clock: Clock,
+    ) -> None:
+        self._llm, self._store, self._writer = llm, store, writer
+        self._keeper, self._rules, self._settings, self._clock = keeper, rules, settings, clock
+
+    async def run(self, user_id: str, *, dry_run: bool = False) -> ConsolidationReport:
+        """Consolidate the user's pending episodes (``memory_run_consolidation``)."""
+        report = ConsolidationReport(dry_run=dry_run)
+        pending = [
+            (e, v) for e, v in await self._store.episodes.episodes_of(user_id) if not e.consolidated
+        ]
+        groups: dict[str, list[tuple[Episode, Any]]] = {}
+        for item in pending:
+            groups.setdefault(item[0].scope, []).append(item)
+        report.episodes, report.groups = len(pending), len(groups)
+        for scope, items in sorted(groups.items()):
+            if report.dry_run:
+                break
+            try:
+                await self._group(user_id, scope, items, report)
+            except LlmUnavailable as exc:
+                report.dry_run = True  # no model: nothing more can be consolidated now
+                report.errors.append(f"{scope}: {exc}")
+            except (LlmFailure, MnemoError) as exc:
+                report.errors.append(f"{scope}: {exc}")
+                _log.warning("consolidation of %s for user %s failed: %s", scope, user_id, exc)
+                await self._failed(items, str(exc))
+        return report
+
+    async def _failed(self, items: Sequence[tuple[Episode, Any]], error: str) -> None:
+        changed = [
+            (
+                msgspec.structs.replace(e, retry_count=e.retry_count + 1, last_error=error[:500]),
+                v,
+            )
+            for e, v in items
+        ]
+        await self._writer.call(lambda: self._store.episodes.put_episodes(changed))
+
+    async def _group(
+        self,
+        user_id: str,
+        scope: str,
+        items: Sequence[tuple[Episode, Any]],
+        report: ConsolidationReport,
+    ) -> None:
+        episodes = [e for e, _ in items]
+        facts = sorted(
+            (
+                s.fact
+                for s in await self._store.facts.facts_of(user_id)
+                if in_scope(s.fact.scope, scope)
+            ),
+            key=lambda f: f.updated_at,
+            reverse=True,
+        )[:MAX_FACTS]
+        rules = [
+            s.rule
+            for s in await self._store.rules.rules_of(user_id, scope=scope)
+            if not is_forgotten(s.rule)
+        ][-MAX_RULES:]
+        answer = await self._llm.generate_json(
+            consolidation_prompt(scope, episodes, facts, rules),
+            model=self._settings.extract_model,
+            schema=SCHEMA,
+            system=SYSTEM,
+        )
+        result = parse_consolidation(answer)
+        report.errors += [f"{scope}: {e}" for e in result.parse_errors]
+        links = await self._execute(user_id, scope, episodes, result, report)
+        done = [
+            (msgspec.structs.replace(e, consolidated=True, consolidation_status="consolidated"), v)
+            for e, v in items
+        ]
+
+        async def write() -> None:
+            await self._store.episodes.put_episodes(done)
+            await self._store.links.add_links(links)
+            event = EventMaker(user_id, "consolidation", self._clock.now(), new_event_id)
+            event("episodes_consolidated", scope=scope, episodes=len(done))
+            await self._store.events.append_events(event.made)
+
+        await self._writer.call(write)
+        report.consolidated += len(done)
+        _log.info("consolidated %d episodes of %s for user %s", len(done), scope, user_id)
+
+    async def _execute(
+        self,
+        user_id: str,
+        scope: str,
+        episodes: Sequence[Episode],
+        result: ConsolidationResult,
+        report: ConsolidationReport,
+    ) -> list[MemoryLink]:
+        """Run every action on its own; return the ``derived_from`` links to write."""
+        now = self._clock.now()
+        links: list[MemoryLink] = []
+        facts = [(f, "new_facts") for f in result.new_facts]
+        facts += [(f, "updated_facts") for f in result.updated_facts]
+        for fact, kind in facts:
+            try:
+                changes = await self._store_fact(user_id, scope, fact)
+            except (ValueError, MnemoError) as exc:
+                report.errors.append(f"{scope}: {kind} {fact.content[:60]!r}: {exc}")
+                continue
+            made = [s.fact.id for s in changes.added] or [f.id for f in changes.updated]
+            for fact_id in made:
+                links += _derived(user_id, "fact", fact_id, episodes, now)
+            if kind == "new_facts":
+                report.facts_added += len(changes.added)
+            else:
+                report.facts_updated += 1
+        for rule in result.new_rules:
+            try:
+                stored = await self._rules.store_rule(
+                    user_id,
+                    rule.content,
+                    scope=scope,
+                    tags=rule.tags,
+                    source_episode_id=episodes[0].id,
+                )
+            except (ValueError, MnemoError) as exc:
+                report.errors.append(f"{scope}: new_rules {rule.content[:60]!r}: {exc}")
+                continue
+            links += _derived(user_id, "rule", stored.id, episodes, now)
+            report.rules_added += 1
+        for memory_id in result.confirmations:
+            try:
+                confirm = (
+                    self._keeper.confirm if memory_id.startswith("fact_") else self._rules.confirm
+                )
+                if await confirm(user_id, memory_id) is None:
+                    report.errors.append(f"{scope}: confirmations: no such memory {memory_id}")
+                    continue
+            except MnemoError as exc:
+                report.errors.append(f"{scope}: confirmations {memory_id}: {exc}")
+                continue
+            report.confirmed += 1
+        return links
+
+    async def _store_fact(self, user_id: str, scope: str, fact: NewFact) -> Changes:
+        return await self._keeper.remember(
+            user_id,
+            fact.content,
+            category=None,
+            pinned=False,
+            session_id=None,
+            scope=scope,
+            stated=Stated(
+                subject=fact.subject,
+                predicate=fact.predicate,
+                importance=fact.importance,
+                permanence=fact.permanence,
+                tags=fact.tags,
+                extractor="consolidation",
+            ),
+        )
