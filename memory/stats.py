@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 
 from memory.rules import MATURITIES, is_forgotten
-from schemas.records import Fact, Rule
+from schemas.records import Episode, Fact, Rule
 
-__all__ = ["fact_stats", "in_scope", "rule_stats"]
+__all__ = ["episode_stats", "fact_stats", "in_scope", "rule_stats"]
 
 
 def in_scope(item_scope: str, scope: str | None) -> bool:
@@ -33,3 +34,17 @@ def rule_stats(rules: Iterable[Rule]) -> dict[str, int]:
     for rule in rules:
         counts["forgotten" if is_forgotten(rule) else rule.maturity] += 1
     return counts
+
+
+def episode_stats(stored: Iterable[Episode], archived: int, now: datetime) -> dict[str, float]:
+    """``total`` (episodes stored directly and archived messages), ``unconsolidated``
+    (stored ones still pending: archived turns are read by extraction as they come) and
+    ``backlog_age_hours`` (since the oldest pending one; 0 without any)."""
+    episodes = list(stored)
+    pending = [e.created_at for e in episodes if e.consolidation_status == "pending"]
+    age = (now - min(pending)).total_seconds() / 3600 if pending else 0.0
+    return {
+        "total": len(episodes) + archived,
+        "unconsolidated": len(pending),
+        "backlog_age_hours": round(max(0.0, age), 2),
+    }

@@ -7,7 +7,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from actors.mailbox import SessionDeps
-from memory.stats import fact_stats, in_scope, rule_stats
+from memory.stats import episode_stats, fact_stats, in_scope, rule_stats
 from server.http import BadRequest, authenticated, json
 from server.ws import SESSION_ID
 
@@ -16,8 +16,8 @@ __all__ = ["routes"]
 
 async def memory_stats(request: Request, user_id: str) -> Response:
     """Facts by state (active, fading, superseded, expired, retracted), rules by maturity
-    and forgotten, and archived messages; ``scope``: facts and rules of ``global`` and that
-    scope only."""
+    and forgotten, episodes (stored and archived) and the consolidation backlog;
+    ``scope``: facts and rules of ``global`` and that scope only."""
     scope = request.query_params.get("scope")
     if scope is not None and not SESSION_ID.match(scope):
         raise BadRequest("scope must be 1-64 of A-Z a-z 0-9 _ . @ -")
@@ -30,11 +30,12 @@ async def memory_stats(request: Request, user_id: str) -> Response:
     }
     rules = [s.rule for s in await store.rules.rules_of(user_id, scope=scope)]
     _, messages = await store.list_messages(user_id, limit=1, offset=0)
+    stored = [e for e, _ in await store.episodes.episodes_of(user_id)]
     return json(
         {
             "facts": fact_stats(active, others),
             "rules": rule_stats(rules),
-            "episodes": {"total": messages},
+            "episodes": episode_stats(stored, messages, deps.clock.now()),
         }
     )
 

@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import timedelta
 from pathlib import Path
 
 import msgspec
 import pytest
 
+from memory.episodes import new_episode
 from memory.rules import forget, new_rule
-from memory.stats import fact_stats, in_scope, rule_stats
+from memory.stats import episode_stats, fact_stats, in_scope, rule_stats
 from tests.fake_ollama import FakeOllama
 from tests.harness import http, make_app, serve, settings_for
-from tests.records import a_fact
+from tests.records import T0, a_fact
 
 pytestmark = pytest.mark.anyio
-
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def test_a_scope_sees_global_and_itself_and_no_scope_sees_all() -> None:
@@ -47,6 +46,20 @@ def test_rules_count_by_maturity_and_forgotten_ones_whatever_their_maturity() ->
         "anti_pattern": 0,
         "forgotten": 1,
     }
+
+
+def test_episode_stats_count_stored_and_archived_and_age_the_pending_backlog() -> None:
+    old = new_episode("ep_0000000000000001", "u1", "a", "b", T0)
+    done = msgspec.structs.replace(
+        new_episode("ep_0000000000000002", "u1", "b", "b", T0), consolidation_status="consolidated"
+    )
+    later = T0 + timedelta(hours=5, minutes=30)
+    assert episode_stats([old, done], archived=4, now=later) == {
+        "total": 6,
+        "unconsolidated": 1,
+        "backlog_age_hours": 5.5,
+    }
+    assert episode_stats([done], archived=0, now=later)["backlog_age_hours"] == 0.0
 
 
 @pytest.fixture
@@ -83,7 +96,7 @@ async def test_stats_count_the_users_facts_rules_and_messages_in_a_scope(server:
                 "anti_pattern": 0,
                 "forgotten": 1,
             },
-            "episodes": {"total": 1},
+            "episodes": {"total": 1, "unconsolidated": 0, "backlog_age_hours": 0.0},
         }
         sql = (await alice.get("/memory/stats", params={"scope": "sql"})).json()
         assert (sql["facts"]["active"], sql["facts"]["superseded"]) == (2, 1)
@@ -93,4 +106,4 @@ async def test_stats_count_the_users_facts_rules_and_messages_in_a_scope(server:
         async with http(server, "key-bob") as bob:
             empty = (await bob.get("/memory/stats")).json()
         assert empty["facts"]["active"] == empty["rules"]["candidate"] == 0
-        assert empty["episodes"] == {"total": 0}
+        assert empty["episodes"] == {"total": 0, "unconsolidated": 0, "backlog_age_hours": 0.0}
