@@ -26,6 +26,7 @@ __all__ = [
     "recency_score",
     "relevance_score",
     "rrf_score",
+    "score_texts",
 ]
 
 RRF_K = 60
@@ -161,3 +162,36 @@ def answer_relevance(similarity: float | None, coverage: float) -> float:
     coverage. Unlike a rank-based score it is low for a miss, whatever else was found."""
     semantic = min(1.0, max(0.0, similarity or 0.0))
     return 0.5 * semantic + 0.5 * min(1.0, max(0.0, coverage))
+
+
+def score_texts(
+    items: Sequence[tuple[str, Sequence[float]]],
+    query: Sequence[float] | None,
+    keywords: Sequence[str],
+    mode: str,
+) -> list[tuple[int, float, float | None, float]]:
+    """Rank texts held in memory (rules, episodes) for a query: (index, score,
+    similarity, relevance), best first, misses left out. ``similarity`` is the cosine
+    of unit vectors (None without a query vector); ``relevance`` is ``answer_relevance``.
+    ``semantic`` scores by similarity, ``keyword`` by keyword coverage (texts without a
+    keyword are misses), ``hybrid`` by relevance."""
+    ranked: list[tuple[int, float, float | None, float]] = []
+    for index, (text, vector) in enumerate(items):
+        similarity = (
+            float(sum(a * b for a, b in zip(vector, query, strict=True)))
+            if query is not None
+            else None
+        )
+        coverage = keyword_coverage(keywords, text)
+        relevance = answer_relevance(similarity, coverage)
+        if mode == "keyword":
+            if coverage == 0.0:
+                continue
+            score = coverage
+        elif mode == "semantic":
+            score = similarity or 0.0
+        else:
+            score = relevance
+        ranked.append((index, score, similarity, relevance))
+    ranked.sort(key=lambda r: (-r[1], r[0]))
+    return ranked

@@ -1,7 +1,9 @@
-"""``GET /memory/search``: scored hits over a user's active facts and archived turns."""
+"""``GET /memory/search``: scored hits over a user's active facts, archived turns, rules and
+episodes stored directly (seed 002's ``memory_search``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import suppress
 from datetime import UTC, datetime
 from typing import Any
@@ -15,16 +17,20 @@ from starlette.routing import Route
 from actors.errors import MnemoError
 from actors.keeper import fact_view
 from actors.mailbox import SessionDeps
+from memory.decay import effective_confidence
 from memory.keywords import extract_keywords
-from memory.scoring import answer_relevance, keyword_coverage
+from memory.rules import is_forgotten
+from memory.scoring import answer_relevance, keyword_coverage, score_texts
 from memory.text import query_text
 from schemas.settings import SEARCH_MODES, SearchMode
 from server.http import BadRequest, authenticated, int_param, json
+from server.rest_episodes import episode_view
+from server.rest_rules import rule_view
 from server.ws import SESSION_ID
 
 __all__ = ["routes"]
 
-_KINDS = ("all", "facts", "turns")
+_KINDS = ("all", "facts", "turns", "rules", "episodes")
 
 
 async def search(request: Request, user_id: str) -> Response:
@@ -52,7 +58,7 @@ async def search(request: Request, user_id: str) -> Response:
     scope = request.query_params.get("scope")
     if scope is not None and not SESSION_ID.match(scope):
         raise BadRequest("scope: 1-128 of A-Z a-z 0-9 _ . : -")
-    found: dict[str, list[dict[str, Any]]] = {"facts": [], "turns": []}
+    found: dict[str, list[dict[str, Any]]] = {k: [] for k in _KINDS[1:]}
     vector = deps.context.query_vector(query)  # embedded once, while the texts are scored
     keywords = extract_keywords(query)
 
@@ -65,6 +71,7 @@ async def search(request: Request, user_id: str) -> Response:
                 scored.similarity, keyword_coverage(keywords, scored.fact.content)
             )
             hit = {**view, "kind": "fact", "score": scored.score, "text": view["content"]}
+            hit["similarity"] = scored.similarity
             found["facts"].append(hit | {"relevance": round(relevance, 6)})
 
     async def turns() -> None:
@@ -82,7 +89,33 @@ async def search(request: Request, user_id: str) -> Response:
             item["superseded_by"] = message.superseded_by or None
             coverage = keyword_coverage(keywords, f"{message.speaker}: {message.text}")
             relevance = round(answer_relevance(near.get(message.id), coverage), 6)
-            found["turns"].append({**item, "kind": "turn", "score": score, "relevance": relevance})
+            hit = {**item, "kind": "turn", "score": score, "relevance": relevance}
+            found["turns"].append(hit | {"similarity": near.get(message.id)})
+
+    async def held(name: str) -> None:
+        """Rules (``global`` and the scope; forgotten and decayed ones left out) or episodes
+        stored directly (of the scope; expired ones left out), scored in memory."""
+        now = deps.clock.now()
+        if name == "rules":
+            kept = [
+                (s.rule, s.vector)
+                for s in await deps.store.rules.rules_of(user_id, scope=scope)
+                if not is_forgotten(s.rule)
+                and effective_confidence(s.rule, now) >= deps.settings.recall_min_confidence
+            ]
+            views = [(rule_view(r), r.content, v) for r, v in kept]
+        else:
+            stored = await deps.store.episodes.episodes_of(user_id, scope=scope)
+            views = [(episode_view(e), e.content, v) for e, v in stored if e.expires_at >= now]
+        query_vector = await vector() if views and mode != "keyword" else None
+        texts: list[tuple[str, Sequence[float]]] = [(t, list(v)) for _, t, v in views]
+        ranked = score_texts(texts, query_vector, keywords, mode)
+        for index, score, similarity, relevance in ranked[:k]:
+            view, text = views[index][0], views[index][1]
+            found[name].append(
+                {**view, "kind": name[:-1], "score": score, "text": text}
+                | {"similarity": similarity, "relevance": round(relevance, 6)}
+            )
 
     async def embedded() -> None:
         with suppress(MnemoError):  # the searches that need it raise it themselves
@@ -97,10 +130,14 @@ async def search(request: Request, user_id: str) -> Response:
             tg.start_soon(facts)
         if kind in ("all", "turns"):
             tg.start_soon(turns)
+        for name in ("rules", "episodes"):
+            if kind in ("all", name):
+                tg.start_soon(held, name)
     if kind != "all":
-        return json({"hits": [*found["facts"], *found["turns"]][:k]})
-    # One scale for both kinds; a stable sort keeps each side's order among equal ones.
-    hits = sorted([*found["facts"], *found["turns"]], key=lambda h: -h["relevance"])
+        return json({"hits": found[kind][:k]})
+    # One scale for every kind; a stable sort keeps each side's order among equal ones.
+    every = [hit for name in _KINDS[1:] for hit in found[name]]
+    hits = sorted(every, key=lambda h: -h["relevance"])
     return json({"hits": [h | {"score": h["relevance"]} for h in hits[:k]]})
 
 

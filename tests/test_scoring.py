@@ -19,6 +19,7 @@ from memory.scoring import (
     recency_score,
     relevance_score,
     rrf_score,
+    score_texts,
 )
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -149,3 +150,19 @@ def test_answer_relevance_is_the_mean_of_similarity_and_coverage_each_in_zero_to
     similarity: float | None, coverage: float, expected: float
 ) -> None:
     assert answer_relevance(similarity, coverage) == pytest.approx(expected)
+
+
+def test_texts_in_memory_rank_by_each_modes_measure_and_keyword_search_drops_misses() -> None:
+    items = [("green tea every morning", [1.0, 0.0]), ("coffee at noon", [0.6, 0.8])]
+    query = [0.6, 0.8]
+    semantic = score_texts(items, query, ["tea"], "semantic")
+    assert [(i, round(s, 6)) for i, s, _, _ in semantic] == [(1, 1.0), (0, 0.6)]
+    hybrid = score_texts(items, query, ["tea"], "hybrid")
+    # tea: 0.5 * 0.6 + 0.5 * 1.0 = 0.8 for the first; 0.5 * 1.0 + 0 = 0.5 for the second.
+    assert [(i, round(s, 6), round(r, 6)) for i, s, _, r in hybrid] == [
+        (0, 0.8, 0.8),
+        (1, 0.5, 0.5),
+    ]
+    assert [i for i, *_ in score_texts(items, None, ["tea"], "keyword")] == [0]
+    assert score_texts(items, None, ["tea"], "keyword")[0][2] is None
+    assert score_texts([], query, [], "hybrid") == []

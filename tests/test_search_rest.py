@@ -93,7 +93,7 @@ async def test_search_answers_at_most_limit_hits(server: str, name: str) -> None
         {"q": " "},
         {"q": "x", "limit": "0"},
         {"q": "x", "k": "0"},
-        {"q": "x", "kind": "rules"},
+        {"q": "x", "kind": "notes"},
         {"q": "x", "scope": "a b"},
         {"q": "x", "mode": "fuzzy"},
     ],
@@ -319,3 +319,41 @@ async def test_every_hit_of_one_kind_carries_its_relevance_beside_its_rank_score
     by_text = {h["text"]: h["relevance"] for h in hits}
     assert by_text["Green tea is my favourite"] > 0.5
     assert by_text.get("The bus was late again", 0.0) < 0.2
+
+
+async def test_search_finds_rules_and_episodes_tagged_by_kind_and_leaves_out_the_forgotten(
+    server: str,
+) -> None:
+    async with http(server, "ka") as client:
+        for content, scope in [
+            ("Suggest vegan recipes for dinner", "kitchen"),
+            ("Be brief", "global"),
+        ]:
+            await client.post("/memory/rules", json={"content": content, "scope": scope})
+        gone = (await client.post("/memory/rules", json={"content": "Vegan recipes first"})).json()
+        await client.post(f"/memory/rules/{gone['id']}/forget")
+        seen = {"content": "The user asked for vegan recipes", "scope": "kitchen"}
+        episode = (await client.post("/memory/episodes", json=seen)).json()
+        await client.post("/memory/episodes", json=seen | {"scope": "garden"})
+        params = {"q": "vegan recipes", "scope": "kitchen"}
+        every = (await client.get("/memory/search", params=params)).json()["hits"]
+        kinds = [(h["kind"], h["text"]) for h in every]
+        assert ("rule", "Suggest vegan recipes for dinner") in kinds
+        assert ("episode", "The user asked for vegan recipes") in kinds
+        assert ("rule", "Vegan recipes first") not in kinds
+        assert [h["scope"] for h in every if h["kind"] == "episode"] == ["kitchen"]
+        assert all(h["relevance"] == h["score"] for h in every)
+        assert every == sorted(every, key=lambda h: -h["relevance"])
+        rules = (await client.get("/memory/search", params=params | {"kind": "rules"})).json()
+        assert rules["hits"][0]["text"] == "Suggest vegan recipes for dinner"
+        semantic = params | {"kind": "episodes", "mode": "semantic"}
+        [hit] = (await client.get("/memory/search", params=semantic)).json()["hits"]
+        assert (hit["id"], hit["kind"]) == (episode["id"], "episode")
+        assert hit["score"] == hit["similarity"]
+        assert 0.0 < hit["similarity"] <= 1.0
+        words = params | {"kind": "rules", "mode": "keyword", "q": "brief"}
+        assert [
+            h["text"] for h in (await client.get("/memory/search", params=words)).json()["hits"]
+        ] == ["Be brief"]
+        async with http(server, "kb") as other:
+            assert (await other.get("/memory/search", params=params)).json() == {"hits": []}
