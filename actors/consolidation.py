@@ -21,7 +21,9 @@ from typing import Any
 
 import msgspec
 
+from actors.audit import record
 from actors.errors import LlmFailure, LlmUnavailable, MnemoError
+from actors.events import EventBus
 from actors.keeper import FactKeeper, Stated
 from actors.ports import Clock, Llm, Store
 from actors.rules import RuleKeeper
@@ -102,9 +104,11 @@ class Consolidator:
         rules: RuleKeeper,
         settings: Settings,
         clock: Clock,
+        bus: EventBus | None = None,
     ) -> None:
         self._llm, self._store, self._writer = llm, store, writer
         self._keeper, self._rules, self._settings, self._clock = keeper, rules, settings, clock
+        self._bus = bus
 
     async def run(self, user_id: str, *, dry_run: bool = False) -> ConsolidationReport:
         """Consolidate the user's pending episodes (``memory_run_consolidation``)."""
@@ -181,7 +185,7 @@ class Consolidator:
             await self._store.links.add_links(links)
             event = EventMaker(user_id, "consolidation", self._clock.now(), new_event_id)
             event("episodes_consolidated", scope=scope, episodes=len(done))
-            await self._store.events.append_events(event.made)
+            await record(self._store, self._bus, event.made)
 
         await self._writer.call(write)
         report.consolidated += len(done)

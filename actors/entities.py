@@ -10,7 +10,9 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from actors.audit import record
 from actors.errors import Conflict, Rejected
+from actors.events import EventBus
 from actors.ports import Clock, Store
 from actors.writer import ArchiveWriter
 from memory import entities
@@ -40,15 +42,20 @@ def _taken(found: Sequence[Entity], name: str, kind: str, but: str | None = None
 
 class EntityKeeper:
     def __init__(
-        self, store: Store, writer: ArchiveWriter, clock: Clock, vocabulary: Vocabulary
+        self,
+        store: Store,
+        writer: ArchiveWriter,
+        clock: Clock,
+        vocabulary: Vocabulary,
+        bus: EventBus | None = None,
     ) -> None:
         self._store, self._writer, self._clock = store, writer, clock
-        self._vocabulary = vocabulary
+        self._vocabulary, self._bus = vocabulary, bus
 
     async def _log(self, user_id: str, event_type: str, entity_id: str) -> None:
         event = EventMaker(user_id, "rest", self._clock.now(), new_event_id)
         event(event_type, entity_id=entity_id)
-        await self._store.events.append_events(event.made)
+        await record(self._store, self._bus, event.made)
 
     async def create(
         self,
@@ -161,7 +168,7 @@ class EntityKeeper:
             await self._store.links.add_links(merged.links)
             event = EventMaker(user_id, "rest", now, new_event_id)
             event("entity_merge", **merged.payload())
-            await self._store.events.append_events(event.made)
+            await record(self._store, self._bus, event.made)
             _log.info("merged entity %s into %s for user %s", source_id, target_id, user_id)
             return merged
 

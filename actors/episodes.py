@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import secrets
 
+from actors.audit import record
+from actors.events import EventBus
 from actors.ports import Clock, Embedder, Store
 from actors.writer import ArchiveWriter
 from memory import episodes
@@ -18,14 +20,20 @@ _log = logging.getLogger("mnemo.episodes")
 
 class EpisodeKeeper:
     def __init__(
-        self, store: Store, embedder: Embedder, writer: ArchiveWriter, clock: Clock
+        self,
+        store: Store,
+        embedder: Embedder,
+        writer: ArchiveWriter,
+        clock: Clock,
+        bus: EventBus | None = None,
     ) -> None:
         self._store, self._embedder, self._writer, self._clock = store, embedder, writer, clock
+        self._bus = bus
 
     async def _log(self, user_id: str, event_type: str, **payload: object) -> None:
         event = EventMaker(user_id, "rest", self._clock.now(), new_event_id)
         event(event_type, **payload)
-        await self._store.events.append_events(event.made)
+        await record(self._store, self._bus, event.made)
 
     async def store_episode(
         self,

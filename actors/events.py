@@ -58,6 +58,7 @@ EventKind = Literal[
     "store.optimized",
     "store.failed",
     "llm.error",
+    "memory.logged",
     "tail.skipped",
 ]
 KINDS: tuple[str, ...] = get_args(EventKind)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from actors.audit import record
 from actors.errors import ArchiveUnavailable, MnemoError, Rejected
 from actors.events import EventBus, EventKind
 from actors.ports import Clock, Embedder, Store
@@ -182,9 +183,10 @@ class FactKeeper:
         writer: ArchiveWriter,
         settings: Settings,
         clock: Clock,
+        bus: EventBus | None = None,
     ) -> None:
         self._store, self._embedder, self._writer = store, embedder, writer
-        self._settings, self._clock = settings, clock
+        self._settings, self._clock, self._bus = settings, clock, bus
         self._policy = FactPolicy.from_settings(settings)
         self._touched: dict[str, dict[str, int]] = {}
         self._jobs: list[_Job] = []
@@ -377,7 +379,7 @@ class FactKeeper:
                     EventMaker(job.user_id, job.candidates[0].extractor, now, new_event_id),
                 )
             ]
-            await self._store.events.append_events(events)
+            await record(self._store, self._bus, events)
             links = [
                 link
                 for job in jobs
@@ -454,7 +456,7 @@ class FactKeeper:
         event = EventMaker(user_id, "rest", now, new_event_id)
         changed = sorted([*fields, *(["pinned"] if fact.pinned != stored.fact.pinned else [])])
         event("fact_edited", fact_id=fact.id, fields=changed)
-        await self._store.events.append_events(event.made)
+        await record(self._store, self._bus, event.made)
         return fact
 
     async def confirm(self, user_id: str, fact_id: str) -> Fact | None:
@@ -482,7 +484,7 @@ class FactKeeper:
         await self._store.facts.put_facts([Stored(fact, stored.vector)])
         event = EventMaker(user_id, "rest", now, new_event_id)
         event(event_type, fact_id=fact.id)
-        await self._store.events.append_events(event.made)
+        await record(self._store, self._bus, event.made)
         return fact
 
     async def delete(self, user_id: str, fact_id: str) -> bool:
@@ -494,7 +496,7 @@ class FactKeeper:
                 await self._store.links.delete_links_of(user_id, "fact", [fact_id])
                 event = EventMaker(user_id, "rest", self._clock.now(), new_event_id)
                 event("fact_deleted", fact_id=fact_id)
-                await self._store.events.append_events(event.made)
+                await record(self._store, self._bus, event.made)
             return deleted
 
         return await self._writer.call(write) > 0
@@ -538,7 +540,7 @@ class FactKeeper:
                 writes.append(Stored(swept, item.vector))
         await self._store.facts.put_facts(writes)
         events = sweep_events(changes.updated, EventMaker(user_id, "sweep", now, new_event_id))
-        await self._store.events.append_events(events)
+        await record(self._store, self._bus, events)
         return changes
 
 

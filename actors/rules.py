@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
+from actors.audit import record
+from actors.events import EventBus
 from actors.ports import Clock, Embedder, Store
 from actors.writer import ArchiveWriter
 from memory import rules
@@ -25,9 +27,15 @@ _log = logging.getLogger("mnemo.rules")
 
 class RuleKeeper:
     def __init__(
-        self, store: Store, embedder: Embedder, writer: ArchiveWriter, clock: Clock
+        self,
+        store: Store,
+        embedder: Embedder,
+        writer: ArchiveWriter,
+        clock: Clock,
+        bus: EventBus | None = None,
     ) -> None:
         self._store, self._embedder, self._writer, self._clock = store, embedder, writer, clock
+        self._bus = bus
 
     async def store_rule(
         self,
@@ -105,7 +113,7 @@ class RuleKeeper:
     async def _log(self, before: Rule | None, after: Rule, actor: str, cause: str | None) -> None:
         """Append the audit log's events of this change (``memory.events.rule_events``)."""
         event = EventMaker(after.user_id, actor, self._clock.now(), new_event_id)
-        await self._store.events.append_events(rule_events(before, after, event, cause))
+        await record(self._store, self._bus, rule_events(before, after, event, cause))
 
     async def _restored(self, item: StoredRule, changed: Rule) -> StoredRule:
         """``changed`` with its vector: computed again when its text changed (inverted)."""
@@ -177,7 +185,7 @@ class RuleKeeper:
                 await self._store.links.delete_links_of(user_id, "rule", [rule_id])
                 event = EventMaker(user_id, "rest", self._clock.now(), new_event_id)
                 event("rule_deleted", rule_id=rule_id)
-                await self._store.events.append_events(event.made)
+                await record(self._store, self._bus, event.made)
             return count
 
         return await self._writer.call(write) > 0

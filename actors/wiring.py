@@ -35,8 +35,8 @@ def build_deps(
     events: EventBus | None = None,
 ) -> SessionDeps:
     events = events or EventBus()
-    keeper = FactKeeper(store, embedder, fact_writer, settings, clock)
-    rules = RuleKeeper(store, embedder, fact_writer, clock)
+    keeper = FactKeeper(store, embedder, fact_writer, settings, clock, events)
+    rules = RuleKeeper(store, embedder, fact_writer, clock, events)
     return SessionDeps(
         settings=settings,
         llm=llm,
@@ -55,8 +55,8 @@ def build_deps(
             events=events,
         ),
         rules=rules,
-        entities=EntityKeeper(store, fact_writer, clock, Vocabulary(settings.predicates)),
+        entities=EntityKeeper(store, fact_writer, clock, Vocabulary(settings.predicates), events),
         links=LinkKeeper(store, fact_writer, clock),
-        episodes=EpisodeKeeper(store, embedder, fact_writer, clock),
-        consolidator=Consolidator(llm, store, fact_writer, keeper, rules, settings, clock),
+        episodes=EpisodeKeeper(store, embedder, fact_writer, clock, events),
+        consolidator=Consolidator(llm, store, fact_writer, keeper, rules, settings, clock, events),
     )

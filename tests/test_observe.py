@@ -247,3 +247,25 @@ async def test_seed_003s_note_work_is_logged(
     )
     assert any(m.startswith("no note for session s4 of app calendar: ") for m in messages)
     assert "retrieved 2 notes of app calendar for user alice" in messages
+
+
+async def test_every_logged_memory_change_reaches_the_tail_as_it_happens(server: str) -> None:
+    async with tail(server, f"token={ADMIN}&kind=memory") as events:
+        async with http(server, "key-alice") as alice:
+            rule = (await alice.post("/memory/rules", json={"content": "Be brief"})).json()
+            await alice.post(f"/memory/rules/{rule['id']}/forget")
+            body = {"canonical_name": "Ana", "entity_type": "person"}
+            await alice.post("/memory/entities", json=body)
+        seen = [await next_event(events) for _ in range(3)]
+    assert [(e["kind"], e["user_id"], e["data"]["event_type"]) for e in seen] == [
+        ("memory.logged", "alice", "rule_created"),
+        ("memory.logged", "alice", "rule_forgotten"),
+        ("memory.logged", "alice", "entity_created"),
+    ]
+    assert seen[0]["data"] == {
+        "event_type": "rule_created",
+        "actor": "rest",
+        "rule_id": rule["id"],
+        "maturity": "candidate",
+        "effectiveness_score": 0.0,
+    }

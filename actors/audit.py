@@ -1,0 +1,29 @@
+"""Recording memory events: into the user's ``memory_events`` log, and onto the event bus so
+that ``/ws/tail`` and ``mnemo tail`` show them as they happen (kind ``memory.logged``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from actors.events import EventBus
+from actors.ports import Store
+from schemas.records import MemoryEvent
+
+__all__ = ["record"]
+
+
+async def record(store: Store, bus: EventBus | None, events: Sequence[MemoryEvent]) -> None:
+    """Append ``events`` to the log (the writer's task calls this), then publish each."""
+    if not events:
+        return
+    await store.events.append_events(events)
+    if bus is None:
+        return
+    for event in events:
+        bus.emit(
+            "memory.logged",
+            user_id=event.user_id,
+            event_type=event.event_type,
+            actor=event.actor,
+            **event.payload,
+        )
