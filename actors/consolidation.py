@@ -206,7 +206,7 @@ class Consolidator:
         facts += [(f, "updated_facts") for f in result.updated_facts]
         for fact, kind in facts:
             try:
-                changes = await self._store_fact(user_id, scope, fact)
+                changes = await self._store_fact(user_id, scope, fact, episodes[0].id)
             except (ValueError, MnemoError) as exc:
                 report.errors.append(f"{scope}: {kind} {fact.content[:60]!r}: {exc}")
                 continue
@@ -245,7 +245,9 @@ class Consolidator:
             report.confirmed += 1
         return links
 
-    async def _store_fact(self, user_id: str, scope: str, fact: NewFact) -> Changes:
+    async def _store_fact(
+        self, user_id: str, scope: str, fact: NewFact, episode_id: str
+    ) -> Changes:
         return await self._keeper.remember(
             user_id,
             fact.content,
@@ -260,5 +262,7 @@ class Consolidator:
                 permanence=fact.permanence,
                 tags=fact.tags,
                 extractor="consolidation",
+                source_scope=scope,
+                source_episode_id=episode_id,
             ),
         )

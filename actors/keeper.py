@@ -159,8 +159,10 @@ class Stated:
     permanence: str | None = None
     tags: Sequence[str] = ()
     entity_id: str | None = None
-    #: Who makes it: ``manual`` (by hand), ``consolidation``.
+    #: Who makes it: ``manual`` (by hand), ``consolidation``, and from where.
     extractor: str = "manual"
+    source_scope: str | None = None
+    source_episode_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,7 +278,8 @@ class FactKeeper:
             user_id=user_id,
             content=content,
             category=name,
-            confidence=self._settings.manual_confidence,
+            # Seed 002's store_fact (a fact given with its key) starts at full confidence.
+            confidence=1.0 if stated.predicate is not None else self._settings.manual_confidence,
             vector=vector,
             subject=shape.subject if shape else None,
             predicate=shape.predicate if shape else None,
@@ -294,6 +297,8 @@ class FactKeeper:
             importance=stated.importance,
             tags=stated.tags,
             entity_id=stated.entity_id,
+            source_scope=stated.source_scope,
+            source_episode_id=stated.source_episode_id,
         )
         return await self._submit(user_id, [candidate])
 

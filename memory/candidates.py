@@ -70,6 +70,8 @@ class Candidate:
     importance: float = 5.0
     tags: Sequence[str] = ()
     entity_id: str | None = None
+    source_scope: str | None = None
+    source_episode_id: str | None = None
 
     def __post_init__(self) -> None:
         if self.permanence is not None:

@@ -309,6 +309,8 @@ class _Batch:
             importance=candidate.importance,
             tags=list(candidate.tags),
             entity_id=candidate.entity_id,
+            source_scope=candidate.source_scope,
+            source_episode_id=candidate.source_episode_id,
         )
         self.facts[fact_id] = Stored(fact, candidate.vector)
         self.kinds[fact_id] = "added"

@@ -112,6 +112,10 @@ class Fact(msgspec.Struct, frozen=True, kw_only=True):
     superseded_by: str | None = None
     #: The entity the fact is about (seed 002), when one is known.
     entity_id: str | None = None
+    #: Where a consolidated fact came from: its group's scope (seed 002's
+    #: ``source_butler``) and first episode.
+    source_scope: str | None = None
+    source_episode_id: str | None = None
     #: A kept fact (pinned, or stated more surely) that this one contradicts; the user decides.
     conflicts_with: str | None = None
     pinned: bool = False

@@ -212,6 +212,8 @@ class FactView(msgspec.Struct, frozen=True, kw_only=True):
     tags: list[str] = []
     entity_id: str | None = None
     last_confirmed_at: datetime | None = None
+    source_scope: str | None = None
+    source_episode_id: str | None = None
     kind: str = "fact"
 
 

@@ -176,6 +176,8 @@ async def test_consolidation_turns_a_groups_episodes_into_linked_facts_and_rules
             "diet",
             "inferred",
         )
+        assert (vegan["source_scope"], vegan["source_episode_id"]) == ("kitchen", soup["id"])
+        assert vegan["confidence"] == 1.0
         [rule] = (await alice.get("/memory/rules")).json()["rules"]
         assert (rule["content"], rule["scope"], rule["source_episode_id"]) == (
             "Suggest vegan recipes",

@@ -467,6 +467,7 @@ async def test_a_fact_stored_with_seed_002s_fields_keeps_them_and_its_key_supers
     assert (lyon["importance"], lyon["permanence"], lyon["tags"]) == (8.0, "stable", ["home"])
     assert (lyon["subject"], lyon["predicate"], lyon["entity_id"]) == ("user", "lives_in", None)
     assert lyon["last_confirmed_at"] == lyon["updated_at"]
+    assert (lyon["validity"], lyon["confidence"]) == ("active", 1.0)
     response = await alice.post(FACTS, json={"content": "House near the Seine", **stated})
     assert [f["id"] for f in response.json()["superseded"]] == [lyon["id"]]
     for bad, message in [

@@ -50,7 +50,8 @@ def test_a_fact_view_carries_every_field_a_client_sees() -> None:
         **{"supersedes_id": "fact_00000002", "superseded_by": "fact_00000003"},
         **{"conflicts_with": "fact_00000004", "access_count": 4, "last_accessed": NOW},
         **{"importance": 7.5, "permanence": "stable", "tags": ["t"]},
-        **{"entity_id": "ent_00000001", "last_confirmed_at": NOW},
+        **{"entity_id": "ent_00000001", "last_confirmed_at": NOW, "source_scope": "app1"},
+        **{"source_episode_id": "ep_0000000000000001"},
     }
     unseen = {"user_id": "u1", "source_id": "l1", "session_id": "s1", "meta": {"k": 1}}
     assert fact_view(Fact(**seen, **unseen)) == FactView(**seen)
