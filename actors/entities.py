@@ -7,6 +7,7 @@ take one name. Resolution reads only (``memory.entities.resolve``).
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,7 +17,7 @@ from actors.events import EventBus
 from actors.ports import Clock, Store
 from actors.writer import ArchiveWriter
 from memory import entities
-from memory.entities import Resolved
+from memory.entities import EntityIndex, Resolved
 from memory.entity_merge import Merged, merge
 from memory.events import EventMaker, new_event_id
 from memory.facts import Stored, fresh_id
@@ -26,6 +27,8 @@ from schemas.records import Entity, Fact
 __all__ = ["EntityKeeper"]
 
 _log = logging.getLogger("mnemo.entities")
+#: The most entities in the resolution indexes kept, over all users.
+INDEXED_ENTITIES = 200_000
 
 
 def _taken(found: Sequence[Entity], name: str, kind: str, but: str | None = None) -> bool:
@@ -51,6 +54,23 @@ class EntityKeeper:
     ) -> None:
         self._store, self._writer, self._clock = store, writer, clock
         self._vocabulary, self._bus = vocabulary, bus
+        # per user: the list the store gave (held, so its identity stays its own) and its
+        # index; a store that keeps lists returns the same one until the entities change
+        self._indexes: OrderedDict[str, tuple[list[Entity], EntityIndex]] = OrderedDict()
+
+    def _index(self, user_id: str, found: list[Entity]) -> EntityIndex:
+        kept = self._indexes.get(user_id)
+        if kept is not None and kept[0] is found:
+            self._indexes.move_to_end(user_id)
+            return kept[1]
+        index = EntityIndex(found)
+        self._indexes[user_id] = (found, index)
+        self._indexes.move_to_end(user_id)
+        total = sum(len(i) for _, i in self._indexes.values())
+        while total > INDEXED_ENTITIES and len(self._indexes) > 1:
+            _, (_, dropped) = self._indexes.popitem(last=False)
+            total -= len(dropped)
+        return index
 
     async def _log(self, user_id: str, event_type: str, entity_id: str) -> None:
         event = EventMaker(user_id, "rest", self._clock.now(), new_event_id)
@@ -192,7 +212,7 @@ class EntityKeeper:
                 if stored.fact.entity_id is not None:
                     facts_of.setdefault(stored.fact.entity_id, []).append(stored.fact)
         return entities.resolve(
-            found,
+            self._index(user_id, found),
             name,
             kind=kind,
             enable_fuzzy=enable_fuzzy,

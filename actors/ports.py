@@ -144,6 +144,12 @@ class FactStore(Protocol):
         with a scope), without reading them."""
         ...
 
+    async def fact_counts(self, user_id: str, *, scope: str | None) -> dict[str, int]:
+        """Seed 002's ``memory_stats`` of the user's facts (``memory.stats.fact_stats``:
+        active, fading, superseded, expired, retracted), of ``global`` and ``scope`` only
+        with a scope. May be kept between writes of the user's facts."""
+        ...
+
     async def get_facts_by_key(self, keys: Sequence[tuple[str, str]]) -> list[Stored]:
         """Facts named by (user id, fact id) pairs, possibly of several users."""
         ...
@@ -223,6 +229,12 @@ class RuleStore(Protocol):
         that scope only. Oldest first."""
         ...
 
+    async def rule_counts(self, user_id: str, *, scope: str | None = None) -> dict[str, int]:
+        """Seed 002's ``memory_stats`` of the user's rules (``memory.stats.rule_stats``: by
+        maturity, and forgotten), of ``global`` and ``scope`` only with a scope. May be
+        kept between writes of the user's rules; reads no vectors."""
+        ...
+
     async def get_rules(self, user_id: str, ids: Sequence[str]) -> list[StoredRule]: ...
 
     async def put_rules(self, items: Sequence[StoredRule]) -> None:
@@ -284,7 +296,8 @@ class EntityStore(Protocol):
     """Seed 002's entities, per user."""
 
     async def entities_of(self, user_id: str) -> list[Entity]:
-        """Every entity of the user, merged ones (tombstones) included."""
+        """Every entity of the user, merged ones (tombstones) included. The list may be
+        shared (returned again while the entities are unchanged): never change it."""
         ...
 
     async def put_entities(self, items: Sequence[Entity]) -> None:
@@ -377,6 +390,10 @@ class Store(Protocol):
         returns how many moved (0 for a store that appends to the table directly)."""
 
     async def list_messages(self, user_id: str, *, limit: int, offset: int) -> Page: ...
+
+    async def count_messages(self, user_id: str) -> int:
+        """The user's archived messages: ``list_messages``'s total, without a page."""
+        ...
 
     async def session_messages(
         self, user_id: str, session_id: str, *, limit: int

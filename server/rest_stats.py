@@ -7,7 +7,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from actors.mailbox import SessionDeps
-from memory.stats import episode_stats, fact_stats, in_scope, rule_stats
+from memory.stats import episode_stats
 from server.http import BadRequest, authenticated, json
 from server.ws import SESSION_ID
 
@@ -23,18 +23,14 @@ async def memory_stats(request: Request, user_id: str) -> Response:
         raise BadRequest("scope must be 1-64 of A-Z a-z 0-9 _ . @ -")
     deps: SessionDeps = request.state.deps
     store = deps.store
-    active = [s.fact for s in await store.facts.facts_of(user_id) if in_scope(s.fact.scope, scope)]
-    others = {
-        v: await store.facts.count_facts(user_id, v, scope=scope)
-        for v in ("superseded", "expired", "retracted")
-    }
-    rules = [s.rule for s in await store.rules.rules_of(user_id, scope=scope)]
-    _, messages = await store.list_messages(user_id, limit=1, offset=0)
+    facts = await store.facts.fact_counts(user_id, scope=scope)
+    rules = await store.rules.rule_counts(user_id, scope=scope)
+    messages = await store.count_messages(user_id)
     stored = [e for e, _ in await store.episodes.episodes_of(user_id)]
     return json(
         {
-            "facts": fact_stats(active, others),
-            "rules": rule_stats(rules),
+            "facts": facts,
+            "rules": rules,
             "episodes": episode_stats(stored, messages, deps.clock.now()),
         }
     )

@@ -15,6 +15,7 @@ from actors.ports import FactHit, Page, ScoredMessage, VectorSource, resolve
 from memory.facts import Stored
 from memory.formats import newest_notes
 from memory.rules import StoredRule
+from memory.stats import fact_stats, in_scope, rule_stats
 from schemas.llm import ChatChunk, PromptMessage
 from schemas.records import (
     AppNote,
@@ -148,6 +149,14 @@ class MemoryFacts:
 
     async def get_facts(self, user_id: str, ids: Sequence[str]) -> list[Stored]:
         return [self.facts[(user_id, i)] for i in ids if (user_id, i) in self.facts]
+
+    async def fact_counts(self, user_id: str, *, scope: str | None) -> dict[str, int]:
+        active = [s.fact for s in await self.facts_of(user_id) if in_scope(s.fact.scope, scope)]
+        others = {
+            v: await self.count_facts(user_id, v, scope=scope)
+            for v in ("superseded", "expired", "retracted")
+        }
+        return fact_stats(active, others)
 
     async def add_facts(self, items: Sequence[Stored]) -> None:
         for item in items:
@@ -293,6 +302,9 @@ class MemoryRules:
             if user == user_id and (scope is None or s.rule.scope in ("global", scope))
         ]
         return sorted(found, key=lambda s: (s.rule.created_at, s.rule.id))
+
+    async def rule_counts(self, user_id: str, *, scope: str | None = None) -> dict[str, int]:
+        return rule_stats(s.rule for s in await self.rules_of(user_id, scope=scope))
 
     async def get_rules(self, user_id: str, ids: Sequence[str]) -> list[StoredRule]:
         return [s for s in await self.rules_of(user_id) if s.rule.id in ids]
@@ -542,6 +554,9 @@ class MemoryStore:
     async def list_messages(self, user_id: str, *, limit: int, offset: int) -> Page:
         mine = sorted(self._of(user_id), key=lambda m: (m.at, m.id), reverse=True)
         return mine[offset : offset + limit], len(mine)
+
+    async def count_messages(self, user_id: str) -> int:
+        return len(self._of(user_id))
 
     async def session_messages(
         self, user_id: str, session_id: str, *, limit: int

@@ -376,3 +376,13 @@ def _old_row(m: ArchivedMessage) -> dict[str, object]:
         "source_id": m.source_id,
         "vector": _embedder.embed_one(m.text),
     }
+
+
+async def test_counting_messages_gives_the_total_of_a_page(store: LanceStore) -> None:
+    assert await store.count_messages("u1") == 0
+    await put(store, *(message(i, f"text {i}") for i in range(3)))
+    await put(store, message(7, "other user", user="u2"))
+    _, total = await store.list_messages("u1", limit=1, offset=0)
+    assert await store.count_messages("u1") == total == 3
+    await store.flush_messages()
+    assert await store.count_messages("u1") == 3

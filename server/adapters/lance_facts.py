@@ -21,12 +21,14 @@ from actors.ports import FactHit, VectorSource
 from memory.facts import Stored, Vector
 from memory.formats import newest_notes
 from memory.keywords import extract_keywords
+from memory.stats import fact_stats, in_scope
 from memory.text import query_text
 from schemas.records import AppNote, Fact, Progress, UserProfile
 from schemas.settings import SearchMode
 from server.adapters.lance_analyzer import FTS_TOKENIZER, Analyzer, AnalyzerUnavailable
 from server.adapters.lance_cache import Budget, FactEntry, UserCache, hybrid_ranks
 from server.adapters.lance_common import WARM_UP_USER, PurgeGate, quote, quote_all, user_filter
+from server.adapters.lance_counts import CountMemo
 
 __all__ = ["LanceFacts"]
 
@@ -114,6 +116,8 @@ class LanceFacts:
         self._analyzer = analyzer
         #: Each user's active facts, and an index over them for search.
         self._cache = UserCache(self._load, budget=budget)
+        #: ``fact_counts`` by user and scope, until the user's facts are written.
+        self._counted = CountMemo()
         self._facts: Any = None
         self._notes: Any = None
         self._profiles: Any = None
@@ -200,6 +204,19 @@ class LanceFacts:
         count: int = await self._gate.read(lambda: self._facts.count_rows(where))
         return count
 
+    async def fact_counts(self, user_id: str, *, scope: str | None) -> dict[str, int]:
+        user_filter(user_id)
+
+        async def count() -> dict[str, int]:
+            active = [s.fact for s in await self.facts_of(user_id) if in_scope(s.fact.scope, scope)]
+            others = {
+                v: await self.count_facts(user_id, v, scope=scope)
+                for v in ("superseded", "expired", "retracted")
+            }
+            return fact_stats(active, others)
+
+        return await self._counted.get(user_id, scope, count)
+
     async def get_facts(self, user_id: str, ids: Sequence[str]) -> list[Stored]:
         if not ids:
             return []
@@ -225,12 +242,17 @@ class LanceFacts:
             return
         for item in items:
             user_filter(item.fact.user_id)
-        await self._facts.add(
-            pa.Table.from_pylist(
-                [_fact_row(i.fact, i.vector) for i in items], schema=_facts_schema(self._dim)
+        users = {i.fact.user_id for i in items}
+        self._counted.written(users)
+        try:
+            await self._facts.add(
+                pa.Table.from_pylist(
+                    [_fact_row(i.fact, i.vector) for i in items], schema=_facts_schema(self._dim)
+                )
             )
-        )
-        self._held(items)
+            self._held(items)
+        finally:
+            self._counted.written(users)
 
     def _held(self, items: Sequence[Stored]) -> None:
         """Apply written facts to the users' entries in memory."""
@@ -249,13 +271,18 @@ class LanceFacts:
         data = pa.Table.from_pylist(
             [_fact_row(i.fact, i.vector) for i in items], schema=_facts_schema(self._dim)
         )
-        await (
-            self._facts.merge_insert(["user_id", "id"])
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-            .execute(data)
-        )
-        self._held(items)
+        users = {i.fact.user_id for i in items}
+        self._counted.written(users)
+        try:
+            await (
+                self._facts.merge_insert(["user_id", "id"])
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute(data)
+            )
+            self._held(items)
+        finally:
+            self._counted.written(users)
 
     async def delete_facts(self, user_id: str, ids: Sequence[str], *, purge_now: bool) -> int:
         if not ids:
@@ -263,8 +290,12 @@ class LanceFacts:
         where = f"{user_filter(user_id)} AND id IN {quote_all(ids)}"
         count = int(await self._gate.read(lambda: self._facts.count_rows(where)))
         if count:
-            await self._facts.delete(where)
-            self._cache.apply(user_id, lambda entry: entry.remove(ids))
+            self._counted.written([user_id])
+            try:
+                await self._facts.delete(where)
+                self._cache.apply(user_id, lambda entry: entry.remove(ids))
+            finally:
+                self._counted.written([user_id])
             if purge_now:
                 await self._gate.purge(self._facts)
         return count
@@ -273,8 +304,12 @@ class LanceFacts:
         where = user_filter(user_id)
         count = int(await self._gate.read(lambda: self._facts.count_rows(where)))
         if count:
-            await self._facts.delete(where)
-            self._cache.drop(user_id)
+            self._counted.written([user_id])
+            try:
+                await self._facts.delete(where)
+                self._cache.drop(user_id)
+            finally:
+                self._counted.written([user_id])
             await self._gate.purge(self._facts)
         return count
 

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from memory.rules import StoredRule
+from memory.stats import rule_stats
 from schemas.records import Rule, RuleApplication
 from server.adapters.lance_common import (
     SAFE_ID,
@@ -25,6 +26,7 @@ from server.adapters.lance_common import (
     quote_all,
     user_filter,
 )
+from server.adapters.lance_counts import CountMemo
 
 __all__ = ["LanceRules"]
 
@@ -82,6 +84,8 @@ class LanceRules:
         self._db, self._dim, self._gate = db, dim, gate
         self._rules: Any = None
         self._applications: Any = None
+        #: ``rule_counts`` by user and scope, until the user's rules are written.
+        self._counted = CountMemo()
 
     async def open(self) -> None:
         self._rules = await open_user_table(self._db, "rules", _rules_schema(self._dim))
@@ -104,6 +108,18 @@ class LanceRules:
             where += f" AND {_scope_filter(scope)}"
         return await self._read(where)
 
+    async def rule_counts(self, user_id: str, *, scope: str | None = None) -> dict[str, int]:
+        where = user_filter(user_id)
+        if scope is not None:
+            where += f" AND {_scope_filter(scope)}"
+
+        async def count() -> dict[str, int]:
+            query = self._rules.query().where(where).select(["data"])
+            rows = await self._gate.read(query.to_list)
+            return rule_stats(_rule.decode(r["data"]) for r in rows)
+
+        return await self._counted.get(user_id, scope, count)
+
     async def get_rules(self, user_id: str, ids: Sequence[str]) -> list[StoredRule]:
         if not ids:
             return []
@@ -113,12 +129,17 @@ class LanceRules:
         if not items:
             return
         rows = [_row(item) for item in items]
-        await (
-            self._rules.merge_insert(["user_id", "id"])
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-            .execute(pa.Table.from_pylist(rows, schema=_rules_schema(self._dim)))
-        )
+        users = {item.rule.user_id for item in items}
+        self._counted.written(users)
+        try:
+            await (
+                self._rules.merge_insert(["user_id", "id"])
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute(pa.Table.from_pylist(rows, schema=_rules_schema(self._dim)))
+            )
+        finally:
+            self._counted.written(users)
 
     async def _delete(self, table: Any, where: str) -> int:
         return await delete_rows(self._gate, table, where)
@@ -127,12 +148,20 @@ class LanceRules:
         if not ids:
             return 0
         user = user_filter(user_id)
-        count = await self._delete(self._rules, f"{user} AND id IN {quote_all(ids)}")
+        self._counted.written([user_id])
+        try:
+            count = await self._delete(self._rules, f"{user} AND id IN {quote_all(ids)}")
+        finally:
+            self._counted.written([user_id])
         await self._delete(self._applications, f"{user} AND rule_id IN {quote_all(ids)}")
         return count
 
     async def clear_rules(self, user_id: str) -> int:
-        count = await self._delete(self._rules, user_filter(user_id))
+        self._counted.written([user_id])
+        try:
+            count = await self._delete(self._rules, user_filter(user_id))
+        finally:
+            self._counted.written([user_id])
         await self._delete(self._applications, user_filter(user_id))
         return count
 

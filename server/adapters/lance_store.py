@@ -349,6 +349,18 @@ class LanceStore:
         merged = newest_first([*stored, *pending])
         return merged[offset : offset + limit], total + len(merged) - len(stored)
 
+    async def count_messages(self, user_id: str) -> int:
+        where = user_filter(user_id)
+
+        async def count() -> int:
+            return int(await self._gate.read(lambda: self._messages.count_rows(where)))
+
+        total, pending = await self._messages_table.consistent(user_id, count)
+        if not pending:
+            return total
+        _, total = await self.list_messages(user_id, limit=1, offset=0)  # merged as it does
+        return total
+
     async def session_messages(
         self, user_id: str, session_id: str, *, limit: int
     ) -> list[ArchivedMessage]:
