@@ -141,8 +141,13 @@ class _Writes:
         ]
 
     async def commit(self, store: Store) -> None:
-        await store.facts.add_facts(list(self._new.values()))
-        await store.facts.put_facts(list(self._changed.values()))
+        """New facts are appended; when stored facts changed too (superseded, reinforced),
+        new and changed go in one write, so that no reader ever sees a new fact beside the
+        old one it replaces, or the old one gone before the new one is there."""
+        if self._changed:
+            await store.facts.put_facts([*self._new.values(), *self._changed.values()])
+        else:
+            await store.facts.add_facts(list(self._new.values()))
         for user_id, ids in self._removed.items():
             await store.facts.delete_facts(user_id, ids, purge_now=False)
 

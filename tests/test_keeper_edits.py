@@ -62,7 +62,7 @@ async def test_an_import_skips_inactive_lines_lines_imported_before_and_duplicat
     named = "extractor source_id confidence pinned scope meta created_at updated_at"
     assert pick(fact, named) == ("import", "new", 0.7, True, "app1", {"k": 1}, NOW - DAY, NOW)
     assert added.vector == EMBED.embed_one("Knows Rust")
-    assert w.facts.writes == [("add", "Knows Rust"), ("put",)]
+    assert w.facts.writes == [("add", "Knows Rust")]
 
 
 async def test_two_imports_of_one_line_at_once_store_it_once() -> None:

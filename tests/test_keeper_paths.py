@@ -268,7 +268,8 @@ async def test_jobs_in_one_batch_see_each_others_reinforcements_and_write_each_f
     assert {c: f.mention_count for c, f in w.facts.of().items()} == {
         **{"Likes green tea": 3, "Knows Rust": 2}
     }
-    assert w.facts.writes == [("add", "Knows Rust"), ("put", "Likes green tea")]
+    # New and reinforced facts in one write: no reader sees one without the other.
+    assert w.facts.writes == [("put", "Knows Rust", "Likes green tea")]
     assert all(s.vector == EMBED.embed_one(s.fact.content) for s in w.facts.facts.values())
 
 
@@ -288,10 +289,8 @@ async def test_a_fact_superseded_earlier_in_a_batch_is_no_longer_active_for_late
         ("I live in Lyon", "superseded"),
         ("I live in Paris", "superseded"),
     ]
-    assert w.facts.writes == [
-        ("add", "I live in Paris", "I live in Lyon"),
-        ("put", "I live in Lyon"),
-    ]
+    # The new facts and the superseded one in one write: never seen half done.
+    assert w.facts.writes == [("put", "I live in Paris", "I live in Lyon", "I live in Lyon")]
 
 
 async def test_facts_evicted_in_a_batch_are_deleted_once_and_new_ones_never_written() -> None:
@@ -312,7 +311,6 @@ async def test_facts_evicted_in_a_batch_are_deleted_once_and_new_ones_never_writ
     assert w.facts.of()["Knows Rust"].id != "fact_00000001"
     assert w.facts.writes == [
         ("add", "Knows Rust", "Likes jazz"),
-        ("put",),
         ("delete", "u1", "fact_00000001", False),
         ("delete", "u2", "fact_00000002", False),
     ]
