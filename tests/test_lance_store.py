@@ -386,3 +386,33 @@ async def test_counting_messages_gives_the_total_of_a_page(store: LanceStore) ->
     assert await store.count_messages("u1") == total == 3
     await store.flush_messages()
     assert await store.count_messages("u1") == 3
+
+
+class _RenamedEmbedder(HashEmbedder):
+    """The hash embedder's vectors under another name: another model of the same size."""
+
+    @property
+    def name(self) -> str:
+        return "another-model"
+
+
+async def test_every_vector_table_records_its_embedder_and_another_one_is_refused(
+    tmp_path: Path,
+) -> None:
+    first = LanceStore(tmp_path / "db", embedder=HashEmbedder(8))
+    await first.open()
+    await first.aclose()
+    db = await lancedb.connect_async(tmp_path / "db")
+    rows = await (await db.open_table("embedding_versions")).query().to_list()
+    assert sorted((r["table_name"], r["embedder"], r["dim"]) for r in rows) == [
+        ("episodes", "hash-8", 8),
+        ("facts", "hash-8", 8),
+        ("messages", "hash-8", 8),
+        ("rules", "hash-8", 8),
+    ]
+    again = LanceStore(tmp_path / "db", embedder=HashEmbedder(8))
+    await again.open()  # the same embedder: opens
+    await again.aclose()
+    other = LanceStore(tmp_path / "db", embedder=_RenamedEmbedder(8))
+    with pytest.raises(StoreMismatch, match="'hash-8' \\(8 dimensions\\); the configured"):
+        await other.open()

@@ -53,6 +53,7 @@ from server.adapters.lance_messages import (
     newest_first,
 )
 from server.adapters.lance_rules import LanceRules
+from server.adapters.lance_versions import EmbedderChanged, check_embedder
 from server.adapters.message_search import MessageSearch
 
 __all__ = ["LanceStore", "StoreMismatch", "quote"]
@@ -71,7 +72,7 @@ _WORKING_SCHEMA = pa.schema(
 
 
 class StoreMismatch(MnemoError):
-    """The data directory was written with another embedder (vector size differs)."""
+    """The data directory was written with another embedder (``embedding_versions``)."""
 
     code = "store_mismatch"
 
@@ -202,6 +203,11 @@ class LanceStore:
             self._messages = await self._db.create_table(
                 _MESSAGES, schema=messages_schema(self._dim, name)
             )
+        recorded = ((await self._messages.schema()).metadata or {}).get(EMBEDDER_KEY)
+        try:
+            await check_embedder(self._db, name, self._dim, recorded.decode() if recorded else None)
+        except EmbedderChanged as exc:
+            raise StoreMismatch(f"{self._uri}: {exc}") from None
         if "search_text" not in (await self._messages.schema()).names:
             # Written before search texts existed: who said it, then what (no context).
             await self._messages.add_columns({"search_text": "concat(speaker, ': ', text)"})
