@@ -18,19 +18,23 @@ __all__ = ["key_vectors"]
 _READ_IN_PLACE = 4
 
 
-async def key_vectors(embedder: Embedder, messages: Sequence[ArchivedMessage]) -> list[list[float]]:
+async def key_vectors(
+    embedder: Embedder,
+    messages: Sequence[ArchivedMessage],
+    texts: Sequence[str] | None = None,
+) -> list[list[float]]:
     """The vectors messages are archived with (``memory.keys``): their search texts and
     their statements, embedded in one call. Reading a batch larger than a few turns runs
     in a worker thread (an import must not hold the event loop); a turn's two messages
-    are read in place."""
+    are read in place. ``texts``: the messages' search texts as stored (a message read
+    back has lost the context its search text was built with)."""
     if len(messages) <= _READ_IN_PLACE:
         statements = [statement_text(m) for m in messages]
     else:
         statements = await anyio.to_thread.run_sync(lambda: [statement_text(m) for m in messages])
     with_statements = [i for i, text in enumerate(statements) if text]
-    vectors = await embedder.embed(
-        [*(search_text(m) for m in messages), *(statements[i] for i in with_statements)]
-    )
+    searched = list(texts) if texts is not None else [search_text(m) for m in messages]
+    vectors = await embedder.embed([*searched, *(statements[i] for i in with_statements)])
     n = len(messages)
     statement_vectors: list[Sequence[float] | None] = [None] * n
     for i, vector in zip(with_statements, vectors[n:], strict=True):

@@ -14,7 +14,13 @@ from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["VECTOR_TABLES", "EmbedderChanged", "check_embedder"]
+__all__ = [
+    "VECTOR_TABLES",
+    "EmbedderChanged",
+    "check_embedder",
+    "record_embedder",
+    "recorded_embedders",
+]
 
 #: The tables whose rows carry an embedding.
 VECTOR_TABLES = ("messages", "facts", "rules", "episodes")
@@ -33,6 +39,39 @@ class EmbedderChanged(Exception):
     """The store's vectors were made by another embedder than the configured one."""
 
 
+async def _table(db: Any) -> Any:
+    if "embedding_versions" in set((await db.list_tables()).tables):
+        return await db.open_table("embedding_versions")
+    return await db.create_table("embedding_versions", schema=_SCHEMA)
+
+
+async def recorded_embedders(db: Any) -> dict[str, tuple[str, int]]:
+    """The embedder (name, size) each vector table records; tables without a record are
+    left out."""
+    table = await _table(db)
+    rows = await table.query().to_list()
+    table.close()
+    return {r["table_name"]: (r["embedder"], r["dim"]) for r in rows}
+
+
+async def record_embedder(db: Any, name: str, embedder: str, dim: int) -> None:
+    """Record that table ``name`` holds vectors of ``embedder`` (replacing its record)."""
+    table = await _table(db)
+    await table.delete(f"table_name = '{name}'")
+    await table.add(pa.Table.from_pylist([_row(name, embedder, dim)], schema=_SCHEMA))
+    table.close()
+
+
+def _row(name: str, embedder: str, dim: int) -> dict[str, Any]:
+    return {
+        "table_name": name,
+        "embedder": embedder,
+        "dim": dim,
+        "recorded_at": datetime.now(UTC),
+        "mnemo_version": version("mnemo"),
+    }
+
+
 async def check_embedder(db: Any, embedder: str, dim: int, messages_embedder: str | None) -> None:
     """Record ``embedder`` for every vector table that has no record yet, and raise
     ``EmbedderChanged`` when a table's record names another embedder or size.
@@ -40,11 +79,7 @@ async def check_embedder(db: Any, embedder: str, dim: int, messages_embedder: st
     A store from before this record existed says who made its messages in the messages
     table's metadata (``messages_embedder``): that name is taken as the record's.
     """
-    names = set((await db.list_tables()).tables)
-    if "embedding_versions" in names:
-        table = await db.open_table("embedding_versions")
-    else:
-        table = await db.create_table("embedding_versions", schema=_SCHEMA)
+    table = await _table(db)
     rows = {r["table_name"]: r for r in await table.query().to_list()}
     if not rows and messages_embedder is not None and messages_embedder != embedder:
         rows["messages"] = {"embedder": messages_embedder, "dim": dim}
@@ -53,25 +88,12 @@ async def check_embedder(db: Any, embedder: str, dim: int, messages_embedder: st
             raise EmbedderChanged(
                 f"the {name} table holds vectors of embedder {row['embedder']!r} "
                 f"({row['dim']} dimensions); the configured embedder is {embedder!r} "
-                f"({dim}). Configure the same MNEMO_EMBEDDER, or use another MNEMO_DATA_DIR."
+                f"({dim}). Configure the same MNEMO_EMBEDDER, move the data directory to "
+                "this one with `mnemo reembed` (server stopped), or use another MNEMO_DATA_DIR."
             )
     missing = [n for n in VECTOR_TABLES if n not in rows]
     if missing:
-        now = datetime.now(UTC)
-        made = version("mnemo")
         await table.add(
-            pa.Table.from_pylist(
-                [
-                    {
-                        "table_name": n,
-                        "embedder": embedder,
-                        "dim": dim,
-                        "recorded_at": now,
-                        "mnemo_version": made,
-                    }
-                    for n in missing
-                ],
-                schema=_SCHEMA,
-            )
+            pa.Table.from_pylist([_row(n, embedder, dim) for n in missing], schema=_SCHEMA)
         )
     table.close()
