@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ __all__ = [
     "REPLY",
     "cpu_seconds",
     "free_port",
+    "load_answer",
     "load_server",
     "machine",
     "percentiles",
@@ -174,17 +175,21 @@ def write_result(name: str, result: Mapping[str, Any]) -> Path:
     return path
 
 
-def _fake_ollama(port: int) -> None:
-    """The fake's own process: the client's load never delays its answers."""
-    from tests.fake_ollama import FakeOllama, Reply
+def load_answer(path: str, body: dict[str, Any]) -> Any:
+    """``load_server``'s fake model: ``REPLY`` streamed at once, extraction finds no facts."""
+    from tests.fake_ollama import Reply
 
-    def answer(path: str, body: dict[str, Any]) -> Any:
-        if "format" in body:
-            return {"facts": [], "memory_update": {}, "analysis": {}}
-        return Reply(content=REPLY)
+    if "format" in body:
+        return {"facts": [], "memory_update": {}, "analysis": {}}
+    return Reply(content=REPLY)
+
+
+def _fake_ollama(port: int, responder: Callable[[str, dict[str, Any]], Any]) -> None:
+    """The fake's own process: the client's load never delays its answers."""
+    from tests.fake_ollama import FakeOllama
 
     async def main() -> None:
-        fake = FakeOllama(models=["llama3.2"], responder=answer, port=port, record=False)
+        fake = FakeOllama(models=["llama3.2"], responder=responder, port=port, record=False)
         await fake.start()
         await asyncio.Event().wait()
 
@@ -192,14 +197,19 @@ def _fake_ollama(port: int) -> None:
 
 
 @contextmanager
-def load_server(users: int, env: Mapping[str, str]) -> Iterator[tuple[str, int, int]]:
+def load_server(
+    users: int,
+    env: Mapping[str, str],
+    responder: Callable[[str, dict[str, Any]], Any] = load_answer,
+) -> Iterator[tuple[str, int, int]]:
     """``mnemo serve`` (hash embedder, no rate limit) against a fake Ollama in another
-    process that streams ``REPLY`` at once and extracts no facts; API keys ``k<i>`` for
-    users ``u<i>``, ``i < users``, and ``ADMIN_KEY``. ``env`` adds or overrides server
-    variables. Yields (``host:port``, server pid, fake Ollama pid)."""
+    process that answers with ``responder`` (a picklable callable; by default
+    ``load_answer``: streams ``REPLY`` at once and extracts no facts); API keys ``k<i>``
+    for users ``u<i>``, ``i < users``, and ``ADMIN_KEY``. ``env`` adds or overrides
+    server variables. Yields (``host:port``, server pid, fake Ollama pid)."""
     port = free_port()
     fake = multiprocessing.get_context("spawn").Process(
-        target=_fake_ollama, args=(port,), daemon=True
+        target=_fake_ollama, args=(port, responder), daemon=True
     )
     fake.start()
     try:

@@ -15,18 +15,30 @@ errors, and the server's RSS per live actor: with every session connected, and
 after the clients left (the actors live on until their idle expiry). Writes
 ``bench/results/load.json`` and ``bench/results/load.png``. While it measures, the
 client runs ahead of the server where allowed (see ``_measuring_priority``).
+
+With ``--consolidate-every SECONDS`` each rate runs twice on fresh servers, quiet and
+then with ``bench.consolidation.churn`` in a process of its own during the measurement:
+every ``SECONDS`` the next of the first users (one per run) runs ``POST
+/memory/consolidation`` on the ``--consolidate-episodes`` episodes it stored before the
+load (or, with ``--consolidate-live-store``, stores them during it, right before). The
+result goes to ``bench/results/load_consolidation.json`` (issue 20: what consolidation
+adds to the chat overhead).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import gc
 import json
+import math
+import multiprocessing
 import os
 import random
 import time
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -34,6 +46,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from bench.common import (
     ADMIN_KEY,
     cpu_seconds,
+    load_answer,
     load_server,
     machine,
     percentiles,
@@ -41,6 +54,7 @@ from bench.common import (
     rss_kib,
     write_result,
 )
+from bench.consolidation import ENV, Model, churn, prestore
 from bench.idle import idle_actors, live_sessions
 
 _CLIENT_NICE = -5  # see _measuring_priority
@@ -319,6 +333,14 @@ async def _drive(address: str, pid: int, fake_pid: int, args: argparse.Namespace
             next_at += interval
             await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
 
+    churns = None
+    if args.consolidating:  # started before the priority is raised: it keeps the usual one
+        spawn = multiprocessing.get_context("spawn")
+        churns = concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn)
+        users = math.ceil(args.seconds / args.consolidate_every)
+        if not args.consolidate_live_store:
+            made = churns.submit(prestore, address, users, args.consolidate_episodes)
+            await asyncio.wrap_future(made)
     client_gc = _ClientGc()
     client_priority = _measuring_priority()
     gc.collect()
@@ -327,6 +349,10 @@ async def _drive(address: str, pid: int, fake_pid: int, args: argparse.Namespace
     load_started = time.perf_counter()
     cpu_before = {name: cpu_seconds(p) for name, p in _processes(pid, fake_pid).items()}
     metrics_before = _metrics_text(address)
+    consolidation = None
+    if churns is not None:
+        c = (users, args.consolidate_every, args.consolidate_episodes, args.seconds)
+        consolidation = churns.submit(churn, address, *c, args.consolidate_live_store)
     await asyncio.gather(offer(args.rate, "turn"), offer(args.chat_rate, "chat"))
     await asyncio.sleep(3)  # answers in flight
     load_seconds = time.perf_counter() - load_started - 3
@@ -348,7 +374,11 @@ async def _drive(address: str, pid: int, fake_pid: int, args: argparse.Namespace
     rss_idle = rss_kib(pid)
     live_idle = live_sessions(address)
     watcher.cancel()
+    if churns is not None and consolidation is not None:
+        consolidated = await asyncio.wrap_future(consolidation)
+        churns.shutdown()
     return {
+        "consolidation": consolidated if churns is not None else None,
         "writers": watch.summary(),
         "server_side": server,
         "sessions": args.sessions,
@@ -389,16 +419,29 @@ def main() -> None:
     )
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the server")
+    parser.add_argument(
+        "--consolidate-every", type=float, default=0.0, help="seconds; 0: no consolidation"
+    )
+    parser.add_argument("--consolidate-episodes", type=int, default=20, help="per run")
+    parser.add_argument("--consolidate-live-store", action="store_true")
+    parser.add_argument(
+        "--name", help="bench/results/<name>.json (default: load, or load_consolidation)"
+    )
     args = parser.parse_args()
     runs = []
     for rate in (float(r) for r in args.rates.split(",")):
         args.rate, args.chat_rate = rate, rate * args.chat_share
-        run = _one_run(args)
-        _print(run)
-        runs.append(run)
+        for consolidating in (False, True) if args.consolidate_every > 0 else (False,):
+            args.consolidating = consolidating
+            run = _one_run(args)
+            _print(run)
+            runs.append(run)
     result = {"runs": runs, "setup": {**machine(), "embedder": "hash", "fake_ollama": "instant"}}
-    path = write_result("load", result)
+    default = "load_consolidation" if args.consolidate_every > 0 else "load"
+    path = write_result(args.name or default, result)
     print(f"wrote {path}")
+    if args.consolidate_every > 0:
+        return
     plotted = plot_curves(
         "load",
         "mnemo bench.load: 1000 sessions, offered turn rate",
@@ -417,13 +460,25 @@ def main() -> None:
 def _one_run(args: argparse.Namespace) -> dict[str, Any]:
     """A fresh fake Ollama and server, the sessions, the offered load; the result."""
     env = dict(item.split("=", 1) for item in args.env)
+    model: Callable[[str, dict[str, Any]], Any] = load_answer
+    if args.consolidate_every > 0:  # the same server and model, quiet or consolidating
+        env, model = {**ENV, **env}, Model()
     # Twice as many users as sessions: the idle-actor measurement's second batch.
-    with load_server(2 * args.sessions, env) as (address, pid, fake_pid):
+    with load_server(2 * args.sessions, env, model) as (address, pid, fake_pid):
         return asyncio.run(_drive(address, pid, fake_pid, args))
 
 
 def _print(r: dict[str, Any]) -> None:
-    o = r["offered"]
+    o, c = r["offered"], r["consolidation"]
+    if c is not None:
+        print(
+            f"with consolidation: {c['runs']} runs of {c['episodes_per_run']} episodes"
+            f" every {c['every_s']:g} s: {c['episodes']} episodes, {c['groups']} groups,"
+            f" +{c['facts_added']} facts, +{c['rules_added']} rules; run ms p50"
+            f" {c['run_ms']['p50']:.0f} p95 {c['run_ms']['p95']:.0f}, storing the episodes"
+            f" ms p50 {c['store_ms_per_run']['p50']:.0f}"
+            f" ({'during' if c['stored_during_the_load'] else 'before'} the load)"
+        )
     print(
         f"{r['connected']}/{r['sessions']} sessions (one user each) connected in "
         f"{r['connect_seconds']:.1f} s; offered {o['turns_per_s']:.0f} turns/s + "
