@@ -58,7 +58,7 @@ class EpisodeKeeper:
         [vector] = await self._embedder.embed([content])
 
         async def write() -> Episode:
-            await self._store.episodes.put_episodes([(episode, vector)])
+            await self._store.episodes.add_episodes([(episode, vector)])
             await self._log(user_id, "episode_created", episode_id=episode.id, scope=scope)
             return episode
 

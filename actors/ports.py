@@ -275,6 +275,10 @@ class EpisodeStore(Protocol):
         self, user_id: str, ids: Sequence[str]
     ) -> list[tuple[Episode, Sequence[float]]]: ...
 
+    async def add_episodes(self, items: Sequence[tuple[Episode, Sequence[float]]]) -> None:
+        """Store new episodes (fresh ids): an append, not a merge."""
+        ...
+
     async def put_episodes(self, items: Sequence[tuple[Episode, Sequence[float]]]) -> None:
         """Insert or replace episodes, matched on user and id."""
         ...

@@ -52,9 +52,13 @@ class RuleKeeper:
         [vector] = await self._embedder.embed([content])
 
         async def write() -> Rule:
-            taken = {s.rule.id for s in await self._store.rules.rules_of(user_id)}
+            # A drawn id is checked alone: reading every rule (and its vector) to make one
+            # slowed creation as rules piled up.
+            rule_id = fresh_id("rule", ())
+            while await self._store.rules.get_rules(user_id, [rule_id]):
+                rule_id = fresh_id("rule", (rule_id,))
             rule = rules.new_rule(
-                fresh_id("rule", taken),
+                rule_id,
                 user_id,
                 content,
                 self._clock.now(),

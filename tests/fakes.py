@@ -363,6 +363,10 @@ class MemoryEpisodes:
     ) -> list[tuple[Episode, Sequence[float]]]:
         return [item for item in await self.episodes_of(user_id) if item[0].id in ids]
 
+    async def add_episodes(self, items: Sequence[tuple[Episode, Sequence[float]]]) -> None:
+        assert not {(e.user_id, e.id) for e, _ in items} & set(self.episodes), "not new"
+        await self.put_episodes(items)
+
     async def put_episodes(self, items: Sequence[tuple[Episode, Sequence[float]]]) -> None:
         for episode, vector in items:
             self.episodes[(episode.user_id, episode.id)] = (episode, vector)

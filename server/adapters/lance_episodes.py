@@ -73,9 +73,7 @@ class LanceEpisodes:
             return []
         return await self._read(f"{user_filter(user_id)} AND id IN {quote_all(ids)}")
 
-    async def put_episodes(self, items: Sequence[Item]) -> None:
-        if not items:
-            return
+    def _rows(self, items: Sequence[Item]) -> pa.Table:
         rows = [
             {
                 "id": e.id,
@@ -88,11 +86,21 @@ class LanceEpisodes:
             for e, v in items
             if user_filter(e.user_id)
         ]
+        return pa.Table.from_pylist(rows, schema=_schema(self._dim))
+
+    async def add_episodes(self, items: Sequence[Item]) -> None:
+        """Append new episodes: much cheaper than a merge on a large table."""
+        if items:
+            await self._table.add(self._rows(items))
+
+    async def put_episodes(self, items: Sequence[Item]) -> None:
+        if not items:
+            return
         await (
             self._table.merge_insert(["user_id", "id"])
             .when_matched_update_all()
             .when_not_matched_insert_all()
-            .execute(pa.Table.from_pylist(rows, schema=_schema(self._dim)))
+            .execute(self._rows(items))
         )
 
     async def _delete(self, where: str) -> int:
