@@ -309,7 +309,9 @@ async def test_a_conversation_that_does_not_fit_says_what_budget_it_needs() -> N
     block = await w.builder.build("u1", "boats", format="conversation", budget=20, scope=None)
     assert (block.text, block.memory_ids) == ("", [])
     assert block.needed == format_recalled(w.store.messages, 20).needed > 20
-    assert w.store.searches[0][1].text == "boats"  # type: ignore[union-attr]
+    searched = w.store.searches[0][1]
+    assert isinstance(searched, QueryVector)
+    assert searched.text == "boats"
 
 
 async def test_a_failing_store_degrades_a_block_to_empty_and_touches_nothing(

@@ -10,7 +10,7 @@ import pytest
 from memory.entities import entity_type, resolve, trigram_similarity, updated
 from memory.entity_merge import merge
 from memory.predicates import Vocabulary
-from schemas.records import Entity, Fact
+from schemas.records import Entity, EntityType, Fact
 from tests.records import a_fact
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -35,11 +35,11 @@ OLD = entity("ent_00000004", "Ana", meta={"merged_into": "ent_00000001"})
 EVERYONE = [ANA, ANNA, ACME, OLD]
 
 
-def found(name: str, **options: object) -> list[tuple[str, str, float]]:
-    return [
-        (r.entity.id, r.name_match, r.score)
-        for r in resolve(EVERYONE, name, **options)  # type: ignore[arg-type]
-    ]
+def found(
+    name: str, *, kind: EntityType | None = None, enable_fuzzy: bool = False
+) -> list[tuple[str, str, float]]:
+    ranked = resolve(EVERYONE, name, kind=kind, enable_fuzzy=enable_fuzzy)
+    return [(r.entity.id, r.name_match, r.score) for r in ranked]
 
 
 def test_an_unknown_entity_type_is_refused_naming_the_valid_ones() -> None:

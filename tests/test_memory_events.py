@@ -6,6 +6,7 @@ import itertools
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import msgspec
@@ -15,7 +16,7 @@ from memory.events import EventMaker, fact_events, rule_events, sweep_events
 from memory.facts import Changes, Conflict, Stored
 from memory.hashing import HashEmbedder
 from memory.rules import StoredRule, forget, mark_harmful, mark_helpful, new_rule
-from schemas.records import Fact
+from schemas.records import Fact, MemoryEvent
 from tests.actor_world import world
 from tests.fake_ollama import FakeOllama
 from tests.harness import http, make_app, serve, settings_for
@@ -35,8 +36,8 @@ def fact(fact_id: str, **changes: object) -> Fact:
     return a_fact(fact_id, category="identity", **changes)
 
 
-def kinds(events: list[object]) -> list[tuple[str, dict[str, object]]]:
-    return [(e.event_type, e.payload) for e in events]  # type: ignore[attr-defined]
+def kinds(events: list[MemoryEvent]) -> list[tuple[str, dict[str, Any]]]:
+    return [(e.event_type, e.payload) for e in events]
 
 
 def test_each_kind_of_fact_change_makes_its_event_with_ids_and_never_the_text() -> None:
@@ -119,10 +120,10 @@ async def server(tmp_path: Path, fake: FakeOllama) -> AsyncIterator[str]:
         yield address
 
 
-async def events(client: httpx.AsyncClient, **params: str) -> list[dict[str, object]]:
+async def events(client: httpx.AsyncClient, **params: str) -> list[dict[str, Any]]:
     response = await client.get("/memory/events", params=params)
     assert response.status_code == 200, response.text
-    found: list[dict[str, object]] = response.json()["events"]
+    found: list[dict[str, Any]] = response.json()["events"]
     return found
 
 
@@ -142,7 +143,7 @@ async def test_the_log_holds_every_change_of_facts_and_rules_newest_first(server
             "rule_marked_helpful",
             "rule_marked_helpful",
         ]
-        facts = [(e["event_type"], e["payload"]) for e in log if "fact_id" in e["payload"]]  # type: ignore[operator]
+        facts = [(e["event_type"], e["payload"]) for e in log if "fact_id" in e["payload"]]
         # One write's events in reverse too: the old fact superseded after the new was made.
         assert facts == [
             ("fact_deleted", {"fact_id": new["id"]}),
