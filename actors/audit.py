@@ -4,12 +4,15 @@ that ``/ws/tail`` and ``mnemo tail`` show them as they happen (kind ``memory.log
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
 
 from actors.events import EventBus
 from actors.ports import Store
+from memory.events import EventMaker, new_event_id
 from schemas.records import MemoryEvent
 
-__all__ = ["record"]
+__all__ = ["record", "record_one"]
 
 
 async def record(store: Store, bus: EventBus | None, events: Sequence[MemoryEvent]) -> None:
@@ -27,3 +30,18 @@ async def record(store: Store, bus: EventBus | None, events: Sequence[MemoryEven
             actor=event.actor,
             **event.payload,
         )
+
+
+async def record_one(
+    store: Store,
+    bus: EventBus | None,
+    user_id: str,
+    actor: str,
+    at: datetime,
+    event_type: str,
+    **payload: Any,
+) -> None:
+    """Make one event of ``user_id`` and record it (``record``)."""
+    event = EventMaker(user_id, actor, at, new_event_id)
+    event(event_type, **payload)
+    await record(store, bus, event.made)

@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from actors.audit import record
+from actors.audit import record_one
 from actors.errors import LlmFailure, LlmUnavailable, MnemoError
 from actors.events import EventBus
 from actors.keeper import FactKeeper, Stated
@@ -36,7 +36,6 @@ from memory.consolidation.prompt import (
     SYSTEM,
     consolidation_prompt,
 )
-from memory.events import EventMaker, new_event_id
 from memory.facts import Changes
 from memory.rules import is_forgotten
 from memory.stats import in_scope
@@ -183,9 +182,16 @@ class Consolidator:
         async def write() -> None:
             await self._store.episodes.put_episodes(done)
             await self._store.links.add_links(links)
-            event = EventMaker(user_id, "consolidation", self._clock.now(), new_event_id)
-            event("episodes_consolidated", scope=scope, episodes=len(done))
-            await record(self._store, self._bus, event.made)
+            await record_one(
+                self._store,
+                self._bus,
+                user_id,
+                "consolidation",
+                self._clock.now(),
+                "episodes_consolidated",
+                scope=scope,
+                episodes=len(done),
+            )
 
         await self._writer.call(write)
         report.consolidated += len(done)

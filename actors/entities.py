@@ -11,7 +11,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from actors.audit import record
+from actors.audit import record_one
 from actors.errors import Conflict, Rejected
 from actors.events import EventBus
 from actors.ports import Clock, Store
@@ -19,7 +19,6 @@ from actors.writer import ArchiveWriter
 from memory import entities
 from memory.entities import EntityIndex, Resolved
 from memory.entity_merge import Merged, merge
-from memory.events import EventMaker, new_event_id
 from memory.facts import Stored, fresh_id
 from memory.predicates import Vocabulary
 from schemas.records import Entity, Fact
@@ -73,9 +72,15 @@ class EntityKeeper:
         return index
 
     async def _log(self, user_id: str, event_type: str, entity_id: str) -> None:
-        event = EventMaker(user_id, "rest", self._clock.now(), new_event_id)
-        event(event_type, entity_id=entity_id)
-        await record(self._store, self._bus, event.made)
+        await record_one(
+            self._store,
+            self._bus,
+            user_id,
+            "rest",
+            self._clock.now(),
+            event_type,
+            entity_id=entity_id,
+        )
 
     async def create(
         self,
@@ -186,9 +191,9 @@ class EntityKeeper:
             )
             await self._store.entities.put_entities([merged.source, merged.target])
             await self._store.links.add_links(merged.links)
-            event = EventMaker(user_id, "rest", now, new_event_id)
-            event("entity_merge", **merged.payload())
-            await record(self._store, self._bus, event.made)
+            await record_one(
+                self._store, self._bus, user_id, "rest", now, "entity_merge", **merged.payload()
+            )
             _log.info("merged entity %s into %s for user %s", source_id, target_id, user_id)
             return merged
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 import logging
 import secrets
 
-from actors.audit import record
+from actors.audit import record_one
 from actors.events import EventBus
 from actors.ports import Clock, Embedder, Store
 from actors.writer import ArchiveWriter
 from memory import episodes
-from memory.events import EventMaker, new_event_id
 from schemas.records import Episode
 
 __all__ = ["EpisodeKeeper"]
@@ -31,9 +30,9 @@ class EpisodeKeeper:
         self._bus = bus
 
     async def _log(self, user_id: str, event_type: str, **payload: object) -> None:
-        event = EventMaker(user_id, "rest", self._clock.now(), new_event_id)
-        event(event_type, **payload)
-        await record(self._store, self._bus, event.made)
+        await record_one(
+            self._store, self._bus, user_id, "rest", self._clock.now(), event_type, **payload
+        )
 
     async def store_episode(
         self,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from actors.audit import record
+from actors.audit import record, record_one
 from actors.errors import ArchiveUnavailable, MnemoError, Rejected
 from actors.events import EventBus, EventKind
 from actors.ports import Clock, Embedder, Store
@@ -463,10 +463,17 @@ class FactKeeper:
         }
         fact = msgspec.structs.replace(fact, **fields, updated_at=now)
         await self._store.facts.put_facts([Stored(fact, vector or stored.vector)])
-        event = EventMaker(user_id, "rest", now, new_event_id)
         changed = sorted([*fields, *(["pinned"] if fact.pinned != stored.fact.pinned else [])])
-        event("fact_edited", fact_id=fact.id, fields=changed)
-        await record(self._store, self._bus, event.made)
+        await record_one(
+            self._store,
+            self._bus,
+            user_id,
+            "rest",
+            now,
+            "fact_edited",
+            fact_id=fact.id,
+            fields=changed,
+        )
         return fact
 
     async def confirm(self, user_id: str, fact_id: str) -> Fact | None:
@@ -492,9 +499,7 @@ class FactKeeper:
         else:
             return fact  # already history: forgetting it again changes nothing
         await self._store.facts.put_facts([Stored(fact, stored.vector)])
-        event = EventMaker(user_id, "rest", now, new_event_id)
-        event(event_type, fact_id=fact.id)
-        await record(self._store, self._bus, event.made)
+        await record_one(self._store, self._bus, user_id, "rest", now, event_type, fact_id=fact.id)
         return fact
 
     async def delete(self, user_id: str, fact_id: str) -> bool:
@@ -504,9 +509,15 @@ class FactKeeper:
             deleted = await self._store.facts.delete_facts(user_id, [fact_id], purge_now=True)
             if deleted:
                 await self._store.links.delete_links_of(user_id, "fact", [fact_id])
-                event = EventMaker(user_id, "rest", self._clock.now(), new_event_id)
-                event("fact_deleted", fact_id=fact_id)
-                await record(self._store, self._bus, event.made)
+                await record_one(
+                    self._store,
+                    self._bus,
+                    user_id,
+                    "rest",
+                    self._clock.now(),
+                    "fact_deleted",
+                    fact_id=fact_id,
+                )
             return deleted
 
         return await self._writer.call(write) > 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from actors.audit import record
+from actors.audit import record, record_one
 from actors.events import EventBus
 from actors.ports import Clock, Embedder, Store
 from actors.writer import ArchiveWriter
@@ -187,9 +187,15 @@ class RuleKeeper:
             count = await self._store.rules.delete_rules(user_id, [rule_id])
             if count:
                 await self._store.links.delete_links_of(user_id, "rule", [rule_id])
-                event = EventMaker(user_id, "rest", self._clock.now(), new_event_id)
-                event("rule_deleted", rule_id=rule_id)
-                await record(self._store, self._bus, event.made)
+                await record_one(
+                    self._store,
+                    self._bus,
+                    user_id,
+                    "rest",
+                    self._clock.now(),
+                    "rule_deleted",
+                    rule_id=rule_id,
+                )
             return count
 
         return await self._writer.call(write) > 0
