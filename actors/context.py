@@ -105,13 +105,15 @@ class ContextBuilder:
         limit: int,
         topic: str | None = None,
         vector: QueryVector | None = None,
+        min_confidence: float | None = None,
     ) -> list[ScoredFact]:
         """The user's best active facts for ``query``, best first (score desc, created_at
         desc, id asc). Seed 001: the topic's words join the query, and a message that
         expresses a preference recalls every preference fact as a candidate. Empty when
         nothing matches. ``vector`` is the query's (shared with other searches); with a
-        topic the query and topic are embedded together instead. Raises ``MnemoError``
-        when the embedder or store fails."""
+        topic the query and topic are embedded together instead. ``min_confidence``
+        overrides ``MNEMO_RECALL_MIN_CONFIDENCE``. Raises ``MnemoError`` when the embedder
+        or store fails."""
         text = f"{query} {topic}" if topic else query
         if vector is None or topic:
             vector = self.query_vector(text)
@@ -125,7 +127,7 @@ class ContextBuilder:
             categories=[c for c, b in self._boosts.items() if b != 1.0] if preference else (),
         )
         scored = self.score(
-            self._confident(hits),
+            self._confident(hits, min_confidence),
             query=query,
             topic=topic,
             limit=_CANDIDATES,
@@ -151,12 +153,20 @@ class ContextBuilder:
         scope: str | None,
         limit: int,
         vector: QueryVector,
+        min_confidence: float | None = None,
     ) -> list[ScoredFact]:
         """The user's active facts by one side of the search, best first: ``semantic``
         scores by cosine similarity, ``keyword`` by BM25 (seed 002's ``similarity`` and
         ``rank``); ``hybrid`` is ``recall_facts``. Raises ``MnemoError`` like it."""
         if mode == "hybrid":
-            return await self.recall_facts(user_id, query, scope=scope, limit=limit, vector=vector)
+            return await self.recall_facts(
+                user_id,
+                query,
+                scope=scope,
+                limit=limit,
+                vector=vector,
+                min_confidence=min_confidence,
+            )
         hits = await self.store.facts.search_facts(
             user_id, query, vector, k=max(limit, _CANDIDATES), scope=scope, mode=mode
         )
@@ -164,7 +174,7 @@ class ContextBuilder:
         ranked = sorted(
             (
                 (rank, score, hit.stored.fact)
-                for hit in self._confident(hits)
+                for hit in self._confident(hits, min_confidence)
                 if (rank := hit.dense_rank if semantic else hit.text_rank) is not None
                 and (score := hit.similarity if semantic else hit.text_score) is not None
             ),
@@ -175,10 +185,12 @@ class ContextBuilder:
             for _, score, fact in ranked[:limit]
         ]
 
-    def _confident(self, hits: Sequence[FactHit]) -> list[FactHit]:
-        """Seed 002's ``min_confidence``: facts whose effective confidence (after decay) is
-        below it are not recalled. A pinned fact always is (seed 004: the user keeps it)."""
-        now, least = self._clock.now(), self.settings.recall_min_confidence
+    def _confident(self, hits: Sequence[FactHit], least: float | None = None) -> list[FactHit]:
+        """Seed 002's ``min_confidence`` (``least``, default ``MNEMO_RECALL_MIN_CONFIDENCE``):
+        facts whose effective confidence (after decay) is below it are not recalled. A pinned
+        fact always is (seed 004: the user keeps it)."""
+        now = self._clock.now()
+        least = self.settings.recall_min_confidence if least is None else least
         return [
             h
             for h in hits

@@ -533,6 +533,21 @@ class FactKeeper:
             counts[fact_id] = counts.get(fact_id, 0) + 1
         self._writer.request_flush()
 
+    async def reference(self, user_id: str, fact_id: str) -> Fact | None:
+        """Seed 002's ``get_memory`` of a fact: read it and count the reference
+        (``access_count`` + 1, ``last_accessed`` now) in one writer step; None when the user
+        has no such fact."""
+
+        async def write() -> Fact | None:
+            found = await self._store.facts.get_facts(user_id, [fact_id])
+            if not found:
+                return None
+            [fact] = touch_accessed([found[0].fact], self._clock.now())
+            await self._store.facts.put_facts([Stored(fact, found[0].vector)])
+            return fact
+
+        return await self._writer.call(write)
+
     async def _flush_touches(self) -> None:
         touched, self._touched = self._touched, {}
         now = self._clock.now()

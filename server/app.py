@@ -11,11 +11,12 @@ from typing import TypedDict
 
 import anyio
 from anyio.abc import TaskStatus
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import WebSocketRoute
+from starlette.routing import Route, WebSocketRoute
 
 from actors.events import EventBus, RecentEvents
 from actors.mailbox import SessionDeps
@@ -27,6 +28,8 @@ from actors.writer import ArchiveWriter
 from schemas.settings import Settings
 from server import http, observe, rest, ws
 from server.budget import UserBudgets
+from server.mcp_http import McpEndpoint, new_server
+from server.mcp_http import sessions as mcp_sessions
 from server.metrics import Metrics
 
 __all__ = ["AppState", "SystemClock", "create_app"]
@@ -50,6 +53,7 @@ class AppState(TypedDict):
     recent: RecentEvents
     metrics: Metrics
     budgets: UserBudgets
+    mcp: StreamableHTTPSessionManager
 
 
 async def _optimize_learned(store: Store, cleanup_older_than: float) -> None:
@@ -92,6 +96,7 @@ def create_app(
 ) -> Starlette:
     """The app. Resources open in its lifespan and close when it ends; constructing it
     does no I/O."""
+    mcp_server = new_server()
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[AppState]:
@@ -152,18 +157,20 @@ def create_app(
                     sweeper = Sweeper(deps, registry)
                     await sessions.start(sweeper.run)
                     sessions.start_soon(metrics.sample_loop_lag)
-                    yield AppState(
-                        budgets=UserBudgets(settings.user_rate, settings.user_burst),
-                        events=events,
-                        recent=recent,
-                        metrics=metrics,
-                        settings=settings,
-                        store=store,
-                        writer=writer,
-                        registry=registry,
-                        deps=deps,
-                        sweeper=sweeper,
-                    )
+                    async with mcp_sessions(mcp_server, settings) as mcp:
+                        yield AppState(
+                            budgets=UserBudgets(settings.user_rate, settings.user_burst),
+                            events=events,
+                            recent=recent,
+                            metrics=metrics,
+                            settings=settings,
+                            store=store,
+                            writer=writer,
+                            registry=registry,
+                            deps=deps,
+                            sweeper=sweeper,
+                            mcp=mcp,
+                        )
                     sessions.cancel_scope.cancel()
                 # Sessions are gone and have queued their snapshots: now stop the writer,
                 # which flushes everything still queued before it returns.
@@ -177,6 +184,7 @@ def create_app(
     routes = [
         *observe.routes,  # before the chat socket: /ws/tail is not a session
         WebSocketRoute("/ws/{session_id}", ws.chat_socket),
+        Route("/mcp", McpEndpoint()),
         *rest.routes,
     ]
     app = Starlette(

@@ -1,5 +1,5 @@
 """The ``mnemo`` command: ``serve``, ``export`` and ``import``; ``tail`` and ``actors``
-(server/watch_cli.py); ``reembed`` (server/cli_reembed.py)."""
+(server/watch_cli.py); ``reembed`` (server/cli_reembed.py); ``mcp`` (server/cli_mcp.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from schemas.settings import Settings
-from server import cli_reembed, watch_cli
+from server import cli_mcp, cli_reembed, watch_cli
 from server.cli_transfer import add_commands, export_command, import_command
 from server.config import ConfigError, is_loopback, load_settings
 from server.datadir import DataDirLock, DataDirLocked
@@ -41,6 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     watch_cli.add_commands(commands)
     add_commands(commands)
     cli_reembed.add_commands(commands)
+    cli_mcp.add_commands(commands)
     return parser
 
 
@@ -142,6 +143,8 @@ def _command(args: argparse.Namespace) -> int:
         return import_command(args)
     if args.command == "reembed":
         return cli_reembed.reembed_command(args)
+    if args.command == "mcp":
+        return cli_mcp.mcp_command(args)
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

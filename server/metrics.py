@@ -160,6 +160,24 @@ class Metrics:
             registry=r,
         )
 
+        self.tool_calls = Counter(
+            "mnemo_mcp_tool_calls",
+            "MCP tool calls, by tool and outcome (ok, error).",
+            ["tool", "outcome"],
+            registry=r,
+        )
+        self.tool_ms = Histogram(
+            "mnemo_mcp_tool_ms",
+            "MCP tool calls: request in to result out, by tool, ms.",
+            ["tool"],
+            buckets=_MS_BUCKETS,
+            registry=r,
+        )
+
+    def observe_tool(self, tool: str, outcome: str, seconds: float) -> None:
+        self.tool_calls.labels(tool, outcome).inc()
+        self.tool_ms.labels(tool).observe(seconds * 1000)
+
     async def sample_loop_lag(self, interval: float = 0.05) -> None:
         """Forever: how late a ``sleep(interval)`` wakes up. Lag means some step held the
         event loop (every actor, socket and writer shares it)."""

@@ -28,9 +28,9 @@ from server.rest_episodes import episode_view
 from server.rest_rules import rule_view
 from server.ws import SESSION_ID
 
-__all__ = ["routes"]
+__all__ = ["KINDS", "find", "routes", "search_mode"]
 
-_KINDS = ("all", "facts", "turns", "rules", "episodes")
+KINDS = ("all", "facts", "turns", "rules", "episodes")
 
 
 async def search(request: Request, user_id: str) -> Response:
@@ -50,21 +50,45 @@ async def search(request: Request, user_id: str) -> Response:
     # ``limit``, as every list takes; ``k`` is its deprecated name, kept for one release.
     k = int_param(request, "k" if "limit" not in request.query_params else "limit", 10, 1, 100)
     kind = request.query_params.get("kind", "all")
-    if kind not in _KINDS:
-        raise BadRequest(f"kind must be one of {', '.join(_KINDS)}")
+    if kind not in KINDS:
+        raise BadRequest(f"kind must be one of {', '.join(KINDS)}")
     deps: SessionDeps = request.state.deps
-    mode = _mode(request.query_params.get("mode", deps.settings.search_mode))
+    mode = search_mode(request.query_params.get("mode", deps.settings.search_mode))
     at = _time(request.query_params.get("at"))
     scope = request.query_params.get("scope")
     if scope is not None and not SESSION_ID.match(scope):
         raise BadRequest("scope: 1-128 of A-Z a-z 0-9 _ . : -")
-    found: dict[str, list[dict[str, Any]]] = {k: [] for k in _KINDS[1:]}
+    kinds = KINDS[1:] if kind == "all" else (kind,)
+    hits = await find(deps, user_id, query, kinds=kinds, scope=scope, mode=mode, limit=k, at=at)
+    return json({"hits": hits})
+
+
+async def find(
+    deps: SessionDeps,
+    user_id: str,
+    query: str,
+    *,
+    kinds: Sequence[str],
+    scope: str | None,
+    mode: SearchMode,
+    limit: int,
+    at: datetime | None = None,
+    min_confidence: float | None = None,
+) -> list[dict[str, Any]]:
+    """The search of ``GET /memory/search`` and the MCP tool ``memory_search``: hits of the
+    named ``kinds`` (of ``KINDS[1:]``), best first. One kind keeps its own ranking as
+    ``score``; several are ranked together by ``relevance``, which is then their score.
+    ``min_confidence`` (default ``MNEMO_RECALL_MIN_CONFIDENCE``) leaves out facts and rules
+    whose decayed confidence is below it."""
+    k = limit
+    least = deps.settings.recall_min_confidence if min_confidence is None else min_confidence
+    found: dict[str, list[dict[str, Any]]] = {name: [] for name in KINDS[1:]}
     vector = deps.context.query_vector(query)  # embedded once, while the texts are scored
     keywords = extract_keywords(query)
 
     async def facts() -> None:
         for scored in await deps.context.find_facts(
-            user_id, query, mode=mode, scope=scope, limit=k, vector=vector
+            user_id, query, mode=mode, scope=scope, limit=k, vector=vector, min_confidence=least
         ):
             view = msgspec.to_builtins(fact_view(scored.fact))
             relevance = answer_relevance(
@@ -103,8 +127,7 @@ async def search(request: Request, user_id: str) -> Response:
             kept = [
                 (s.rule, s.vector)
                 for s in (await deps.store.rules.rules_of(user_id, scope=scope) if live else [])
-                if not is_forgotten(s.rule)
-                and effective_confidence(s.rule, now) >= deps.settings.recall_min_confidence
+                if not is_forgotten(s.rule) and effective_confidence(s.rule, now) >= least
             ]
             views = [(rule_view(r), r.content, v) for r, v in kept]
         else:
@@ -129,19 +152,19 @@ async def search(request: Request, user_id: str) -> Response:
         # their text sides are scored, not once a search first needs it.
         if mode != "keyword":
             tg.start_soon(embedded)
-        if kind in ("all", "facts"):
+        if "facts" in kinds:
             tg.start_soon(facts)
-        if kind in ("all", "turns"):
+        if "turns" in kinds:
             tg.start_soon(turns)
         for name in ("rules", "episodes"):
-            if kind in ("all", name):
+            if name in kinds:
                 tg.start_soon(held, name)
-    if kind != "all":
-        return json({"hits": found[kind][:k]})
+    if len(kinds) == 1:
+        return found[kinds[0]][:k]
     # One scale for every kind; a stable sort keeps each side's order among equal ones.
-    every = [hit for name in _KINDS[1:] for hit in found[name]]
+    every = [hit for name in KINDS[1:] if name in kinds for hit in found[name]]
     hits = sorted(every, key=lambda h: -h["relevance"])
-    return json({"hits": [h | {"score": h["relevance"]} for h in hits[:k]]})
+    return [h | {"score": h["relevance"]} for h in hits[:k]]
 
 
 def _time(raw: str | None) -> datetime | None:
@@ -155,7 +178,7 @@ def _time(raw: str | None) -> datetime | None:
     return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
-def _mode(raw: str) -> SearchMode:
+def search_mode(raw: str) -> SearchMode:
     for mode in SEARCH_MODES:
         if raw == mode:
             return mode

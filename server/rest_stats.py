@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -11,7 +13,7 @@ from memory.stats import episode_stats
 from server.http import BadRequest, authenticated, json
 from server.ws import SESSION_ID
 
-__all__ = ["routes"]
+__all__ = ["routes", "stats_of"]
 
 
 async def memory_stats(request: Request, user_id: str) -> Response:
@@ -21,19 +23,21 @@ async def memory_stats(request: Request, user_id: str) -> Response:
     scope = request.query_params.get("scope")
     if scope is not None and not SESSION_ID.match(scope):
         raise BadRequest("scope must be 1-64 of A-Z a-z 0-9 _ . @ -")
-    deps: SessionDeps = request.state.deps
+    return json(await stats_of(request.state.deps, user_id, scope))
+
+
+async def stats_of(deps: SessionDeps, user_id: str, scope: str | None) -> dict[str, Any]:
+    """The counts of ``GET /memory/stats`` and the MCP tool ``memory_stats``."""
     store = deps.store
     facts = await store.facts.fact_counts(user_id, scope=scope)
     rules = await store.rules.rule_counts(user_id, scope=scope)
     messages = await store.count_messages(user_id)
     stored = [e for e, _ in await store.episodes.episodes_of(user_id)]
-    return json(
-        {
-            "facts": facts,
-            "rules": rules,
-            "episodes": episode_stats(stored, messages, deps.clock.now()),
-        }
-    )
+    return {
+        "facts": facts,
+        "rules": rules,
+        "episodes": episode_stats(stored, messages, deps.clock.now()),
+    }
 
 
 routes = [Route("/memory/stats", authenticated(memory_stats), methods=["GET"])]

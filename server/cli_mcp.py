@@ -1,0 +1,162 @@
+"""``mnemo mcp``: MCP on stdin and stdout, for desktop clients that launch a command.
+
+It never opens a second writer on a data directory a server owns. With ``--url`` (or
+``MNEMO_URL``) it bridges stdio to that server's ``/mcp``, with ``--key`` (or
+``MNEMO_API_KEY``) as the bearer key. Without one it takes the data directory's lock: if
+a ``mnemo serve`` holds it, it bridges to that server at ``MNEMO_HOST:MNEMO_PORT``;
+otherwise this process owns the directory and serves the tools itself, as the key's user
+(no keys configured: the single local user). One line on stderr says which it did;
+stdout carries MCP and nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import AsyncIterable
+from typing import Any, Protocol
+
+import anyio
+import httpx2
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+
+from schemas.settings import Settings
+from server.auth import user_for_token
+from server.config import CLIENT_KEY, CLIENT_URL, ConfigError, load_settings
+from server.datadir import DataDirLock, DataDirLocked
+from server.logs import configure_logging
+from server.mcp_calls import Caller
+from server.mcp_tools import build_mcp
+
+__all__ = ["add_commands", "mcp_command"]
+
+_log = logging.getLogger("mnemo.mcp")
+
+
+def add_commands(commands: Any) -> None:
+    parser = commands.add_parser(
+        "mcp",
+        help="speak MCP on stdin/stdout (bridging to a running server, or owning the data)",
+    )
+    parser.add_argument("--url", help=f"bridge to the server at this URL (default {CLIENT_URL})")
+    parser.add_argument("--key", help=f"API key: the user whose memory (default {CLIENT_KEY})")
+    parser.add_argument("--data-dir", dest="data_dir", help="data directory (MNEMO_DATA_DIR)")
+
+
+def _say(line: str) -> None:
+    print(f"mnemo mcp: {line}", file=sys.stderr, flush=True)
+
+
+def mcp_command(args: argparse.Namespace) -> int:
+    key = args.key or os.environ.get(CLIENT_KEY) or None
+    url = args.url or os.environ.get(CLIENT_URL)
+    if url:
+        return _bridge(url, key)
+    try:
+        settings = load_settings(os.environ, data_dir=args.data_dir)
+    except ConfigError as exc:
+        _say(str(exc))
+        return 2
+    lock = DataDirLock(settings.data_dir)
+    try:
+        lock.acquire()
+    except DataDirLocked as exc:
+        _say(f"{exc.args[0].split(';')[0]}: bridging to it")
+        return _bridge(f"http://{settings.host}:{settings.port}", key)
+    try:
+        return _own(settings, key)
+    finally:
+        lock.release()
+
+
+def _endpoint(url: str) -> str:
+    url = url.rstrip("/")
+    return url if url.endswith("/mcp") else f"{url}/mcp"
+
+
+def _bridge(url: str, key: str | None) -> int:
+    endpoint = _endpoint(url)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    try:
+        answer = httpx2.post(
+            endpoint,
+            headers={**headers, "Accept": "application/json, text/event-stream"},
+            json={"jsonrpc": "2.0", "id": 0, "method": "ping"},
+            timeout=5.0,
+        )
+    except httpx2.HTTPError as exc:
+        _say(f"no mnemo server answers at {endpoint} ({exc or type(exc).__name__})")
+        return 1
+    if answer.status_code == 401:
+        _say(f"{endpoint} refused the key: pass --key or set {CLIENT_KEY}")
+        return 1
+    _say(f"bridging stdio to the server at {endpoint}")
+    try:
+        anyio.run(_relay, endpoint, headers)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+async def _relay(endpoint: str, headers: dict[str, str]) -> None:
+    """Every message from stdin to the server and back, until either side ends."""
+    timeout = httpx2.Timeout(30.0, read=300.0)
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=timeout) as client,
+        streamable_http_client(endpoint, http_client=client) as (remote_in, remote_out),
+        stdio_server() as (local_in, local_out),
+        anyio.create_task_group() as relays,
+    ):
+
+        async def pump(source: AsyncIterable[SessionMessage | Exception], sink: _Sink) -> None:
+            async for message in source:
+                if isinstance(message, Exception):
+                    _log.warning("dropped a message that could not be read: %s", message)
+                    continue
+                await sink.send(message)
+            relays.cancel_scope.cancel()
+
+        relays.start_soon(pump, local_in, remote_out)
+        relays.start_soon(pump, remote_in, local_out)
+
+
+def _own(settings: Settings, key: str | None) -> int:
+    user_id = user_for_token(settings, key)
+    if user_id is None:
+        _say(f"this data directory has API keys: pass --key (or {CLIENT_KEY}) of the user")
+        return 2
+    from server.main import build_app
+
+    configure_logging(level=logging.WARNING)
+    _say(f"no server runs on {settings.data_dir}: serving it from this process as {user_id}")
+    app = build_app(settings)
+
+    async def run() -> None:
+        async with app.router.lifespan_context(app) as state:
+            assert state is not None
+            caller = Caller(state["deps"], user_id, state["metrics"])
+            await build_mcp(_Owned(caller)).run_stdio_async()
+
+    try:
+        anyio.run(run)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+class _Sink(Protocol):
+    async def send(self, item: SessionMessage, /) -> None: ...
+
+
+class _Owned:
+    """Every call of this process is its one user's."""
+
+    def __init__(self, caller: Caller) -> None:
+        self._caller = caller
+
+    def caller(self, request: object | None) -> Caller:
+        return self._caller
