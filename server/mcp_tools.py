@@ -101,7 +101,12 @@ def _timed(connection: Connection, known: Container[str]) -> ServerMiddleware[An
         outcome = "error"
         try:
             result = await call_next(ctx)
-            outcome = "error" if getattr(result, "is_error", False) else "ok"
+            failed = (
+                result.get("isError", False)
+                if isinstance(result, dict)
+                else getattr(result, "is_error", False)
+            )
+            outcome = "error" if failed else "ok"
             return result
         finally:
             try:

@@ -1,0 +1,140 @@
+"""``mnemo mcp`` as desktop clients run it: a subprocess speaking MCP on stdin/stdout,
+driven by the SDK's own stdio client. It owns a data directory no server holds, and
+bridges to the server that holds one (or to ``--url``), never opening a second writer."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp.client import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from server.datadir import DataDirLock
+from tests.fake_ollama import FakeOllama
+from tests.harness import http, make_app, serve, settings_for
+from tests.mcp_client import call
+
+pytestmark = pytest.mark.anyio
+
+_COMMAND = [sys.executable, "-m", "server.cli", "mcp"]
+
+
+def _env(data: Path, ollama: str, **more: str) -> dict[str, str]:
+    kept = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    return {
+        **kept,
+        "MNEMO_DATA_DIR": str(data),
+        "MNEMO_EMBEDDER": "hash",
+        "MNEMO_OLLAMA_URL": ollama,
+        **more,
+    }
+
+
+@asynccontextmanager
+async def stdio_session(
+    env: dict[str, str], errors: Path, *args: str
+) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(command=_COMMAND[0], args=[*_COMMAND[1:], *args], env=env)
+    with errors.open("w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            yield session
+
+
+async def test_mnemo_mcp_owns_a_data_directory_no_server_holds(
+    tmp_path: Path, fake: FakeOllama
+) -> None:
+    data, errors = tmp_path / "data", tmp_path / "stderr.txt"
+    async with stdio_session(_env(data, fake.url), errors) as mcp:
+        assert len((await mcp.list_tools()).tools) == 19
+        fact = await call(
+            mcp, "memory_store_fact", subject="user", predicate="city", content="User is in Oslo"
+        )
+        rule = await call(mcp, "memory_store_rule", content="Use metric units")
+        found = await call(mcp, "memory_search", query="Oslo")
+        assert found["results"][0]["id"] == fact["id"]
+    said = errors.read_text()
+    assert "mnemo mcp: no server runs on" in said
+    assert "serving it from this process as local" in said
+    with DataDirLock(data):  # released when the process ended
+        pass
+    async with serve(make_app(settings_for(data, fake.url))) as server, http(server, None) as rest:
+        assert (await rest.get(f"/memory/long-term/{fact['id']}")).json()["content"] == (
+            "User is in Oslo"
+        )
+        assert (await rest.get(f"/memory/rules/{rule['id']}")).status_code == 200
+
+
+async def test_mnemo_mcp_bridges_to_the_server_that_holds_the_data_directory(
+    tmp_path: Path, fake: FakeOllama
+) -> None:
+    data, errors = tmp_path / "data", tmp_path / "stderr.txt"
+    settings = settings_for(data, fake.url, api_keys={"key-ada": "ada", "key-bo": "bo"})
+    async with serve(make_app(settings)) as server:
+        host, port = server.split(":")
+        env = _env(data, fake.url, MNEMO_HOST=host, MNEMO_PORT=port, MNEMO_API_KEY="key-ada")
+        with DataDirLock(data):  # as `mnemo serve` holds it
+            async with stdio_session(env, errors) as mcp:
+                rule = await call(mcp, "memory_store_rule", content="Keep answers short")
+                episode = await call(
+                    mcp, "memory_store_episode", content="Asked about trains", butler="travel"
+                )
+        said = errors.read_text()
+        assert "is in use by another mnemo server" in said
+        assert f"bridging stdio to the server at http://{server}/mcp" in said
+        async with http(server, "key-ada") as ada, http(server, "key-bo") as bo:
+            assert (await ada.get(f"/memory/rules/{rule['id']}")).json()["content"] == (
+                "Keep answers short"
+            )
+            assert (await ada.get(f"/memory/episodes/{episode['id']}")).status_code == 200
+            assert (await bo.get(f"/memory/rules/{rule['id']}")).status_code == 404
+
+
+async def test_mnemo_mcp_bridges_to_a_url_with_a_key_and_says_when_the_key_is_refused(
+    tmp_path: Path, fake: FakeOllama
+) -> None:
+    settings = settings_for(tmp_path / "data", fake.url, api_keys={"key-ada": "ada"})
+    async with serve(make_app(settings)) as server:
+        env = _env(tmp_path / "elsewhere", fake.url)
+        errors = tmp_path / "stderr.txt"
+        url = f"http://{server}"
+        async with stdio_session(env, errors, "--url", url, "--key", "key-ada") as mcp:
+            stats = await call(mcp, "memory_stats")
+            assert stats["rules"]["candidate"] == 0
+        refused = await anyio.run_process(
+            [*_COMMAND, "--url", url, "--key", "wrong"], env=env, check=False
+        )
+    assert refused.returncode == 1
+    assert f"{url}/mcp refused the key: pass --key or set MNEMO_API_KEY" in refused.stderr.decode()
+    assert refused.stdout == b""
+    nobody = await anyio.run_process(
+        [*_COMMAND, "--url", "http://127.0.0.1:9"], env=env, check=False
+    )
+    assert nobody.returncode == 1
+    assert "no mnemo server answers at http://127.0.0.1:9/mcp" in nobody.stderr.decode()
+    assert not (tmp_path / "elsewhere").exists()  # a bridge never touches a data directory
+
+
+def test_mnemo_mcp_on_a_directory_with_keys_asks_for_the_users_key(tmp_path: Path) -> None:
+    env = _env(tmp_path, "http://127.0.0.1:9", MNEMO_API_KEYS="key-ada:ada")
+    answer = subprocess.run(
+        _COMMAND,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert answer.returncode == 2
+    assert "this data directory has API keys: pass --key (or MNEMO_API_KEY)" in answer.stderr
