@@ -190,7 +190,6 @@ class EntityKeeper:
                 [Stored(f, stored[f.id].vector) for f in merged.facts]
             )
             await self._store.entities.put_entities([merged.source, merged.target])
-            await self._store.links.add_links(merged.links)
             await record_one(
                 self._store, self._bus, user_id, "rest", now, "entity_merge", **merged.payload()
             )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from actors.ports import Clock, Store
 from actors.writer import ArchiveWriter
-from memory.links import item_type, relation
+from memory.links import item_type, relation, supersession_links
 from schemas.records import MemoryLink
 
 __all__ = ["DIRECTIONS", "LinkKeeper"]
@@ -54,10 +54,13 @@ class LinkKeeper:
             for kind, item_id in ((source_type, source_id), (target_type, target_id)):
                 if not await self._exists(user_id, kind, item_id):
                     return None
-            created = await self._store.links.add_links([link]) > 0
+            outgoing = await self._derived(user_id, source_type, source_id, "outgoing")
+            created = not any(k.target_id == target_id for k in outgoing) and (
+                await self._store.links.add_links([link]) > 0
+            )
             if created:
                 return link, True
-            outgoing = await self._store.links.links_of(
+            outgoing += await self._store.links.links_of(
                 user_id, source_type, source_id, direction="outgoing"
             )
             kept = next(
@@ -74,4 +77,17 @@ class LinkKeeper:
         item_type(kind)
         if direction not in DIRECTIONS:
             raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}")
-        return await self._store.links.links_of(user_id, kind, item_id, direction=direction)
+        stored = await self._store.links.links_of(user_id, kind, item_id, direction=direction)
+        derived = await self._derived(user_id, kind, item_id, direction)
+        seen = {(k.source_id, k.target_id, k.relation) for k in derived}
+        found = derived + [k for k in stored if (k.source_id, k.target_id, k.relation) not in seen]
+        return sorted(found, key=lambda k: (k.created_at, k.source_id, k.target_id))
+
+    async def _derived(
+        self, user_id: str, kind: str, item_id: str, direction: str
+    ) -> list[MemoryLink]:
+        """A fact's ``supersedes`` links, which its facts carry (``supersession_links``)."""
+        if kind != "fact":
+            return []
+        facts = [s.fact for s in await self._store.facts.facts_of(user_id, active_only=False)]
+        return supersession_links(user_id, facts, item_id, direction)

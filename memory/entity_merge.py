@@ -18,9 +18,8 @@ from datetime import datetime
 import msgspec
 
 from memory.entities import is_tombstoned
-from memory.links import fact_link
 from memory.predicates import Vocabulary
-from schemas.records import Entity, Fact, MemoryLink
+from schemas.records import Entity, Fact
 
 __all__ = ["Merged", "merge"]
 
@@ -29,12 +28,12 @@ _replace = msgspec.structs.replace
 
 @dataclass(slots=True)
 class Merged:
-    """What a merge changes: both entities, the facts it moved or superseded, its links."""
+    """What a merge changes: both entities and the facts it moved or superseded (each
+    superseded one names its successor: that is its ``supersedes`` link)."""
 
     source: Entity
     target: Entity
     facts: list[Fact] = field(default_factory=list)
-    links: list[MemoryLink] = field(default_factory=list)
     repointed: int = 0
     superseded: int = 0
     aliases_added: list[str] = field(default_factory=list)
@@ -48,10 +47,6 @@ class Merged:
             "facts_superseded": self.superseded,
             "aliases_added": list(self.aliases_added),
         }
-
-
-def _supersedes(winner: Fact, loser: Fact, now: datetime) -> MemoryLink:
-    return fact_link(winner.user_id, winner.id, "supersedes", loser.id, now)
 
 
 def merge(
@@ -87,14 +82,12 @@ def merge(
             moved = _replace(fact, entity_id=target.id, supersedes_id=rival.id, updated_at=now)
             gone = _replace(rival, validity="superseded", superseded_by=fact.id, updated_at=now)
             merged.facts += [moved, gone]
-            merged.links.append(_supersedes(moved, gone, now))
             merged.repointed += 1
             merged.superseded += 1
             held[key] = moved
         else:
             gone = _replace(fact, validity="superseded", superseded_by=rival.id, updated_at=now)
             merged.facts.append(gone)
-            merged.links.append(_supersedes(rival, gone, now))
             merged.superseded += 1
     known = {name.casefold() for name in (target.canonical_name, *target.aliases)}
     for name in (source.canonical_name, *source.aliases):

@@ -3,12 +3,21 @@ links a change of facts makes."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from memory.facts import Changes
-from schemas.records import ItemType, MemoryLink, Relation
+from schemas.records import Fact, ItemType, MemoryLink, Relation
 
-__all__ = ["ITEM_TYPES", "RELATIONS", "change_links", "fact_link", "item_type", "relation"]
+__all__ = [
+    "ITEM_TYPES",
+    "RELATIONS",
+    "change_links",
+    "fact_link",
+    "item_type",
+    "relation",
+    "supersession_links",
+]
 
 ITEM_TYPES: tuple[ItemType, ...] = ("episode", "fact", "rule")
 RELATIONS: tuple[Relation, ...] = (
@@ -52,15 +61,34 @@ def fact_link(
 
 
 def change_links(user_id: str, changes: Changes, now: datetime) -> list[MemoryLink]:
-    """The links a change of facts makes: each new fact ``supersedes`` the fact it
-    replaced or retracted, and ``contradicts`` a kept fact it conflicts with."""
-    made = [
-        fact_link(user_id, old.superseded_by, "supersedes", old.id, now)
-        for old in changes.superseded
-        if old.superseded_by is not None
-    ]
-    made += [
+    """The links a change of facts stores: each new fact ``contradicts`` a kept fact it
+    conflicts with. Its ``supersedes`` links are not stored: they are the superseded facts'
+    own ``superseded_by`` (``supersession_links``), written with them."""
+    return [
         fact_link(user_id, conflict.fact_id, "contradicts", conflict.kept_id, now)
         for conflict in changes.conflicts
     ]
+
+
+def supersession_links(
+    user_id: str, facts: Sequence[Fact], fact_id: str, direction: str
+) -> list[MemoryLink]:
+    """The ``supersedes`` links of the fact ``fact_id`` among the user's ``facts``, read
+    from the facts themselves: a fact superseded by another (its ``superseded_by``) is the
+    target of the other's link, made when it was superseded (its ``updated_at``). So the
+    facts of a supersession and its link are one write, never seen half done, and a
+    deleted fact takes its links with it. ``direction``: outgoing, incoming or both."""
+    by_id = {f.id: f for f in facts}
+    if fact_id not in by_id:
+        return []
+    made = []
+    if direction in ("outgoing", "both"):
+        made += [
+            fact_link(user_id, fact_id, "supersedes", f.id, f.updated_at)
+            for f in facts
+            if f.superseded_by == fact_id
+        ]
+    held = by_id[fact_id]
+    if direction in ("incoming", "both") and held.superseded_by in by_id:
+        made.append(fact_link(user_id, held.superseded_by, "supersedes", fact_id, held.updated_at))
     return made

@@ -158,9 +158,9 @@ def test_a_merge_moves_facts_keeps_the_surer_of_a_one_valued_pair_and_tombstones
     )
     assert changed["fact_00000003"].entity_id == "ent_0000000b"
     assert sorted(changed) == ["fact_00000001", "fact_00000002", "fact_00000003", "fact_00000004"]
-    assert [(k.source_id, k.target_id) for k in merged.links] == [
-        ("fact_00000001", "fact_00000004"),
-        ("fact_00000005", "fact_00000002"),
+    assert [(f.id, f.superseded_by) for f in merged.facts if f.validity == "superseded"] == [
+        ("fact_00000004", "fact_00000001"),  # the supersedes links, carried by the facts
+        ("fact_00000002", "fact_00000005"),
     ]
     assert merged.target.aliases == ["Annie", "Ana", "Sis"]  # "ana souza" is its own name
     assert merged.target.meta == {"a": 1, "b": 2}

@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 from memory.facts import Changes, Conflict
-from memory.links import change_links, item_type, relation
+from memory.links import change_links, item_type, relation, supersession_links
 from tests.fake_ollama import FakeOllama
 from tests.harness import http, make_app, serve, settings_for
 from tests.records import a_fact
@@ -31,20 +31,33 @@ def test_types_and_relations_outside_the_seeds_are_refused_naming_the_valid_ones
         relation("causes")
 
 
-def test_a_superseding_fact_links_to_the_one_it_replaced_and_a_conflict_to_the_kept_one() -> None:
+def test_a_conflict_is_a_stored_link_and_a_supersession_is_read_from_the_facts() -> None:
     old = a_fact(category="identity")
     changes = Changes(
         superseded=[
             msgspec.structs.replace(old, validity="superseded", superseded_by="fact_00000002"),
-            msgspec.structs.replace(old, id="fact_00000009"),  # no successor: no link
         ],
         conflicts=[Conflict("fact_00000003", "fact_00000004", "pinned")],
     )
     made = [(k.source_id, k.relation, k.target_id) for k in change_links("u1", changes, T0)]
-    assert made == [
-        ("fact_00000002", "supersedes", "fact_00000001"),
-        ("fact_00000003", "contradicts", "fact_00000004"),
-    ]
+    assert made == [("fact_00000003", "contradicts", "fact_00000004")]
+    new = msgspec.structs.replace(old, id="fact_00000002", updated_at=T0)
+    gone = msgspec.structs.replace(old, validity="superseded", superseded_by=new.id)
+    orphan = msgspec.structs.replace(old, id="fact_00000009", superseded_by="fact_00000077")
+    facts = [gone, new, orphan]
+
+    def found(fact_id: str, direction: str) -> list[tuple[str, str, str]]:
+        links = supersession_links("u1", facts, fact_id, direction)
+        return [(k.source_id, k.relation, k.target_id) for k in links]
+
+    link = ("fact_00000002", "supersedes", old.id)
+    assert found(new.id, "outgoing") == found(new.id, "both") == [link]
+    assert found(old.id, "incoming") == found(old.id, "both") == [link]
+    assert found(old.id, "outgoing") == found(new.id, "incoming") == []
+    assert found(orphan.id, "both") == []  # its successor is gone: no link to nowhere
+    assert found("fact_00000042", "both") == []
+    [made_link] = supersession_links("u1", facts, old.id, "incoming")
+    assert (made_link.user_id, made_link.created_at) == ("u1", gone.updated_at)
 
 
 # -- through the server --------------------------------------------------------------------
