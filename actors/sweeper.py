@@ -67,10 +67,15 @@ class Sweeper:
 
     async def _consolidate(self, user_id: str) -> int:
         """Seed 002's scheduled consolidation of one user's pending episodes (a dry run
-        when no model answers); how many it consolidated."""
+        when no model answers); how many it consolidated. A run that consolidated is
+        followed by a pause (``consolidation_share``), so the next user's waits."""
+        started = anyio.current_time()
         report = await self._deps.consolidator.run(user_id)
         for error in report.errors:
             _log.warning("consolidation for user %s: %s", user_id, error)
+        if report.consolidated:
+            share = self._deps.settings.consolidation_share
+            await anyio.sleep((anyio.current_time() - started) * (1.0 - share) / share)
         return report.consolidated
 
     async def retry_once(self) -> int:

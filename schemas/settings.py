@@ -175,6 +175,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: Seed 002's episode capacity: past it, the scheduled cleanup deletes the oldest
     #: consolidated episodes stored directly (never a pending one).
     episode_max_entries: int = 10_000
+    #: The share of its time the scheduled sweep spends consolidating: after each user's
+    #: run it waits (1 - share) / share times as long as the run took, so a backlog of
+    #: many users never keeps consolidation running back to back beside the chats.
+    consolidation_share: float = 0.1
     #: Seed 002's ``default_mode``: how ``GET /memory/search`` ranks without ``mode``.
     search_mode: SearchMode = "hybrid"
     #: Half-life (days) of recency in both scores.

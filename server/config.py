@@ -113,6 +113,8 @@ def _validate(settings: Settings) -> None:
     for name in shares:
         if not 0.0 <= getattr(settings, name) <= 1.0:
             raise ConfigError(f"MNEMO_{name.upper()} must be between 0 and 1")
+    if not 0.0 < settings.consolidation_share <= 1.0:
+        raise ConfigError("MNEMO_CONSOLIDATION_SHARE must be above 0 and at most 1")
     for name in (
         "rank_span_slack",
         "rank_supersede_gap",

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
+import anyio
 import msgspec
 import pytest
 
+from actors.consolidation import ConsolidationReport
+from actors.sweeper import Sweeper
 from memory.episodes import cleanup, forget, new_episode
 from schemas.records import Episode
 from tests.actor_world import world
@@ -120,3 +124,31 @@ async def test_episodes_are_stored_read_forgotten_and_cleaned_up_over_rest(serve
             assert (await alice.post("/memory/episodes", json=bad)).status_code == 400
         await alice.delete("/memory/long-term")
         assert (await alice.get("/memory/episodes")).json() == {"episodes": []}
+
+
+class SlowConsolidator:
+    """Consolidates one episode per run, taking 50 ms; notes when each run starts and ends."""
+
+    def __init__(self) -> None:
+        self.runs: list[tuple[str, float, float]] = []
+
+    async def run(self, user_id: str, *, dry_run: bool = False) -> ConsolidationReport:
+        started = anyio.current_time()
+        await anyio.sleep(0.05)
+        self.runs.append((user_id, started, anyio.current_time()))
+        return ConsolidationReport(episodes=1, groups=1, dry_run=dry_run, consolidated=1)
+
+
+async def test_the_scheduled_consolidation_pauses_after_each_users_run_by_its_share() -> None:
+    async with world(consolidation_share=0.25) as w:
+        now = w.deps.clock.now()
+        for user in ("u1", "u2"):
+            made = new_episode(f"ep_00000000000000{user[-1]}a", user, "pending", "b", now)
+            await w.store.episodes.put_episodes([(made, [1.0])])
+        slow = SlowConsolidator()
+        deps = dataclasses.replace(w.deps, consolidator=slow)
+        await Sweeper(deps, w.registry).sweep_once()
+    [(_, _, first_end), (_, second_start, _)] = slow.runs
+    first = slow.runs[0][2] - slow.runs[0][1]
+    # At a quarter of the time, each run of d seconds is followed by 3d of rest.
+    assert second_start - first_end >= 3 * first * 0.99

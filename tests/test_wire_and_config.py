@@ -128,6 +128,7 @@ def test_the_client_commands_variables_do_not_stop_the_server() -> None:
         ({"MNEMO_LANCE_INDEX_CACHE_MB": "0"}, "MNEMO_LANCE_INDEX_CACHE_MB must be positive"),
         ({"MNEMO_RANK_ASSISTANT_WEIGHT": "2"}, "MNEMO_RANK_ASSISTANT_WEIGHT must be between"),
         ({"MNEMO_RANK_SESSION_FREE": "-1"}, "MNEMO_RANK_SESSION_FREE must not be negative"),
+        ({"MNEMO_CONSOLIDATION_SHARE": "0"}, "MNEMO_CONSOLIDATION_SHARE must be above 0"),
     ],
     ids=[
         "unknown",
@@ -141,6 +142,7 @@ def test_the_client_commands_variables_do_not_stop_the_server() -> None:
         "no-lance-cache",
         "rank-weight-above-one",
         "negative-session-free",
+        "no-consolidation-share",
     ],
 )
 def test_bad_settings_name_the_setting(environ: dict[str, str], message: str) -> None:
