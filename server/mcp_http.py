@@ -80,5 +80,6 @@ class McpEndpoint:
             return
         if delay:
             await anyio.sleep(delay)
+        request.state.registry.preload_embedder_soon()  # an agent showed up: time for the model
         manager: StreamableHTTPSessionManager = request.state.mcp
         await manager.handle_request(scope, receive, send)
