@@ -4,6 +4,7 @@ that ``/ws/tail`` and ``mnemo tail`` show them as they happen (kind ``memory.log
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
 
@@ -12,7 +13,12 @@ from actors.ports import Store
 from memory.events import EventMaker, new_event_id
 from schemas.records import MemoryEvent
 
-__all__ = ["record", "record_one"]
+__all__ = ["CHANGED_BY", "record", "record_one"]
+
+#: Who changes memory through a keeper's operation: the log entry's ``actor``. ``rest``
+#: unless the caller's transport says otherwise (the MCP tools: ``mcp``); the writer runs a
+#: call with its caller's value (``ArchiveWriter.call``).
+CHANGED_BY: ContextVar[str] = ContextVar("mnemo_changed_by", default="rest")
 
 
 async def record(store: Store, bus: EventBus | None, events: Sequence[MemoryEvent]) -> None:

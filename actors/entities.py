@@ -11,7 +11,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from actors.audit import record_one
+from actors.audit import CHANGED_BY, record_one
 from actors.errors import Conflict, Rejected
 from actors.events import EventBus
 from actors.ports import Clock, Store
@@ -76,7 +76,7 @@ class EntityKeeper:
             self._store,
             self._bus,
             user_id,
-            "rest",
+            CHANGED_BY.get(),
             self._clock.now(),
             event_type,
             entity_id=entity_id,
@@ -191,7 +191,13 @@ class EntityKeeper:
             )
             await self._store.entities.put_entities([merged.source, merged.target])
             await record_one(
-                self._store, self._bus, user_id, "rest", now, "entity_merge", **merged.payload()
+                self._store,
+                self._bus,
+                user_id,
+                CHANGED_BY.get(),
+                now,
+                "entity_merge",
+                **merged.payload(),
             )
             _log.info("merged entity %s into %s for user %s", source_id, target_id, user_id)
             return merged

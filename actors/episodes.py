@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import secrets
 
-from actors.audit import record_one
+from actors.audit import CHANGED_BY, record_one
 from actors.events import EventBus
 from actors.ports import Clock, Embedder, Store
 from actors.writer import ArchiveWriter
@@ -31,7 +31,13 @@ class EpisodeKeeper:
 
     async def _log(self, user_id: str, event_type: str, **payload: object) -> None:
         await record_one(
-            self._store, self._bus, user_id, "rest", self._clock.now(), event_type, **payload
+            self._store,
+            self._bus,
+            user_id,
+            CHANGED_BY.get(),
+            self._clock.now(),
+            event_type,
+            **payload,
         )
 
     async def store_episode(

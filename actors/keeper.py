@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from actors.audit import record, record_one
+from actors.audit import CHANGED_BY, record, record_one
 from actors.errors import ArchiveUnavailable, MnemoError, Rejected
 from actors.events import EventBus, EventKind
 from actors.ports import Clock, Embedder, Store
@@ -468,7 +468,7 @@ class FactKeeper:
             self._store,
             self._bus,
             user_id,
-            "rest",
+            CHANGED_BY.get(),
             now,
             "fact_edited",
             fact_id=fact.id,
@@ -499,7 +499,9 @@ class FactKeeper:
         else:
             return fact  # already history: forgetting it again changes nothing
         await self._store.facts.put_facts([Stored(fact, stored.vector)])
-        await record_one(self._store, self._bus, user_id, "rest", now, event_type, fact_id=fact.id)
+        await record_one(
+            self._store, self._bus, user_id, CHANGED_BY.get(), now, event_type, fact_id=fact.id
+        )
         return fact
 
     async def delete(self, user_id: str, fact_id: str) -> bool:
@@ -513,7 +515,7 @@ class FactKeeper:
                     self._store,
                     self._bus,
                     user_id,
-                    "rest",
+                    CHANGED_BY.get(),
                     self._clock.now(),
                     "fact_deleted",
                     fact_id=fact_id,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from actors.audit import record, record_one
+from actors.audit import CHANGED_BY, record, record_one
 from actors.events import EventBus
 from actors.ports import Clock, Embedder, Store
 from actors.writer import ArchiveWriter
@@ -67,7 +67,7 @@ class RuleKeeper:
                 source_episode_id=source_episode_id,
             )
             await self._store.rules.put_rules([StoredRule(rule, vector)])
-            await self._log(None, rule, "rest", "rule_created")
+            await self._log(None, rule, CHANGED_BY.get(), "rule_created")
             _log.info("stored rule %s for user %s", rule.id, user_id)
             return rule
 
@@ -109,7 +109,7 @@ class RuleKeeper:
             if application is not None:
                 await self._store.rules.add_applications([application(changed)])
             if cause is not None:
-                await self._log(found[0].rule, changed, "rest", cause)
+                await self._log(found[0].rule, changed, CHANGED_BY.get(), cause)
             return changed
 
         return await self._writer.call(write)
@@ -191,7 +191,7 @@ class RuleKeeper:
                     self._store,
                     self._bus,
                     user_id,
-                    "rest",
+                    CHANGED_BY.get(),
                     self._clock.now(),
                     "rule_deleted",
                     rule_id=rule_id,

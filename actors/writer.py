@@ -20,6 +20,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from actors.audit import CHANGED_BY
 from actors.channels import receive, send
 from actors.errors import ArchiveUnavailable, MnemoError, Rejected
 from actors.events import EventBus
@@ -47,6 +48,8 @@ class _Append:
 @dataclass(slots=True, eq=False)
 class _Call:
     fn: Callable[[], Awaitable[Any]]
+    #: Who asked (``actors.audit.CHANGED_BY`` in the caller's task), for its log entries.
+    changed_by: str = field(default_factory=CHANGED_BY.get)
     done: anyio.Event = field(default_factory=anyio.Event)
     result: Any = None
     error: BaseException | None = None
@@ -297,6 +300,7 @@ class ArchiveWriter:
             self._in_flight = [op]
             async with self._snapshot_lock:  # snapshots queued before the call land first
                 await self._flush_working()
+            token = CHANGED_BY.set(op.changed_by)
             try:
                 op.result = await op.fn()
             except MnemoError as exc:
@@ -304,6 +308,8 @@ class ArchiveWriter:
             except (OSError, ValueError, RuntimeError) as exc:
                 _log.error("store call failed: %s", exc)
                 op.error = ArchiveUnavailable(str(exc))
+            finally:
+                CHANGED_BY.reset(token)
             self._in_flight = []
             op.done.set()
             self._mark_dirty()

@@ -65,8 +65,8 @@ def mcp_command(args: argparse.Namespace) -> int:
     try:
         lock.acquire()
     except DataDirLocked as exc:
-        _say(f"{exc.args[0].split(';')[0]}: bridging to it")
-        return _bridge(f"http://{settings.host}:{settings.port}", key)
+        holder = exc.args[0].split(";")[0]
+        return _bridge(f"http://{settings.host}:{settings.port}", key, because=holder)
     try:
         return _own(settings, key)
     finally:
@@ -78,7 +78,7 @@ def _endpoint(url: str) -> str:
     return url if url.endswith("/mcp") else f"{url}/mcp"
 
 
-def _bridge(url: str, key: str | None) -> int:
+def _bridge(url: str, key: str | None, *, because: str | None = None) -> int:
     endpoint = _endpoint(url)
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
@@ -94,7 +94,7 @@ def _bridge(url: str, key: str | None) -> int:
     if answer.status_code == 401:
         _say(f"{endpoint} refused the key: pass --key or set {CLIENT_KEY}")
         return 1
-    _say(f"bridging stdio to the server at {endpoint}")
+    _say(f"{because}: " * (because is not None) + f"bridging stdio to the server at {endpoint}")
     try:
         anyio.run(_relay, endpoint, headers)
     except KeyboardInterrupt:
@@ -125,9 +125,15 @@ async def _relay(endpoint: str, headers: dict[str, str]) -> None:
 
 
 def _own(settings: Settings, key: str | None) -> int:
+    if key and not settings.api_keys:
+        _say(
+            "a key was given but no MNEMO_API_KEYS is set, so it names no user: set the"
+            " server's MNEMO_API_KEYS, or run without a key as the single local user"
+        )
+        return 2
     user_id = user_for_token(settings, key)
     if user_id is None:
-        _say(f"this data directory has API keys: pass --key (or {CLIENT_KEY}) of the user")
+        _say(f"MNEMO_API_KEYS is set: pass --key (or {CLIENT_KEY}) of a user")
         return 2
     from server.main import build_app
 

@@ -13,6 +13,7 @@ The entity, consolidation and cleanup tools are registered by ``server.mcp_entit
 
 import time
 from collections.abc import Container
+from importlib.metadata import version
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -22,11 +23,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
+from actors.audit import CHANGED_BY
 from actors.keeper import Stated, changes_frame, fact_view
-from schemas.records import ArchivedMessage
 from schemas.transfer import MAX_TEXT
 from server.mcp_calls import Caller, Connection, guarded, shown
 from server.mcp_entities import register
+from server.rest import turn_view
 from server.rest_episodes import episode_view
 from server.rest_rules import rule_view
 from server.rest_search import find
@@ -81,13 +83,6 @@ def _fact(fact: Any) -> dict[str, Any]:
     return view
 
 
-def _turn(message: ArchivedMessage) -> dict[str, Any]:
-    """An archived chat turn, as ``memory_get`` shows it (as REST does)."""
-    item: dict[str, Any] = msgspec.to_builtins(message)
-    del item["user_id"], item["context"]
-    return item | {"kind": "turn"}
-
-
 def _timed(connection: Connection, known: Container[str]) -> ServerMiddleware[Any]:
     """Middleware: each ``tools/call``'s latency and outcome, by tool (``known`` ones; any
     other name is ``unknown``), in ``/metrics``."""
@@ -123,6 +118,7 @@ def build_mcp(connection: Connection) -> MCPServer[Any]:
     """The MCP server with every tool; its transports are the caller's to run."""
     server: MCPServer[Any] = MCPServer(
         "mnemo",
+        version=version("mnemo"),
         instructions=(
             "Long-term memory of the user: store and search facts, episodes and rules, "
             "build a context block for a prompt, resolve and merge entities."
@@ -132,6 +128,7 @@ def build_mcp(connection: Connection) -> MCPServer[Any]:
     server.middleware.append(_timed(connection, frozenset(TOOLS)))
 
     def who(ctx: Context) -> Caller:
+        CHANGED_BY.set("mcp")  # the log's actor of what this call changes
         return connection.caller(ctx.request_context.request)
 
     @server.tool(annotations=_WRITE)
@@ -281,7 +278,7 @@ def build_mcp(connection: Connection) -> MCPServer[Any]:
             )
         if memory_id.startswith("msg_"):
             message = await guarded(deps.store.get_message(user, memory_id))
-            return shown(message, _turn, memory_type, memory_id)
+            return shown(message, turn_view, memory_type, memory_id)
         episode = await guarded(deps.episodes.get(user, memory_id))
         return shown(episode, episode_view, memory_type, memory_id)
 

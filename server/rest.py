@@ -36,7 +36,7 @@ from server import (
 from server.http import BadRequest, authenticated, decode_body, error, int_param, json
 from server.ws import SESSION_ID
 
-__all__ = ["routes"]
+__all__ = ["routes", "turn_view"]
 
 _MESSAGE_ID = re.compile(r"^msg_[0-9a-f]{16}\Z")
 _FACT_ID = re.compile(r"^fact_[0-9a-f]{8}\Z")
@@ -73,7 +73,7 @@ class FactPatch(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     pinned: bool | None = None
 
 
-def _message_item(message: ArchivedMessage) -> dict[str, Any]:
+def turn_view(message: ArchivedMessage) -> dict[str, Any]:
     """An archived turn as clients see it (``kind: "turn"``; its search text stays inside)."""
     item: dict[str, Any] = msgspec.to_builtins(message)
     del item["user_id"], item["context"], item["superseded_by"]
@@ -126,7 +126,7 @@ async def list_long_term(request: Request, user_id: str) -> Response:
     if kind in ("all", "turns"):
         messages, count = await store.list_messages(user_id, limit=window, offset=0)
         total += count
-        rows += [(m.at, m.id, _message_item(m)) for m in messages]
+        rows += [(m.at, m.id, turn_view(m)) for m in messages]
     rows.sort(key=lambda r: (-r[0].timestamp(), r[1]))
     items = [r[2] for r in rows[offset:window]]
     return json({"items": items, "total": total, "limit": limit, "offset": offset})
@@ -142,7 +142,7 @@ async def get_long_term(request: Request, user_id: str) -> Response:
     elif _MESSAGE_ID.match(memory_id):
         message = await store.get_message(user_id, memory_id)
         if message is not None:
-            return json(_message_item(message))
+            return json(turn_view(message))
     return error(404, "not_found", "no such memory")
 
 

@@ -430,6 +430,9 @@ async def test_tool_mutations_reach_the_tail_the_event_log_and_the_metrics(serve
     async with http(server, "key-alice") as rest:
         log = (await rest.get("/memory/events")).json()["events"]
         assert [e["event_type"] for e in log[:2]] == ["fact_retracted", "fact_created"]
+        assert log[0]["actor"] == "mcp"  # REST's own changes say "rest"
+        await rest.post(f"/memory/long-term/{stored['id']}/confirm")
+        assert (await rest.get("/memory/events")).json()["events"][0]["actor"] == "rest"
     async with http(server, "key-admin") as admin:
         metrics = (await admin.get("/metrics")).text
     assert 'mnemo_mcp_tool_calls_total{outcome="ok",tool="memory_store_fact"} 1.0' in metrics
@@ -456,3 +459,30 @@ async def test_a_tool_call_from_a_web_page_origin_is_refused_on_loopback(server:
     async with http(server, "key-alice") as client:
         answer = await client.post("/mcp", json=body, headers=headers)
     assert answer.status_code == 403
+
+
+async def test_an_archived_chat_turn_is_an_episode_that_memory_get_shows_as_rest_does(
+    server: str,
+) -> None:
+    line = {
+        "kind": "turn",
+        "id": "t1",
+        "session_id": "trip",
+        "speaker": "Ann",
+        "role": "user",
+        "text": "We landed in Porto",
+        "at": "2024-06-02T12:00:00Z",
+        "turn": 1,
+    }
+    async with http(server, "key-alice") as rest, mcp_session(server, "key-alice") as mcp:
+        imported = await rest.post(
+            "/memory/import",
+            content=json.dumps(line) + "\n",
+            headers={"Content-Type": "application/x-ndjson"},
+        )
+        assert imported.json()["imported"] == 1
+        [turn] = (await rest.get("/memory/long-term", params={"kind": "turns"})).json()["items"]
+        got = await call(mcp, "memory_get", memory_type="episode", memory_id=turn["id"])
+        assert got == turn
+        with pytest.raises(ToolFailed, match="not forgotten but deleted"):
+            await call(mcp, "memory_forget", memory_type="episode", memory_id=turn["id"])

@@ -90,8 +90,9 @@ async def test_mnemo_mcp_bridges_to_the_server_that_holds_the_data_directory(
                     mcp, "memory_store_episode", content="Asked about trains", butler="travel"
                 )
         said = errors.read_text()
-        assert "is in use by another mnemo server" in said
-        assert f"bridging stdio to the server at http://{server}/mcp" in said
+        [line] = said.splitlines()
+        assert "is in use by another mnemo server" in line
+        assert line.endswith(f": bridging stdio to the server at http://{server}/mcp")
         async with http(server, "key-ada") as ada, http(server, "key-bo") as bo:
             assert (await ada.get(f"/memory/rules/{rule['id']}")).json()["content"] == (
                 "Keep answers short"
@@ -125,7 +126,7 @@ async def test_mnemo_mcp_bridges_to_a_url_with_a_key_and_says_when_the_key_is_re
     assert not (tmp_path / "elsewhere").exists()  # a bridge never touches a data directory
 
 
-def test_mnemo_mcp_on_a_directory_with_keys_asks_for_the_users_key(tmp_path: Path) -> None:
+def test_mnemo_mcp_owning_a_directory_needs_a_key_exactly_when_keys_are_set(tmp_path: Path) -> None:
     env = _env(tmp_path, "http://127.0.0.1:9", MNEMO_API_KEYS="key-ada:ada")
     answer = subprocess.run(
         _COMMAND,
@@ -137,4 +138,16 @@ def test_mnemo_mcp_on_a_directory_with_keys_asks_for_the_users_key(tmp_path: Pat
         check=False,
     )
     assert answer.returncode == 2
-    assert "this data directory has API keys: pass --key (or MNEMO_API_KEY)" in answer.stderr
+    assert "MNEMO_API_KEYS is set: pass --key (or MNEMO_API_KEY) of a user" in answer.stderr
+    env = _env(tmp_path, "http://127.0.0.1:9", MNEMO_API_KEY="key-ada")
+    answer = subprocess.run(
+        _COMMAND,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert answer.returncode == 2
+    assert "a key was given but no MNEMO_API_KEYS is set, so it names no user" in answer.stderr
