@@ -26,7 +26,7 @@ from actors.sweeper import Sweeper
 from actors.wiring import build_deps
 from actors.writer import ArchiveWriter
 from schemas.settings import Settings
-from server import http, observe, rest, ws
+from server import http, observe, rest, site, ws
 from server.budget import UserBudgets
 from server.mcp_http import McpEndpoint, new_server
 from server.mcp_http import sessions as mcp_sessions
@@ -186,6 +186,7 @@ def create_app(
         WebSocketRoute("/ws/{session_id}", ws.chat_socket),
         Route("/mcp", McpEndpoint()),
         *rest.routes,
+        *site.routes,
     ]
     app = Starlette(
         routes=routes,

@@ -2,9 +2,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 from tests.fake_ollama import FakeOllama
 from tests.harness import EMPTY_EXTRACTION
@@ -44,3 +48,12 @@ def model(fake: FakeOllama) -> NoteModel:
     fake.json_default = None  # every call goes to the responder
     fake.responder = responder
     return responder
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    """One Chromium for the whole session (tests/browser.py)."""
+    from tests.browser import launch
+
+    with launch() as running:
+        yield running

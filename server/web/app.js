@@ -1,0 +1,40 @@
+// The page's entry: who the user is (an API key kept in this browser when the server
+// asks for one) and the server's state. The chat and the Memory Panel build on it.
+
+const KEY = "mnemo.key";
+
+/** Headers for a REST call: the kept key as a bearer token, when there is one. */
+export function authHeaders() {
+  const key = localStorage.getItem(KEY);
+  return key ? { Authorization: `Bearer ${key}` } : {};
+}
+
+/** A REST call as JSON; asks for a key once when the server answers 401. */
+export async function api(path, options = {}) {
+  const answer = await fetch(path, { ...options, headers: { ...authHeaders(), ...options.headers } });
+  if (answer.status === 401 && !options.retried) {
+    const key = window.prompt("This mnemo server needs an API key:");
+    if (key) {
+      localStorage.setItem(KEY, key.trim());
+      return api(path, { ...options, retried: true });
+    }
+  }
+  const body = answer.headers.get("content-type")?.includes("json") ? await answer.json() : null;
+  if (!answer.ok) {
+    const message = body?.error?.message ?? `HTTP ${answer.status}`;
+    throw new Error(message);
+  }
+  return body;
+}
+
+async function start() {
+  const status = document.getElementById("status");
+  try {
+    const health = await api("/healthz");
+    status.textContent = health.status === "ok" ? "connected" : "server unwell";
+  } catch (error) {
+    status.textContent = `server unreachable: ${error.message}`;
+  }
+}
+
+start();
