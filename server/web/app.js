@@ -3,6 +3,14 @@
 
 const KEY = "mnemo.key";
 
+/**
+ * What the chat and the Memory Panel tell each other, as DOM events on one target:
+ * - "memory-changed" (detail: a WebSocket `memory` frame, or null after a REST change):
+ *   the chat got a `memory` frame; the panel and its header pill refresh.
+ * - "session" (detail: {session_id, scope}): the chat switched session or app scope.
+ */
+export const bus = new EventTarget();
+
 /** Headers for a REST call: the kept key as a bearer token, when there is one. */
 export function authHeaders() {
   const key = localStorage.getItem(KEY);
