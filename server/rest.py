@@ -102,6 +102,19 @@ async def healthz(request: Request) -> Response:
     )
 
 
+async def list_categories(request: Request, user_id: str) -> Response:
+    """The fact categories of the configured taxonomy, first in context order first: what a
+    fact's ``category`` may be (the Memory Panel groups and recategorizes by them)."""
+    categories = sorted(_deps(request).settings.categories, key=lambda c: c.priority)
+    return json(
+        {
+            "categories": [
+                {"name": c.name, "heading": c.heading, "priority": c.priority} for c in categories
+            ]
+        }
+    )
+
+
 async def list_long_term(request: Request, user_id: str) -> Response:
     """Facts and archived turns, newest first; ``kind`` picks one of them."""
     limit = int_param(request, "limit", 50, 1, _MAX_LIMIT)
@@ -297,6 +310,7 @@ routes = [
     Route("/memory/long-term/{memory_id}/forget", authenticated(forget_fact), methods=["POST"]),
     Route("/memory/working/{session_id}", authenticated(get_working), methods=["GET"]),
     Route("/memory/events", authenticated(list_events), methods=["GET"]),
+    Route("/memory/categories", authenticated(list_categories), methods=["GET"]),
     *rest_apps.routes,
     *rest_rules.routes,
     *rest_entities.routes,

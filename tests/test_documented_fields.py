@@ -125,6 +125,7 @@ async def test_every_field_of_every_rest_answer_is_in_the_rest_docs(address: str
             "GET /memory/search": (await client.get("/memory/search", params={"q": "tea"})).json(),
             "GET /memory/working/{session_id}": (await client.get("/memory/working/s1")).json(),
             "GET /apps/{app_id}/memories": (await client.get("/apps/a/memories")).json(),
+            "GET /memory/categories": (await client.get("/memory/categories")).json(),
             "POST /memory/import": (
                 await client.post(
                     "/memory/import",

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from schemas.taxonomy import DEFAULT_CATEGORIES, CategorySpec
 from tests.fake_ollama import FakeOllama
 from tests.harness import Client, http, make_app, serve, settings_for
 
@@ -124,6 +125,39 @@ async def test_unknown_category_error_names_the_known_categories(
     message = response.json()["error"]["message"]
     assert "hobby" in message
     assert "preference" in message
+
+
+async def test_categories_lists_the_taxonomy_in_context_order_and_the_post_accepts_them(
+    alice: httpx.AsyncClient,
+) -> None:
+    response = await alice.get("/memory/categories")
+    categories = response.json()["categories"]
+    assert response.status_code == 200
+    assert categories[:3] == [
+        {"name": "project", "heading": "Current work:", "priority": 1},
+        {"name": "preference", "heading": "Preferences:", "priority": 2},
+        {"name": "identity", "heading": "About user:", "priority": 3},
+    ]
+    assert [c["name"] for c in categories] == [c.name for c in DEFAULT_CATEGORIES]
+    for name in (c["name"] for c in categories):
+        fact = await add_fact(alice, f"A note on {name}", category=name)
+        assert fact["category"] == name
+
+
+async def test_categories_are_the_configured_ones(tmp_path: Path, fake: FakeOllama) -> None:
+    taxonomy = [
+        CategorySpec(name="hobby", heading="Hobbies:", priority=2),
+        CategorySpec(name="work", heading="Work:", priority=1),
+    ]
+    settings = settings_for(tmp_path, fake.url, categories=taxonomy)
+    async with serve(make_app(settings)) as address, http(address, None) as client:
+        listed = (await client.get("/memory/categories")).json()
+    assert listed == {
+        "categories": [
+            {"name": "work", "heading": "Work:", "priority": 1},
+            {"name": "hobby", "heading": "Hobbies:", "priority": 2},
+        ]
+    }
 
 
 # -- dedup -------------------------------------------------------------------

@@ -52,8 +52,9 @@ async def test_healthz_answers_without_credentials(server: str) -> None:
         ("GET", "/memory/long-term/msg_0000000000000000"),
         ("DELETE", "/memory/long-term/msg_0000000000000000"),
         ("GET", "/memory/working/s1"),
+        ("GET", "/memory/categories"),
     ],
-    ids=["list", "clear", "get", "delete", "working"],
+    ids=["list", "clear", "get", "delete", "working", "categories"],
 )
 @pytest.mark.parametrize("key", [None, "wrong-key"], ids=["no-key", "bad-key"])
 async def test_every_memory_endpoint_needs_a_valid_key(
