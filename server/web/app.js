@@ -1,6 +1,8 @@
 // The page's entry: who the user is (an API key kept in this browser when the server
 // asks for one) and the server's state. The chat and the Memory Panel build on it.
 
+import { mountPanel } from "./panel.js";
+
 const KEY = "mnemo.key";
 
 /**
@@ -46,3 +48,4 @@ async function start() {
 }
 
 start();
+mountPanel();
