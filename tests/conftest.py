@@ -15,6 +15,13 @@ from tests.harness import EMPTY_EXTRACTION
 from tests.test_app_notes import NoteModel
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that drive the browser run last, in their order. While the session's
+    Playwright is open, its sync API leaves an event loop marked running in the main
+    thread, so an async test after it could not start its own."""
+    items.sort(key=lambda item: "browser" in getattr(item, "fixturenames", ()))
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
