@@ -551,6 +551,11 @@ class MemoryPanel {
     this.selectedCount.textContent = `${this.selected.size} selected`;
     for (const button of this.bulkButtons) button.disabled = this.selected.size === 0;
     if (confirming && count === 0) this.cancelClear();
+    else if (confirming) this.confirm.querySelector(".mp-confirm-text").textContent = this.clearQuestion(count);
+  }
+
+  clearQuestion(count) {
+    return `This will remove all ${plural(count, "fact", "facts")}`;
   }
 
   /** What has focus, so that drawing again can give it back. */
@@ -960,7 +965,7 @@ class MemoryPanel {
     const count = this.shown().length;
     const cancel = el("button", { type: "button", class: "mp-confirm-cancel", onclick: () => this.cancelClear(true) }, "Cancel");
     this.confirm.replaceChildren(
-      el("p", { class: "mp-confirm-text" }, `This will remove all ${plural(count, "fact", "facts")}`),
+      el("p", { class: "mp-confirm-text" }, this.clearQuestion(count)),
       el("p", { class: "mp-confirm-more" }, "Your archived conversations, notes and rules go with them."),
       el(
         "div",
