@@ -18,7 +18,7 @@ import msgspec
 from actors.errors import LlmFailure, LlmInvalidOutput, LlmUnavailable, MnemoError
 from actors.ports import Llm
 from memory.predicates import Vocabulary
-from memory.prompts import Exchange, extraction_prompt
+from memory.prompts import Exchange, classification_prompt, extraction_prompt
 from memory.rules_extractor import extract_facts
 from memory.statements import People
 from schemas.llm import Extraction, MemoryUpdate, SessionAnalysis
@@ -49,6 +49,10 @@ class ExtractionStats:
     by_rules: int = 0
 
 
+class _Classified(msgspec.Struct, frozen=True):
+    category: str
+
+
 @dataclass(frozen=True, slots=True)
 class ExtractionResult:
     extraction: Extraction
@@ -64,6 +68,12 @@ class Extractor:
         self._limiter = anyio.CapacityLimiter(settings.extract_concurrency)
         self._backoff = backoff
         self._categories = [c.name for c in settings.categories]
+        self._headings = [(c.name, c.heading) for c in settings.categories]
+        self._classes = {
+            "type": "object",
+            "properties": {"category": {"type": "string", "enum": self._categories}},
+            "required": ["category"],
+        }
         self._predicates = Vocabulary(settings.predicates).specs
         self.stats = ExtractionStats()
 
@@ -112,6 +122,26 @@ class Extractor:
                 await anyio.sleep(delay)
                 delay *= 2
         raise ExtractionFailed(reason)
+
+    async def classify(self, content: str) -> str | None:
+        """The category the model gives a fact added by hand (seed 004), or None when it
+        cannot say (unreachable, slow, or an answer outside the taxonomy): the caller's
+        rules decide then. One attempt, within ``extract_timeout``."""
+        system, prompt = classification_prompt(content, self._headings)
+        try:
+            async with self._limiter:
+                with anyio.fail_after(self._settings.extract_timeout):
+                    raw = await self._llm.generate_json(
+                        prompt,
+                        model=self._settings.extract_model,
+                        schema=self._classes,
+                        system=system,
+                    )
+            answer = msgspec.json.decode(raw, type=_Classified)
+        except (LlmFailure, TimeoutError, msgspec.DecodeError) as exc:
+            _log.info("no category from the model (%s): the rules classify", exc)
+            return None
+        return answer.category if answer.category in self._categories else None
 
     def _by_rules(self, exchanges: Sequence[Exchange], people: People | None) -> Extraction:
         confidence = self._settings.rules_confidence

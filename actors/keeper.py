@@ -8,7 +8,7 @@ rules themselves (duplicates, conflicts, caps, decay) are pure: ``memory.facts``
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import msgspec
@@ -191,9 +191,12 @@ class FactKeeper:
         settings: Settings,
         clock: Clock,
         bus: EventBus | None = None,
+        classify: Callable[[str], Awaitable[str | None]] | None = None,
     ) -> None:
         self._store, self._embedder, self._writer = store, embedder, writer
         self._settings, self._clock, self._bus = settings, clock, bus
+        #: The model's category for a fact added by hand (``Extractor.classify``).
+        self._classify = classify
         self._policy = FactPolicy.from_settings(settings)
         self._touched: dict[str, dict[str, int]] = {}
         self._jobs: list[_Job] = []
@@ -253,15 +256,22 @@ class FactKeeper:
         scope: str,
         stated: Stated | None = None,
     ) -> Changes:
-        """A fact added by hand. Raises ``ValueError`` for an unknown category, blank
+        """A fact added by hand. Without a category the model classifies it (seed 004),
+        and the rules when it cannot. Raises ``ValueError`` for an unknown category, blank
         content, or ``stated`` fields that are wrong (``Stated``)."""
+        stated = stated or Stated()
+        if category is None and self._classify is not None and stated.extractor == "manual":
+            category = await self._classify(content)
         if category is None:
             category = _guess_category(content)
         name = normalize_category(category, self._settings.categories)
         if name is None:
             known = ", ".join(c.name for c in self._settings.categories)
             raise ValueError(f"unknown category {category!r}; known: {known}")
-        stated = stated or Stated()
+        if pinned:
+            held = [s.fact for s in await self._store.facts.facts_of(user_id) if s.fact.pinned]
+            if len([f for f in held if f.content != content]) >= self._settings.max_pinned:
+                raise ValueError(f"at most {self._settings.max_pinned} pinned facts")
         if stated.entity_id is not None:
             entities = await self._store.entities.entities_of(user_id)
             if not any(e.id == stated.entity_id and "merged_into" not in e.meta for e in entities):

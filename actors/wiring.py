@@ -35,7 +35,10 @@ def build_deps(
     events: EventBus | None = None,
 ) -> SessionDeps:
     events = events or EventBus()
-    keeper = FactKeeper(store, embedder, fact_writer, settings, clock, events)
+    extractor = Extractor(llm, settings, backoff=extract_backoff)
+    keeper = FactKeeper(
+        store, embedder, fact_writer, settings, clock, events, classify=extractor.classify
+    )
     rules = RuleKeeper(store, embedder, fact_writer, clock, events)
     return SessionDeps(
         settings=settings,
@@ -48,7 +51,7 @@ def build_deps(
         events=events,
         context=ContextBuilder(store, embedder, keeper, settings, clock),
         learning=LearningDeps(
-            extractor=Extractor(llm, settings, backoff=extract_backoff),
+            extractor=extractor,
             keeper=keeper,
             notes=NoteKeeper(llm, store, fact_writer, settings, clock, events),
             progress=ProgressBook(store, fact_writer),

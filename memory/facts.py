@@ -95,6 +95,8 @@ class FactPolicy:
     near_duplicate_similarity: float = 0.92
     duplicate_policy: str = "reinforce"
     reinforce_step: float = 0.15
+    #: Seed 004: a fact added by hand starts lower but is boosted faster on repetition.
+    manual_reinforce_step: float = 0.25
     #: Seed 004 ``updates_previous``: the replaced fact is at least this similar.
     update_similarity: float = 0.5
     #: Seed 000 ``correction``: the corrected fact is at least this similar.
@@ -118,6 +120,7 @@ class FactPolicy:
             near_duplicate_similarity=settings.near_duplicate_similarity,
             duplicate_policy=settings.duplicate_policy,
             reinforce_step=settings.reinforce_step,
+            manual_reinforce_step=settings.manual_reinforce_step,
             categories=tuple(settings.categories),
             vocabulary=Vocabulary(settings.predicates),
         )
@@ -244,9 +247,11 @@ class _Batch:
                 updated_at=self.now,
             )
         else:
+            by_hand = "manual" in (fact.extractor, candidate.extractor)
+            step = self.policy.manual_reinforce_step if by_hand else self.policy.reinforce_step
             merged = _replace(
                 fact,
-                confidence=round(min(1.0, fact.confidence + self.policy.reinforce_step), 6),
+                confidence=round(min(1.0, fact.confidence + step), 6),
                 mention_count=fact.mention_count + 1,
                 last_seen=self.now,
                 last_confirmed_at=self.now,

@@ -137,6 +137,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: ``reinforce`` (seed 004: +0.15 confidence, mention count) or ``unchanged`` (seed 000).
     duplicate_policy: str = "reinforce"
     reinforce_step: float = 0.15
+    #: The same for a fact added by hand, or stated again by hand (seed 004: manual facts
+    #: start lower, at ``manual_confidence``, and are boosted faster on repetition).
+    manual_reinforce_step: float = 0.25
     #: Confidence of facts added by hand (seed 004: manual facts start lower).
     manual_confidence: float = 0.6
     #: Confidence of facts found by the rule-based extractor (no Ollama).

@@ -417,18 +417,22 @@ def test_rules_fact_seen_again_by_the_llm_is_upgraded_not_counted(
 
 
 @pytest.mark.parametrize(
-    ("stored_by", "seen_by"),
+    ("stored_by", "seen_by", "confidence"),
     [
-        pytest.param("llm", "llm", id="llm-twice"),
-        pytest.param("llm", "rules", id="llm-then-rules"),
-        pytest.param("rules", "rules", id="rules-twice"),
-        pytest.param("manual", "llm", id="manual-then-llm"),
+        pytest.param("llm", "llm", 0.85, id="llm-twice"),
+        pytest.param("llm", "rules", 0.85, id="llm-then-rules"),
+        pytest.param("rules", "rules", 0.85, id="rules-twice"),
+        # Seed 004: a fact added by hand is boosted faster on repetition (+0.25, not +0.15).
+        pytest.param("manual", "llm", 0.95, id="manual-then-llm"),
+        pytest.param("llm", "manual", 0.95, id="llm-then-manual"),
+        pytest.param("manual", "manual", 0.95, id="manual-twice"),
     ],
 )
-def test_other_extractor_pairs_reinforce(stored_by: str, seen_by: str) -> None:
+def test_other_extractor_pairs_reinforce(stored_by: str, seen_by: str, confidence: float) -> None:
     old = make_fact(content="Likes tea", extractor=stored_by)
     [updated] = apply([stored(old)], candidate("Likes tea", extractor=seen_by)).updated
-    assert (updated.extractor, updated.mention_count, updated.confidence) == (stored_by, 2, 0.85)
+    assert (updated.extractor, updated.mention_count) == (stored_by, 2)
+    assert updated.confidence == pytest.approx(confidence)
 
 
 def test_duplicate_flagged_updates_previous_is_still_only_a_duplicate() -> None:

@@ -180,7 +180,9 @@ async def test_duplicate_post_reinforces_the_existing_fact_instead_of_adding_one
     assert updated["id"] == first["id"]
     assert updated["content"] == "I love jazz music"
     assert updated["mention_count"] == 2
-    assert updated["confidence"] == pytest.approx(0.75)
+    # A manual fact starts at 0.6, below an extracted one's 0.75, and gains 0.25 where an
+    # extracted one gains 0.15 (MNEMO_MANUAL_REINFORCE_STEP, MNEMO_REINFORCE_STEP).
+    assert updated["confidence"] == pytest.approx(0.85)
     assert updated["created_at"] == first["created_at"]
     listed = (await alice.get(FACTS, params={"kind": "facts"})).json()
     assert listed["total"] == 1
@@ -352,6 +354,19 @@ async def test_pinning_an_eleventh_fact_is_a_400_and_leaves_it_unpinned(
     assert eleventh.status_code == 400
     assert eleventh.json()["error"]["code"] == "bad_request"
     assert "10" in eleventh.json()["error"]["message"]
+
+
+async def test_adding_an_eleventh_pinned_fact_is_a_400_and_stores_nothing(
+    alice: httpx.AsyncClient,
+) -> None:
+    await pin_ten(alice)
+    refused = await alice.post(FACTS, json={"content": "My name is Ada", "pinned": True})
+    assert refused.status_code == 400
+    assert refused.json()["error"]["message"] == "at most 10 pinned facts"
+    listed = (await alice.get(FACTS, params={"kind": "facts"})).json()["items"]
+    assert "My name is Ada" not in [item["content"] for item in listed]
+    again = await alice.post(FACTS, json={"content": "Pantry holds apples", "pinned": True})
+    assert again.status_code == 201  # stating a pinned fact again is no new pin
 
 
 async def test_post_with_pinned_true_pins_the_new_fact(alice: httpx.AsyncClient) -> None:

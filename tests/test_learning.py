@@ -348,7 +348,7 @@ async def test_remember_answers_with_a_memory_frame_and_a_repeat_reinforces() ->
     assert second.added == []
     [reinforced] = second.updated
     assert (reinforced.id, reinforced.mention_count) == (added.id, 2)
-    assert reinforced.confidence == pytest.approx(0.75)
+    assert reinforced.confidence == pytest.approx(0.85)  # by hand: +0.25, not +0.15
 
 
 async def test_remember_with_unknown_category_is_bad_request() -> None:
