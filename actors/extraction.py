@@ -95,15 +95,7 @@ class Extractor:
         reason = "no attempt"
         for attempt in range(1, _ATTEMPTS + 1):
             try:
-                async with self._limiter:
-                    with anyio.fail_after(self._settings.extract_timeout):
-                        raw = await self._llm.generate_json(
-                            prompt,
-                            model=self._settings.extract_model,
-                            schema=_SCHEMA,
-                            system=system,
-                        )
-                extraction = _decoder.decode(raw)
+                extraction = _decoder.decode(await self._ask(prompt, system, _SCHEMA))
             except LlmUnavailable as exc:
                 _log.info("extraction model unreachable (%s): using the rule-based extractor", exc)
                 self.stats.by_rules += 1
@@ -123,21 +115,24 @@ class Extractor:
                 delay *= 2
         raise ExtractionFailed(reason)
 
+    async def _ask(self, prompt: str, system: str, schema: dict[str, Any]) -> str:
+        """One structured call of the extraction model, within the shared limit and
+        ``extract_timeout``."""
+        async with self._limiter:
+            with anyio.fail_after(self._settings.extract_timeout):
+                return await self._llm.generate_json(
+                    prompt, model=self._settings.extract_model, schema=schema, system=system
+                )
+
     async def classify(self, content: str) -> str | None:
         """The category the model gives a fact added by hand (seed 004), or None when it
         cannot say (unreachable, slow, or an answer outside the taxonomy): the caller's
         rules decide then. One attempt, within ``extract_timeout``."""
         system, prompt = classification_prompt(content, self._headings)
         try:
-            async with self._limiter:
-                with anyio.fail_after(self._settings.extract_timeout):
-                    raw = await self._llm.generate_json(
-                        prompt,
-                        model=self._settings.extract_model,
-                        schema=self._classes,
-                        system=system,
-                    )
-            answer = msgspec.json.decode(raw, type=_Classified)
+            answer = msgspec.json.decode(
+                await self._ask(prompt, system, self._classes), type=_Classified
+            )
         except (LlmFailure, TimeoutError, msgspec.DecodeError) as exc:
             _log.info("no category from the model (%s): the rules classify", exc)
             return None
