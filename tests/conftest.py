@@ -3,12 +3,15 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser
+    from playwright.sync_api import Browser, Page
+
+    from tests.browser import Site
 
 from tests.fake_ollama import FakeOllama
 from tests.harness import EMPTY_EXTRACTION
@@ -57,3 +60,24 @@ def browser() -> Iterator[Browser]:
 
     with launch() as running:
         yield running
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[Site]:
+    """The real server with the fake Ollama, for a browser test (tests/browser.py)."""
+    from tests.browser import running_site
+
+    with running_site(tmp_path) as running:
+        yield running
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    """A page of a fresh browser context; a script error in it fails the test."""
+    context = browser.new_context()
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    yield opened
+    context.close()
+    assert errors == []
