@@ -1,6 +1,7 @@
 // The page's entry: who the user is (an API key kept in this browser when the server
 // asks for one) and the server's state. The chat and the Memory Panel build on it.
 
+import { mountChat } from "./chat.js";
 import { askKey, keptKey } from "./key.js";
 
 /**
@@ -43,4 +44,5 @@ async function start() {
   }
 }
 
+mountChat();
 start();
