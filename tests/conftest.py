@@ -18,6 +18,13 @@ from tests.harness import EMPTY_EXTRACTION
 from tests.test_app_notes import NoteModel
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Browser tests run last. While the session's Chromium is open, Playwright's sync API
+    leaves its event loop set as the main thread's running loop, and anyio cannot start
+    a loop of its own after that: an async test run after a browser test would fail."""
+    items.sort(key=lambda item: "browser" in getattr(item, "fixturenames", ()))
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
