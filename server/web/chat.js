@@ -81,6 +81,7 @@ class ChatSession {
   #readies = 0;
   #lost = false;
   #sent = 0;
+  #closed = false;
 
   constructor(session, app, conversation, page, controls) {
     this.session = session;
@@ -96,6 +97,7 @@ class ChatSession {
   }
 
   close() {
+    this.#closed = true;
     this.#connection.stop();
   }
 
@@ -176,9 +178,10 @@ class ChatSession {
       const listed = await api("/memory/long-term?kind=turns&limit=200");
       turns = listed.items.filter((item) => item.session_id === this.session);
     } catch (error) {
-      this.conversation.note(`Earlier turns could not be loaded: ${error.message}`, "error");
+      if (!this.#closed) this.conversation.note(`Earlier turns were not loaded: ${error.message}`, "error");
       return;
     }
+    if (this.#closed) return; // the page moved to another session meanwhile
     turns.sort((a, b) => a.turn - b.turn || (a.role === "user" ? -1 : 1));
     const earlier = turns.map((turn) =>
       this.conversation.message(turn.role === "user" ? "user" : "assistant", turn.text),
