@@ -3,6 +3,7 @@ server (uvicorn, LanceDB on a temp dir) and the fake Ollama."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -203,3 +204,33 @@ def test_at_phone_width_the_chat_fits_and_works_from_the_keyboard(
         assert page.evaluate("document.documentElement.scrollWidth") <= 375
     finally:
         context.close()
+
+
+def test_a_refused_session_is_explained_once_in_words_while_the_page_retries(
+    tmp_path: Path, page: Page
+) -> None:
+    with running_site(tmp_path, max_sessions_per_user=1) as site:
+        open_chat(page, site.url)
+        site.fake.script("Hi.")
+        say(page, "Hello")  # the first session is live on the server until it idles out
+        expect(page.locator(".msg.assistant")).to_have_attribute("data-turn", "1")
+        page.get_by_role("button", name="New chat").click()
+        error = page.locator(".note.error")
+        expect(error).to_have_attribute("data-code", "too_many_sessions")
+        expect(error).to_contain_text("too many open sessions")
+        expect(page.locator("#chat")).to_have_attribute("data-state", "waiting")
+        expect(page.locator("#status")).to_have_text("offline, reconnecting…")
+        page.evaluate(
+            """() => {
+            const chat = document.getElementById("chat"), states = [];
+            new MutationObserver(() => {
+                states.push(chat.dataset.state);
+                document.body.dataset.states = states.join();
+            }).observe(chat, {attributes: true, attributeFilter: ["data-state"]});
+        }"""
+        )
+        page.get_by_role("button", name="Retry now").click()
+        expect(page.locator("body")).to_have_attribute(
+            "data-states", re.compile("^connecting,waiting")
+        )
+        expect(error).to_have_count(1)  # refused again, said once

@@ -24,7 +24,9 @@ export function mountChat() {
     fillList(controls.apps, recentApps());
     conversation.clear();
     current = new ChatSession(session, app, conversation, page, controls);
-    bus.dispatchEvent(new CustomEvent("session", { detail: { session_id: session, scope: app } }));
+    // After this task: a panel mounted right after the chat hears the first session too.
+    const detail = { session_id: session, scope: app };
+    queueMicrotask(() => bus.dispatchEvent(new CustomEvent("session", { detail })));
   }
 
   function openFromControls() {
@@ -146,7 +148,9 @@ class ChatSession {
       case "error":
         this.#replies.get(frame.id)?.stop();
         this.#replies.delete(frame.id);
-        this.conversation.error(frame.code, frame.message);
+        if (frame.id || this.conversation.lastCode !== frame.code) {
+          this.conversation.error(frame.code, frame.message); // once per refused reconnect
+        }
         break;
       case "memory":
         this.#remembered(frame);

@@ -68,6 +68,11 @@ export class Conversation {
     return node;
   }
 
+  /** The code of the last line when it is an error note, else undefined. */
+  get lastCode() {
+    return this.log.lastElementChild?.dataset.code;
+  }
+
   error(code, message) {
     const node = this.note(describeError(code, message), "error");
     node.dataset.code = code;
