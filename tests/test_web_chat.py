@@ -234,3 +234,33 @@ def test_a_refused_session_is_explained_once_in_words_while_the_page_retries(
             "data-states", re.compile("^connecting,waiting")
         )
         expect(error).to_have_count(1)  # refused again, said once
+
+
+def test_a_session_and_app_chosen_in_the_header_are_where_the_turns_go(
+    site: Site, page: Page
+) -> None:
+    open_chat(page, site.url)
+    page.evaluate(
+        """async () => {
+        const { bus } = await import("/web/app.js");
+        bus.addEventListener("session", (event) => {
+            document.body.dataset.session = JSON.stringify(event.detail);
+        });
+    }"""
+    )
+    page.get_by_label("App").fill("travel")
+    page.get_by_label("Session", exact=True).fill("trip.2026")
+    page.get_by_label("Session", exact=True).press("Enter")
+    expect(page.locator("body")).to_have_attribute(
+        "data-session", '{"session_id":"trip.2026","scope":"travel"}'
+    )
+    expect(page.locator("#chat")).to_have_attribute("data-state", "live")
+    site.fake.script("Bon voyage!")
+    say(page, "Packing for Porto")
+    expect(page.locator(".msg.assistant")).to_have_attribute("data-turn", "1")
+    turns = archived_turns(site.url)
+    assert {(t["session_id"], t["scope"]) for t in turns} == {("trip.2026", "travel")}
+    page.get_by_label("Session", exact=True).fill("no spaces allowed")
+    page.get_by_label("Session", exact=True).press("Enter")
+    expect(page.get_by_label("Session", exact=True)).to_have_attribute("aria-invalid", "true")
+    expect(page.locator(".msg.assistant")).to_have_count(1)  # still in trip.2026

@@ -241,7 +241,7 @@ const STATES = {
 };
 
 function buildControls(root) {
-  const form = element("form", { class: "chat-controls", "aria-label": "Session" });
+  const form = element("form", { class: "chat-controls", "aria-label": "Chat session" });
   const session = element("input", {
     id: "session-id",
     name: "session",
