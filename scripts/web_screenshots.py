@@ -17,6 +17,7 @@ sys.path.insert(0, str(ROOT))  # the test helpers live in tests/, beside scripts
 from playwright.sync_api import Page, expect  # noqa: E402
 
 from tests.browser import Site, launch, running_site  # noqa: E402
+from tests.docs_examples import EXTRACTION  # noqa: E402
 from tests.fake_ollama import Reply  # noqa: E402
 
 IMAGES = ROOT / "docs" / "images"
@@ -27,14 +28,6 @@ FACT = {
     "subject": "user",
     "predicate": "lives_in",
     "value": "Lisbon",
-}
-TEA = {
-    "content": "User loves green tea",
-    "category": "preference",
-    "confidence": 0.9,
-    "subject": "user",
-    "predicate": "likes",
-    "value": "green tea",
 }
 
 
@@ -50,20 +43,18 @@ def converse(site: Site, page: Page) -> None:
             "Hi! I just moved to Lisbon and I'm looking for a quiet café to work from.",
             "Welcome to Lisbon! For a calm place to work, try a café in Príncipe Real or "
             "Campo de Ourique: both have quiet corners and good light in the morning.",
-            FACT,
+            {"facts": [FACT], "memory_update": {"should_store": True}, "analysis": {}},
         ),
         (
             "Nice. I love green tea more than coffee, though.",
             "Then look for a tea house: several in Chiado serve sencha and gyokuro, "
             "and they are quieter than most cafés.",
-            TEA,
+            EXTRACTION,
         ),
     ]
-    for turn, (said, answer, fact) in enumerate(exchanges, start=1):
+    for turn, (said, answer, extraction) in enumerate(exchanges, start=1):
         site.fake.script(Reply(answer, chunk_delay=0.01))
-        site.fake.script_json(
-            {"facts": [fact], "memory_update": {"should_store": True}, "analysis": {}}
-        )
+        site.fake.script_json(extraction)
         page.get_by_label("Message", exact=True).fill(said)
         page.get_by_label("Message", exact=True).press("Enter")
         expect(page.locator(".note.remembered")).to_have_count(turn, timeout=20_000)

@@ -3,6 +3,7 @@ server (uvicorn, LanceDB on a temp dir) and the fake Ollama."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,27 @@ def open_chat(page: Page, url: str) -> str:
 def say(page: Page, text: str) -> None:
     page.get_by_label("Message", exact=True).fill(text)
     page.get_by_label("Message", exact=True).press("Enter")
+
+
+def record_bus(page: Page, event: str) -> None:
+    """Keep the details of the page's bus ``event``s from now on, as a JSON list in the
+    body's ``data-<event>`` attribute (``recorded`` reads it; ``expect`` can wait on it)."""
+    page.evaluate(
+        """async (event) => {
+        const { bus } = await import("/web/app.js");
+        const seen = [];
+        bus.addEventListener(event, ({ detail }) => {
+            seen.push(detail);
+            document.body.setAttribute(`data-${event}`, JSON.stringify(seen));
+        });
+    }""",
+        event,
+    )
+
+
+def recorded(page: Page, event: str) -> list[Any]:
+    details: list[Any] = json.loads(page.locator("body").get_attribute(f"data-{event}") or "[]")
+    return details
 
 
 def archived_turns(url: str, key: str | None = None) -> list[dict[str, Any]]:
@@ -123,13 +145,7 @@ def test_a_learned_fact_reaches_the_page_as_memory_changed_and_a_remembered_note
     site: Site, page: Page
 ) -> None:
     open_chat(page, site.url)
-    page.evaluate(
-        """async () => {
-        const { bus } = await import("/web/app.js");
-        window.changes = [];
-        bus.addEventListener("memory-changed", (event) => window.changes.push(event.detail));
-    }"""
-    )
+    record_bus(page, "memory-changed")
     site.fake.script("Lisbon is lovely.")
     site.fake.script_json(
         extraction(
@@ -143,7 +159,7 @@ def test_a_learned_fact_reaches_the_page_as_memory_changed_and_a_remembered_note
     )
     say(page, "I live in Lisbon")
     expect(page.locator(".note.remembered")).to_have_text("Remembered: User lives in Lisbon")
-    changes = page.evaluate("window.changes")
+    changes = recorded(page, "memory-changed")
     assert [fact["content"] for change in changes for fact in change["added"]] == [
         "User lives in Lisbon"
     ]
@@ -240,19 +256,12 @@ def test_a_session_and_app_chosen_in_the_header_are_where_the_turns_go(
     site: Site, page: Page
 ) -> None:
     open_chat(page, site.url)
-    page.evaluate(
-        """async () => {
-        const { bus } = await import("/web/app.js");
-        bus.addEventListener("session", (event) => {
-            document.body.dataset.session = JSON.stringify(event.detail);
-        });
-    }"""
-    )
+    record_bus(page, "session")
     page.get_by_label("App").fill("travel")
     page.get_by_label("Session", exact=True).fill("trip.2026")
     page.get_by_label("Session", exact=True).press("Enter")
-    expect(page.locator("body")).to_have_attribute(
-        "data-session", '{"session_id":"trip.2026","scope":"travel"}'
+    expect(page.locator("body")).to_have_attribute(  # the last session the page opened
+        "data-session", re.compile(r'\{"session_id":"trip.2026","scope":"travel"\}\]$')
     )
     expect(page.locator("#chat")).to_have_attribute("data-state", "live")
     site.fake.script("Bon voyage!")
