@@ -3,12 +3,15 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser
+    from playwright.sync_api import Browser, Page
+
+    from tests.browser import Site
 
 from tests.fake_ollama import FakeOllama
 from tests.harness import EMPTY_EXTRACTION
@@ -16,9 +19,9 @@ from tests.test_app_notes import NoteModel
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests that drive the browser run last, in their order. While the session's
-    Playwright is open, its sync API leaves an event loop marked running in the main
-    thread, so an async test after it could not start its own."""
+    """Browser tests run last. While the session's Chromium is open, Playwright's sync API
+    leaves its event loop set as the main thread's running loop, and anyio cannot start
+    a loop of its own after that: an async test run after a browser test would fail."""
     items.sort(key=lambda item: "browser" in getattr(item, "fixturenames", ()))
 
 
@@ -64,3 +67,30 @@ def browser() -> Iterator[Browser]:
 
     with launch() as running:
         yield running
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[Site]:
+    """The real server with the fake Ollama, for a browser test (tests/browser.py)."""
+    from tests.browser import running_site
+
+    with running_site(tmp_path) as running:
+        yield running
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    """A page of a fresh browser context; an uncaught script error, or a script or style
+    the page's Content-Security-Policy refused, fails the test."""
+    context = browser.new_context(viewport={"width": 1100, "height": 800})
+    context.set_default_timeout(15_000)
+    opened = context.new_page()
+    troubles: list[str] = []
+    opened.on("pageerror", lambda error: troubles.append(str(error)))
+    opened.on(
+        "console",
+        lambda m: troubles.append(m.text) if "Content Security Policy" in m.text else None,
+    )
+    yield opened
+    context.close()
+    assert troubles == []

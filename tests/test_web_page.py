@@ -2,27 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import httpx
-import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
-from tests.browser import Site, running_site
-
-
-@pytest.fixture
-def site(tmp_path: Path) -> Iterator[Site]:
-    with running_site(tmp_path) as running:
-        yield running
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context()
-    yield context.new_page()
-    context.close()
+from tests.browser import Site
 
 
 def test_the_page_is_served_by_the_server_and_fetches_nothing_from_another_host(

@@ -6,14 +6,13 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from tests.browser import Site, running_site
+from tests.browser import Site
 
 #: Shortened undo windows for the tests that are not about their length; the tests
 #: about the seed's 4 s and 8 s keep the page's defaults.
@@ -32,32 +31,9 @@ def _patient() -> None:
 
 
 @pytest.fixture
-def site(tmp_path: Path) -> Iterator[Site]:
-    with running_site(tmp_path) as running:
-        yield running
-
-
-@pytest.fixture
 def rest(site: Site) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=site.url, timeout=30) as client:
         yield client
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    """A fresh page; an uncaught script error or a refused script or style fails the test."""
-    context = browser.new_context(viewport={"width": 1100, "height": 800})
-    context.set_default_timeout(15_000)
-    page = context.new_page()
-    troubles: list[str] = []
-    page.on("pageerror", lambda error: troubles.append(str(error)))
-    page.on(
-        "console",
-        lambda m: troubles.append(m.text) if "Content Security Policy" in m.text else None,
-    )
-    yield page
-    context.close()
-    assert troubles == []
 
 
 def add(rest: httpx.Client, content: str, **fields: Any) -> dict[str, Any]:

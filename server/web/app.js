@@ -1,9 +1,9 @@
 // The page's entry: who the user is (an API key kept in this browser when the server
 // asks for one) and the server's state. The chat and the Memory Panel build on it.
 
+import { mountChat } from "./chat.js";
+import { askKey, keptKey } from "./key.js";
 import { mountPanel } from "./panel.js";
-
-const KEY = "mnemo.key";
 
 /**
  * What the chat and the Memory Panel tell each other, as DOM events on one target:
@@ -15,7 +15,7 @@ export const bus = new EventTarget();
 
 /** Headers for a REST call: the kept key as a bearer token, when there is one. */
 export function authHeaders() {
-  const key = localStorage.getItem(KEY);
+  const key = keptKey();
   return key ? { Authorization: `Bearer ${key}` } : {};
 }
 
@@ -23,9 +23,7 @@ export function authHeaders() {
 export async function api(path, options = {}) {
   const answer = await fetch(path, { ...options, headers: { ...authHeaders(), ...options.headers } });
   if (answer.status === 401 && !options.retried) {
-    const key = window.prompt("This mnemo server needs an API key:");
-    if (key) {
-      localStorage.setItem(KEY, key.trim());
+    if (await askKey({ refused: keptKey() !== null })) {
       return api(path, { ...options, retried: true });
     }
   }
@@ -47,5 +45,6 @@ async function start() {
   }
 }
 
+mountChat();
 start();
 mountPanel();

@@ -1,0 +1,152 @@
+// One chat session's WebSocket (protocol v1, docs/protocol.md), kept open: when the
+// socket closes (the server restarts, the network drops) it reconnects with backoff,
+// and the server resumes the same session (its `ready` frame says `resumed`).
+
+import { askKey, keptKey } from "./key.js";
+
+/** Waits before the next attempt, in milliseconds: the last one repeats. */
+const DELAYS = [500, 1000, 2000, 4000, 8000];
+
+/**
+ * Events:
+ * - "frame" (detail: a server frame, parsed);
+ * - "state" (detail: {state, delay?}): "connecting", "live" (after `ready`), "waiting"
+ *   (the next attempt in `delay` ms), "needs-key" (asking for a key; stays when the person
+ *   declines to give one);
+ * - "lost" (detail: {wasLive}): the socket closed under us.
+ */
+export class Connection extends EventTarget {
+  #session;
+  #app;
+  #socket = null;
+  #live = false;
+  #attempt = 0;
+  #timer = null;
+  #stopped = false;
+
+  /** @param {string} session a session id; @param {string} app an app scope ("" or "global": none) */
+  constructor(session, app) {
+    super();
+    this.#session = session;
+    this.#app = app;
+  }
+
+  get live() {
+    return this.#live;
+  }
+
+  start() {
+    this.#connect();
+  }
+
+  /** Send a frame now; false (nothing sent) unless the session is live. */
+  send(frame) {
+    if (!this.#live) return false;
+    this.#socket.send(JSON.stringify(frame));
+    return true;
+  }
+
+  /** Skip the wait before the next attempt (the person asked, or the network is back). */
+  retryNow() {
+    if (this.#timer === null) return;
+    clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#connect();
+  }
+
+  /** Close for good (the page switches session): no reconnect. */
+  stop() {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#live = false;
+    this.#socket?.close(1000);
+    this.#socket = null;
+  }
+
+  async #connect() {
+    if (this.#stopped) return;
+    this.#state("connecting");
+    // A browser cannot read why a handshake failed: ask REST whether the key is refused.
+    const access = await probe(this.#session);
+    if (this.#stopped) return;
+    if (access === "down") {
+      this.#wait();
+      return;
+    }
+    if (access === "refused") {
+      this.#state("needs-key");
+      const key = await askKey({ refused: keptKey() !== null });
+      if (this.#stopped) return;
+      if (key !== null) this.#connect();
+      return;
+    }
+    const socket = new WebSocket(socketUrl(this.#session, this.#app));
+    this.#socket = socket;
+    socket.addEventListener("message", (event) => this.#receive(socket, event));
+    socket.addEventListener("close", () => this.#closed(socket));
+  }
+
+  #receive(socket, event) {
+    if (socket !== this.#socket) return;
+    let frame;
+    try {
+      frame = JSON.parse(event.data);
+    } catch {
+      return; // not protocol v1: nothing to show
+    }
+    if (frame.type === "ready") {
+      this.#attempt = 0;
+      this.#live = true;
+      this.#state("live");
+    }
+    this.dispatchEvent(new CustomEvent("frame", { detail: frame }));
+  }
+
+  #closed(socket) {
+    if (socket !== this.#socket) return;
+    const wasLive = this.#live;
+    this.#socket = null;
+    this.#live = false;
+    this.dispatchEvent(new CustomEvent("lost", { detail: { wasLive } }));
+    this.#wait();
+  }
+
+  #wait() {
+    if (this.#stopped) return;
+    const base = DELAYS[Math.min(this.#attempt, DELAYS.length - 1)];
+    const delay = Math.round(base * (0.8 + Math.random() * 0.4)); // spread many tabs' retries
+    this.#attempt += 1;
+    this.#state("waiting", delay);
+    this.#timer = setTimeout(() => {
+      this.#timer = null;
+      this.#connect();
+    }, delay);
+  }
+
+  #state(state, delay) {
+    this.dispatchEvent(new CustomEvent("state", { detail: { state, delay } }));
+  }
+}
+
+/** "open" (a key is not needed or is accepted), "refused" (401) or "down" (no answer). */
+async function probe(session) {
+  const key = keptKey();
+  const headers = key ? { Authorization: `Bearer ${key}` } : {};
+  try {
+    const answer = await fetch(`/memory/working/${encodeURIComponent(session)}`, { headers });
+    return answer.status === 401 ? "refused" : "open";
+  } catch {
+    return "down";
+  }
+}
+
+function socketUrl(session, app) {
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  const query = new URLSearchParams();
+  if (app && app !== "global") query.set("app", app);
+  const key = keptKey();
+  if (key) query.set("token", key);
+  const search = query.toString();
+  return `${scheme}://${location.host}/ws/${encodeURIComponent(session)}${search ? "?" : ""}${search}`;
+}
