@@ -275,6 +275,10 @@ class EpisodeStore(Protocol):
         self, user_id: str, ids: Sequence[str]
     ) -> list[tuple[Episode, Sequence[float]]]: ...
 
+    async def episode_count(self, user_id: str) -> int:
+        """How many episodes the user has (kept between writes: no read when known)."""
+        ...
+
     async def add_episodes(self, items: Sequence[tuple[Episode, Sequence[float]]]) -> None:
         """Store new episodes (fresh ids): an append, not a merge."""
         ...

@@ -131,7 +131,9 @@ async def find(
             ]
             views = [(rule_view(r), r.content, v) for r, v in kept]
         else:
-            stored = await deps.store.episodes.episodes_of(user_id, scope=scope)
+            # Kept counts: a user without episodes costs no read of the episodes table.
+            has = await deps.store.episodes.episode_count(user_id)
+            stored = await deps.store.episodes.episodes_of(user_id, scope=scope) if has else []
             views = [(episode_view(e), e.content, v) for e, v in stored if e.expires_at >= now]
         query_vector = await vector() if views and mode != "keyword" else None
         texts: list[tuple[str, Sequence[float]]] = [(t, list(v)) for _, t, v in views]

@@ -363,6 +363,9 @@ class MemoryEpisodes:
     ) -> list[tuple[Episode, Sequence[float]]]:
         return [item for item in await self.episodes_of(user_id) if item[0].id in ids]
 
+    async def episode_count(self, user_id: str) -> int:
+        return len(await self.episodes_of(user_id))
+
     async def add_episodes(self, items: Sequence[tuple[Episode, Sequence[float]]]) -> None:
         assert not {(e.user_id, e.id) for e, _ in items} & set(self.episodes), "not new"
         await self.put_episodes(items)

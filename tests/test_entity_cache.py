@@ -20,10 +20,11 @@ from actors.entities import EntityKeeper
 from actors.writer import ArchiveWriter
 from memory import entities
 from memory.entities import EntityIndex, _tier
+from memory.episodes import new_episode
 from memory.hashing import HashEmbedder
 from memory.predicates import Vocabulary
 from memory.rules import StoredRule, new_rule
-from schemas.records import Entity
+from schemas.records import Entity, Episode
 from server.adapters.lance_store import LanceStore
 from tests.fakes import SteppingClock
 from tests.test_lance_store import _fact
@@ -178,3 +179,20 @@ async def test_rule_counts_follow_every_write_of_the_users_rules(store: LanceSto
     assert (await store.rules.rule_counts("u1"))["candidate"] == 0
     await store.rules.clear_rules("u1")
     assert (await store.rules.rule_counts("u1"))["forgotten"] == 0
+
+
+async def test_episode_counts_follow_every_write_of_the_users_episodes(store: LanceStore) -> None:
+    def episode(n: int, user: str = "u1") -> tuple[Episode, list[float]]:
+        made = new_episode(f"ep_{n:016x}", user, f"Episode {n}", "work", _T0)
+        return made, _embedder.embed_one(made.content)
+
+    assert await store.episodes.episode_count("u1") == 0
+    await store.episodes.add_episodes([episode(1), episode(2), episode(3, "u2")])
+    assert await store.episodes.episode_count("u1") == 2
+    await store.episodes.put_episodes([episode(4)])
+    assert await store.episodes.episode_count("u1") == 3
+    await store.episodes.delete_episodes("u1", ["ep_0000000000000001"])
+    assert await store.episodes.episode_count("u1") == 2
+    await store.episodes.clear_episodes("u1")
+    assert await store.episodes.episode_count("u1") == 0
+    assert await store.episodes.episode_count("u2") == 1

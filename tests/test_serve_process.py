@@ -147,3 +147,19 @@ def test_a_second_server_on_the_same_data_directory_refuses_to_start_and_names_t
     assert second.returncode == 2
     assert f"pid {first.pid}" in second.stderr
     assert "in use by another mnemo server" in second.stderr
+
+
+def test_an_idle_connection_is_kept_longer_than_clients_keep_theirs(
+    served: tuple[str, subprocess.Popen[bytes]],
+) -> None:
+    """httpx (and so the MCP SDK's client) drops an idle connection after 5 s: a server
+    closing at the same moment would fail a request sent on it (an agent pacing its tool
+    calls 5 s apart lost its session that way)."""
+    host, port = served[0].split(":")
+    request = f"GET /healthz HTTP/1.1\r\nHost: {served[0]}\r\n\r\n".encode()
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        connection.sendall(request)
+        assert connection.recv(4096).startswith(b"HTTP/1.1 200")
+        time.sleep(5.5)
+        connection.sendall(request)
+        assert connection.recv(4096).startswith(b"HTTP/1.1 200")

@@ -19,6 +19,7 @@ from server.adapters.lance_common import (
     quote_all,
     user_filter,
 )
+from server.adapters.lance_counts import CountMemo
 
 __all__ = ["LanceEpisodes"]
 
@@ -46,6 +47,9 @@ class LanceEpisodes:
     def __init__(self, db: Any, *, dim: int, gate: PurgeGate) -> None:
         self._db, self._dim, self._gate = db, dim, gate
         self._table: Any = None
+        #: Episodes per user, kept between writes: a search of a user without any
+        #: costs no read of the table.
+        self._counted = CountMemo()
 
     async def open(self) -> None:
         self._table = await open_user_table(self._db, "episodes", _schema(self._dim))
@@ -73,6 +77,13 @@ class LanceEpisodes:
             return []
         return await self._read(f"{user_filter(user_id)} AND id IN {quote_all(ids)}")
 
+    async def episode_count(self, user_id: str) -> int:
+        async def count() -> dict[str, int]:
+            query = self._table.query().where(user_filter(user_id)).select(["id"])
+            return {"episodes": len(await self._gate.read(query.to_list))}
+
+        return (await self._counted.get(user_id, None, count))["episodes"]
+
     def _rows(self, items: Sequence[Item]) -> pa.Table:
         rows = [
             {
@@ -90,29 +101,45 @@ class LanceEpisodes:
 
     async def add_episodes(self, items: Sequence[Item]) -> None:
         """Append new episodes: much cheaper than a merge on a large table."""
-        if items:
+        if not items:
+            return
+        users = {e.user_id for e, _ in items}
+        self._counted.written(users)
+        try:
             await self._table.add(self._rows(items))
+        finally:
+            self._counted.written(users)
 
     async def put_episodes(self, items: Sequence[Item]) -> None:
         if not items:
             return
-        await (
-            self._table.merge_insert(["user_id", "id"])
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-            .execute(self._rows(items))
-        )
+        users = {e.user_id for e, _ in items}
+        self._counted.written(users)
+        try:
+            await (
+                self._table.merge_insert(["user_id", "id"])
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute(self._rows(items))
+            )
+        finally:
+            self._counted.written(users)
 
-    async def _delete(self, where: str) -> int:
-        return await delete_rows(self._gate, self._table, where)
+    async def _delete(self, user_id: str, where: str) -> int:
+        self._counted.written([user_id])
+        try:
+            return await delete_rows(self._gate, self._table, where)
+        finally:
+            self._counted.written([user_id])
 
     async def delete_episodes(self, user_id: str, ids: Sequence[str]) -> int:
         if not ids:
             return 0
-        return await self._delete(f"{user_filter(user_id)} AND id IN {quote_all(ids)}")
+        where = f"{user_filter(user_id)} AND id IN {quote_all(ids)}"
+        return await self._delete(user_id, where)
 
     async def clear_episodes(self, user_id: str) -> int:
-        return await self._delete(user_filter(user_id))
+        return await self._delete(user_id, user_filter(user_id))
 
     async def users_with_episodes(self) -> list[str]:
         rows = await self._gate.read(self._table.query().select(["user_id"]).to_list)
