@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import gc
 import logging
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -101,7 +102,7 @@ def _run(settings: Settings, build_app: Callable[[Settings], Starlette]) -> int:
         http=timed_http(settings.handshake_timeout),
         # Longer than clients keep an idle connection (httpx: 5 s, uvicorn's default too):
         # equal timeouts race, and a request sent as the server closes fails (MCP sessions).
-        timeout_keep_alive=max(settings.handshake_timeout, 6.0),
+        timeout_keep_alive=max(math.ceil(settings.handshake_timeout), 6),
         ws=RefusingWebSockets,
         ws_max_size=max(4 * settings.max_frame_bytes, 1 << 20),
         # Frames are small JSON: compressing each costs more CPU than the bytes it saves.
