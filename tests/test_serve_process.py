@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -156,10 +157,14 @@ def test_an_idle_connection_is_kept_longer_than_clients_keep_theirs(
     closing at the same moment would fail a request sent on it (an agent pacing its tool
     calls 5 s apart lost its session that way)."""
     host, port = served[0].split(":")
-    request = f"GET /healthz HTTP/1.1\r\nHost: {served[0]}\r\n\r\n".encode()
-    with socket.create_connection((host, int(port)), timeout=10) as connection:
-        connection.sendall(request)
-        assert connection.recv(4096).startswith(b"HTTP/1.1 200")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        connection.request("GET", "/healthz")
+        assert connection.getresponse().read().startswith(b'{"status":"ok"')
+        opened = connection.sock
         time.sleep(5.5)
-        connection.sendall(request)
-        assert connection.recv(4096).startswith(b"HTTP/1.1 200")
+        connection.request("GET", "/healthz")  # on the same socket: fails if it was closed
+        assert connection.getresponse().read().startswith(b'{"status":"ok"')
+        assert connection.sock is opened
+    finally:
+        connection.close()
