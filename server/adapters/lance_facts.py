@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 from lancedb.index import FTS, BTree
 
-from actors.ports import FactHit, VectorSource
+from actors.ports import FactHit, VectorSource, resolve
 from memory.facts import Stored, Vector
 from memory.formats import newest_notes
 from memory.keywords import extract_keywords
@@ -326,8 +326,8 @@ class LanceFacts:
     ) -> list[FactHit]:
         """Active facts by exact cosine and by BM25 (keyword counts when the analyzer fails),
         each side ``k`` deep (only one side in ``mode`` ``semantic`` or ``keyword``), plus
-        the active facts of ``categories`` in the scope. ``text`` is cleaned first
-        (``memory.text.query_text``)."""
+        the ``k`` active facts of ``categories`` in the scope nearest the query. ``text``
+        is cleaned first (``memory.text.query_text``)."""
         user_filter(user_id)
         text = query_text(text)
         held = await self._indexed(user_id)
@@ -346,8 +346,17 @@ class LanceFacts:
             ranks[position] = [rank, None]
         for rank, position in enumerate(ranked.sparse, 1):
             ranks.setdefault(position, [None, None])[1] = rank
+        near: dict[int, float] = {}
         if categories:
-            for position in held.of_categories(categories, scope):
+            extra = [p for p in held.of_categories(categories, scope) if p not in ranks]
+            if extra and mode != "keyword":
+                # Seed 001 recalls these categories first: the k of them nearest the
+                # query (scoring each of thousands would cost more than the search).
+                scores = held.index.similarities(extra, await resolve(vector))
+                best = sorted(zip(scores, extra, strict=True), key=lambda pair: -pair[0])[:k]
+                near = {position: score for score, position in best}
+                extra = list(near)
+            for position in extra:
                 ranks.setdefault(position, [None, None])
         return [
             FactHit(
@@ -355,7 +364,7 @@ class LanceFacts:
                 dense,
                 text_rank,
                 ranked.keyword.get(p, 0.0),
-                similarity=ranked.similarity.get(p),
+                similarity=ranked.similarity.get(p, near.get(p)),
                 text_score=ranked.text_score.get(p),
             )
             for p, (dense, text_rank) in ranks.items()
