@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 import lancedb
 import msgspec
+import numpy as np
 import pyarrow as pa
 import pytest
 from lancedb.index import FTS
@@ -416,3 +417,23 @@ async def test_every_vector_table_records_its_embedder_and_another_one_is_refuse
     other = LanceStore(tmp_path / "db", embedder=_RenamedEmbedder(8))
     with pytest.raises(StoreMismatch, match="'hash-8' \\(8 dimensions\\); the configured"):
         await other.open()
+
+
+async def test_a_categorys_facts_join_a_search_as_the_k_nearest_the_query(
+    store: LanceStore,
+) -> None:
+    drinks = ["tea", "coffee", "juice", "cocoa", "milk", "water"] * 10
+    facts = []
+    for n, drink in enumerate(drinks):
+        made = _fact("u1", f"fact_{n:08x}", f"Likes {drink} number {n}")
+        facts.append(Stored(msgspec.structs.replace(made.fact, category="preference"), made.vector))
+    await store.facts.add_facts(facts)
+    vector = _embedder.embed_one("Likes tea number 0")
+    hits = await store.facts.search_facts(
+        "u1", "zzz", vector, k=5, scope=None, categories=["preference"]
+    )
+    assert 5 <= len(hits) <= 15  # each side 5 deep, and 5 of the 60 preferences, not all
+    by_nearness = sorted(facts, key=lambda s: -float(np.dot(s.vector, vector)))
+    joined = {h.stored.fact.id for h in hits if h.dense_rank is None and h.text_rank is None}
+    assert joined <= {s.fact.id for s in by_nearness[:10]}
+    assert all(h.similarity is not None for h in hits)
