@@ -20,7 +20,7 @@ from playwright.sync_api import expect
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.browser import launch, running_site  # noqa: E402
+from tests.browser import launch, running_site  # noqa: E402 - once sys.path has the repository root
 
 #: (content, category, confidence, pinned)
 FACTS = [

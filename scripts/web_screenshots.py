@@ -14,11 +14,11 @@ from typing import Literal
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the test helpers live in tests/, beside scripts/
 
-from playwright.sync_api import Page, expect  # noqa: E402
+from playwright.sync_api import Page, expect  # noqa: E402 - once sys.path has the repository root
 
-from tests.browser import Site, launch, running_site  # noqa: E402
-from tests.docs_examples import EXTRACTION  # noqa: E402
-from tests.fake_ollama import Reply  # noqa: E402
+from tests.browser import Site, launch, running_site  # noqa: E402 - once sys.path has the repository root
+from tests.docs_examples import EXTRACTION  # noqa: E402 - once sys.path has the repository root
+from tests.fake_ollama import Reply  # noqa: E402 - once sys.path has the repository root
 
 IMAGES = ROOT / "docs" / "images"
 FACT = {

@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from mcp.shared.exceptions import MCPError
 from websockets.asyncio.client import connect
 
 from server.mcp_tools import TOOLS
@@ -357,9 +358,10 @@ async def test_a_request_without_a_valid_key_is_refused_before_it_reaches_mcp(
             answer = await client.post("/mcp", json=body, headers=headers)
         assert answer.status_code == 401
         assert answer.json()["error"]["code"] == "unauthorized"
-    with pytest.raises(Exception):  # noqa: B017, PT011 - the SDK's own error for a 401
+    with pytest.raises(ExceptionGroup) as refused:  # the SDK's task groups wrap it
         async with mcp_session(server, "wrong"):
             pass
+    assert refused.group_contains(MCPError, match="Server returned an error response")
 
 
 async def test_bad_arguments_unknown_ids_and_refused_changes_are_tool_errors_on_a_live_session(
