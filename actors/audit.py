@@ -42,12 +42,15 @@ async def record_one(
     store: Store,
     bus: EventBus | None,
     user_id: str,
-    actor: str,
     at: datetime,
     event_type: str,
+    /,
+    *,
+    by: str | None = None,
     **payload: Any,
 ) -> None:
-    """Make one event of ``user_id`` and record it (``record``)."""
-    event = EventMaker(user_id, actor, at, new_event_id)
+    """Make one event of ``user_id`` and record it (``record``); its actor is ``by``, or
+    whoever changes memory now (``CHANGED_BY``)."""
+    event = EventMaker(user_id, by or CHANGED_BY.get(), at, new_event_id)
     event(event_type, **payload)
     await record(store, bus, event.made)

@@ -186,9 +186,9 @@ class Consolidator:
                 self._store,
                 self._bus,
                 user_id,
-                "consolidation",
                 self._clock.now(),
                 "episodes_consolidated",
+                by="consolidation",
                 scope=scope,
                 episodes=len(done),
             )

@@ -11,7 +11,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from actors.audit import CHANGED_BY, record_one
+from actors.audit import record_one
 from actors.errors import Conflict, Rejected
 from actors.events import EventBus
 from actors.ports import Clock, Store
@@ -76,7 +76,6 @@ class EntityKeeper:
             self._store,
             self._bus,
             user_id,
-            CHANGED_BY.get(),
             self._clock.now(),
             event_type,
             entity_id=entity_id,
@@ -194,7 +193,6 @@ class EntityKeeper:
                 self._store,
                 self._bus,
                 user_id,
-                CHANGED_BY.get(),
                 now,
                 "entity_merge",
                 **merged.payload(),

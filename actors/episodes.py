@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 import secrets
+from typing import Any
 
-from actors.audit import CHANGED_BY, record_one
+from actors.audit import record_one
 from actors.events import EventBus
 from actors.ports import Clock, Embedder, Store
 from actors.writer import ArchiveWriter
@@ -29,12 +30,11 @@ class EpisodeKeeper:
         self._store, self._embedder, self._writer, self._clock = store, embedder, writer, clock
         self._bus = bus
 
-    async def _log(self, user_id: str, event_type: str, **payload: object) -> None:
+    async def _log(self, user_id: str, event_type: str, **payload: Any) -> None:
         await record_one(
             self._store,
             self._bus,
             user_id,
-            CHANGED_BY.get(),
             self._clock.now(),
             event_type,
             **payload,

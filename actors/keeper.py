@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from actors.audit import CHANGED_BY, record, record_one
+from actors.audit import record, record_one
 from actors.errors import ArchiveUnavailable, MnemoError, Rejected
 from actors.events import EventBus, EventKind
 from actors.ports import Clock, Embedder, Store
@@ -478,7 +478,6 @@ class FactKeeper:
             self._store,
             self._bus,
             user_id,
-            CHANGED_BY.get(),
             now,
             "fact_edited",
             fact_id=fact.id,
@@ -509,9 +508,7 @@ class FactKeeper:
         else:
             return fact  # already history: forgetting it again changes nothing
         await self._store.facts.put_facts([Stored(fact, stored.vector)])
-        await record_one(
-            self._store, self._bus, user_id, CHANGED_BY.get(), now, event_type, fact_id=fact.id
-        )
+        await record_one(self._store, self._bus, user_id, now, event_type, fact_id=fact.id)
         return fact
 
     async def delete(self, user_id: str, fact_id: str) -> bool:
@@ -525,7 +522,6 @@ class FactKeeper:
                     self._store,
                     self._bus,
                     user_id,
-                    CHANGED_BY.get(),
                     self._clock.now(),
                     "fact_deleted",
                     fact_id=fact_id,

@@ -191,7 +191,6 @@ class RuleKeeper:
                     self._store,
                     self._bus,
                     user_id,
-                    CHANGED_BY.get(),
                     self._clock.now(),
                     "rule_deleted",
                     rule_id=rule_id,

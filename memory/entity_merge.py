@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import msgspec
 
@@ -38,7 +39,7 @@ class Merged:
     superseded: int = 0
     aliases_added: list[str] = field(default_factory=list)
 
-    def payload(self) -> dict[str, object]:
+    def payload(self) -> dict[str, Any]:
         """Seed 002's ``entity_merge`` event payload."""
         return {
             "source_entity_id": self.source.id,
