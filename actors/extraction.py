@@ -16,6 +16,7 @@ import anyio
 import msgspec
 
 from actors.errors import LlmFailure, LlmInvalidOutput, LlmUnavailable, MnemoError
+from actors.lanes import Lanes
 from actors.ports import Llm
 from memory.predicates import Vocabulary
 from memory.prompts import Exchange, classification_prompt, extraction_prompt
@@ -65,7 +66,7 @@ class Extractor:
 
     def __init__(self, llm: Llm, settings: Settings, *, backoff: float = 0.5) -> None:
         self._llm, self._settings = llm, settings
-        self._limiter = anyio.CapacityLimiter(settings.extract_concurrency)
+        self._limiter = Lanes(settings.extract_concurrency)
         self._backoff = backoff
         self._categories = [c.name for c in settings.categories]
         self._headings = [(c.name, c.heading) for c in settings.categories]
@@ -115,10 +116,12 @@ class Extractor:
                 delay *= 2
         raise ExtractionFailed(reason)
 
-    async def _ask(self, prompt: str, system: str, schema: dict[str, Any]) -> str:
-        """One structured call of the extraction model, within the shared limit and
-        ``extract_timeout``."""
-        async with self._limiter:
+    async def _ask(
+        self, prompt: str, system: str, schema: dict[str, Any], *, urgent: bool = False
+    ) -> str:
+        """One structured call of the extraction model, within the shared limit (an
+        ``urgent`` call goes before queued background ones) and ``extract_timeout``."""
+        async with self._limiter.hold(urgent=urgent):
             with anyio.fail_after(self._settings.extract_timeout):
                 return await self._llm.generate_json(
                     prompt, model=self._settings.extract_model, schema=schema, system=system
@@ -127,11 +130,12 @@ class Extractor:
     async def classify(self, content: str) -> str | None:
         """The category the model gives a fact added by hand (seed 004), or None when it
         cannot say (unreachable, slow, or an answer outside the taxonomy): the caller's
-        rules decide then. One attempt, within ``extract_timeout``."""
+        rules decide then. One attempt, within ``extract_timeout``; someone waits for it,
+        so it goes before queued extractions."""
         system, prompt = classification_prompt(content, self._headings)
         try:
             answer = msgspec.json.decode(
-                await self._ask(prompt, system, self._classes), type=_Classified
+                await self._ask(prompt, system, self._classes, urgent=True), type=_Classified
             )
         except (LlmFailure, TimeoutError, msgspec.DecodeError) as exc:
             _log.info("no category from the model (%s): the rules classify", exc)

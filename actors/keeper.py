@@ -322,7 +322,7 @@ class FactKeeper:
         job, of every user, with one read and one or two writes for the whole batch."""
         job = _Job(user_id, candidates)
         self._jobs.append(job)
-        await self._writer.call(self._apply_jobs)
+        await self._writer.call(self._apply_jobs, barrier=False)
         if job.error is not None:
             raise job.error
         assert job.changes is not None
@@ -445,7 +445,9 @@ class FactKeeper:
         vector = None
         if change.content is not None:
             [vector] = await self._embedder.embed([change.content])
-        return await self._writer.call(lambda: self._edit(user_id, fact_id, change, vector))
+        return await self._writer.call(
+            lambda: self._edit(user_id, fact_id, change, vector), barrier=False
+        )
 
     async def _edit(
         self, user_id: str, fact_id: str, change: FactEdit, vector: list[float] | None
@@ -488,12 +490,16 @@ class FactKeeper:
     async def confirm(self, user_id: str, fact_id: str) -> Fact | None:
         """Seed 002's ``confirm``: decay counts from now again, a fading mark is cleared;
         None when the user has no such fact."""
-        return await self._writer.call(lambda: self._mark(user_id, fact_id, "fact_confirmed"))
+        return await self._writer.call(
+            lambda: self._mark(user_id, fact_id, "fact_confirmed"), barrier=False
+        )
 
     async def forget(self, user_id: str, fact_id: str) -> Fact | None:
         """Seed 002's ``forget``: an active fact becomes ``retracted`` (kept as history, never
         recalled again); None when the user has no such fact."""
-        return await self._writer.call(lambda: self._mark(user_id, fact_id, "fact_retracted"))
+        return await self._writer.call(
+            lambda: self._mark(user_id, fact_id, "fact_retracted"), barrier=False
+        )
 
     async def _mark(self, user_id: str, fact_id: str, event_type: str) -> Fact | None:
         found = await self._store.facts.get_facts(user_id, [fact_id])
@@ -554,7 +560,7 @@ class FactKeeper:
             await self._store.facts.put_facts([Stored(fact, found[0].vector)])
             return fact
 
-        return await self._writer.call(write)
+        return await self._writer.call(write, barrier=False)
 
     async def _flush_touches(self) -> None:
         touched, self._touched = self._touched, {}

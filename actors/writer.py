@@ -48,6 +48,8 @@ class _Append:
 @dataclass(slots=True, eq=False)
 class _Call:
     fn: Callable[[], Awaitable[Any]]
+    #: Whether queued snapshots and coalesced writes land first (see ``call``).
+    barrier: bool = True
     #: Who asked (``actors.audit.CHANGED_BY`` in the caller's task), for its log entries.
     changed_by: str = field(default_factory=CHANGED_BY.get)
     done: anyio.Event = field(default_factory=anyio.Event)
@@ -156,9 +158,16 @@ class ArchiveWriter:
         except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
             raise ArchiveUnavailable("the archive queue is full") from None
 
-    async def call(self, fn: Callable[[], Awaitable[_T]]) -> _T:
-        """Run ``fn`` in the writer's task, after every write queued before it."""
-        op = _Call(fn)
+    async def call(self, fn: Callable[[], Awaitable[_T]], *, barrier: bool = True) -> _T:
+        """Run ``fn`` in the writer's task, after every write queued before it.
+
+        With ``barrier`` (the default) the working-memory snapshots and coalesced
+        writes (``request_flush``) waiting for their interval land first, so a delete
+        leaves nothing behind. ``barrier=False`` is for the hot calls that neither
+        delete nor read what those writes hold (storing and marking facts): they leave
+        the coalesced writes to their interval instead of paying for them each time.
+        """
+        op = _Call(fn, barrier)
         await self._enqueue(op)
         await op.done.wait()
         if op.error is not None:
@@ -298,8 +307,9 @@ class ArchiveWriter:
             await self._write_batch(self._gather(op))
         elif isinstance(op, _Call):
             self._in_flight = [op]
-            async with self._snapshot_lock:  # snapshots queued before the call land first
-                await self._flush_working()
+            if op.barrier:
+                async with self._snapshot_lock:  # snapshots queued before the call land first
+                    await self._flush_working()
             token = CHANGED_BY.set(op.changed_by)
             try:
                 op.result = await op.fn()

@@ -15,6 +15,8 @@ from trio.testing import MockClock
 from actors.errors import LlmTimeout, LlmUnavailable, Overloaded
 from actors.importer import import_lines
 from actors.mailbox import ActorMessage
+from actors.writer import ArchiveWriter
+from memory.hashing import HashEmbedder
 from schemas.transfer import TurnLine
 from schemas.wire import (
     Ack,
@@ -28,6 +30,7 @@ from schemas.wire import (
     Turn,
 )
 from tests.actor_world import world
+from tests.fakes import MemoryStore
 
 pytestmark = pytest.mark.anyio
 
@@ -290,6 +293,34 @@ async def test_turns_are_acked_while_a_slow_snapshot_is_written() -> None:
         assert ("u1", "s1") not in w.store.working  # still writing
     assert isinstance(ack, Ack)
     assert waited < 1.0
+
+
+async def test_a_call_without_barrier_does_not_wait_for_a_slow_coalesced_write() -> None:
+    started, release, barrier_done = anyio.Event(), anyio.Event(), anyio.Event()
+
+    async def slow_flush() -> None:
+        started.set()
+        await release.wait()
+
+    async def barrier_call() -> None:
+        await writer.call(_noop)
+        barrier_done.set()
+
+    writer = ArchiveWriter(MemoryStore(), HashEmbedder())
+    writer.add_flusher(slow_flush)
+    async with anyio.create_task_group() as tg:
+        await tg.start(writer.run)
+        writer.request_flush()
+        await started.wait()  # the coalesced write is being written, slowly
+        with anyio.fail_after(1):
+            await writer.call(_noop, barrier=False)
+        tg.start_soon(barrier_call)
+        await anyio.sleep(10)
+        assert not barrier_done.is_set()  # a barrier lets the coalesced write land first
+        release.set()
+        with anyio.fail_after(1):
+            await barrier_done.wait()
+        tg.cancel_scope.cancel()
 
 
 async def test_writer_optimizes_after_many_writes_without_waiting_for_the_interval() -> None:
