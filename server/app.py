@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
+from threadpoolctl import threadpool_limits
 
 from actors.events import EventBus, RecentEvents
 from actors.mailbox import SessionDeps
@@ -100,6 +101,10 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[AppState]:
+        # One BLAS thread for numpy: a search's products are small, and OpenBLAS's idle
+        # threads spin after each one, taking the cores from the query embedding and the
+        # event loop (bench.mcp: server CPU per search 20.6 -> 12.4 ms).
+        threadpool_limits(1, user_api="blas")
         await embedder.warm_up()
         await store.open()
         events = EventBus()

@@ -437,3 +437,26 @@ async def test_a_categorys_facts_join_a_search_as_the_k_nearest_the_query(
     joined = {h.stored.fact.id for h in hits if h.dense_rank is None and h.text_rank is None}
     assert joined <= {s.fact.id for s in by_nearness[:10]}
     assert all(h.similarity is not None for h in hits)
+
+
+async def test_a_fact_that_changes_category_or_scope_joins_the_searches_of_its_new_one(
+    store: LanceStore,
+) -> None:
+    made = [_fact("u1", f"fact_{n:08x}", f"Likes tea number {n}") for n in range(3)]
+    facts = [Stored(msgspec.structs.replace(s.fact, category="preference"), s.vector) for s in made]
+    await store.facts.add_facts(facts)
+    vector = _embedder.embed_one("zzz")
+
+    async def joined(scope: str | None = None) -> set[str]:
+        hits = await store.facts.search_facts(
+            "u1", "zzz", vector, k=5, scope=scope, categories=["preference"], mode="keyword"
+        )
+        return {h.stored.fact.id for h in hits}  # no text matches "zzz": the category's
+
+    assert await joined() == {s.fact.id for s in facts}
+    moved = msgspec.structs.replace(facts[0].fact, category="knowledge")
+    scoped = msgspec.structs.replace(facts[1].fact, scope="work")
+    await store.facts.put_facts([Stored(moved, facts[0].vector), Stored(scoped, facts[1].vector)])
+    assert await joined() == {facts[1].fact.id, facts[2].fact.id}
+    assert await joined("home") == {facts[2].fact.id}
+    assert await joined("work") == {facts[1].fact.id, facts[2].fact.id}

@@ -423,6 +423,7 @@ class MessageEntry:
         self._relink = False
 
     def remove(self, ids: Iterable[str]) -> None:
+        self._by_category = None
         for ident in ids:
             position = self.positions.pop(ident, None)
             if position is not None:
@@ -507,6 +508,8 @@ class FactEntry:
         self.index = SearchIndex(dim)
         self.order: list[str] = []
         self.dirty = True
+        #: category -> its facts' positions in ``order``; None after any change.
+        self._by_category: dict[str, list[int]] | None = None
 
     def nbytes(self) -> int:
         # A Fact struct with its strings and datetimes is ~1.5 KB; its vector float32.
@@ -514,6 +517,7 @@ class FactEntry:
 
     def put(self, items: Iterable[Stored]) -> None:
         """Upsert facts; one that is no longer active leaves the entry."""
+        self._by_category = None
         for stored in items:
             fact = stored.fact
             old = self.facts.get(fact.id)
@@ -526,6 +530,7 @@ class FactEntry:
                 self.dirty = True
 
     def remove(self, ids: Iterable[str]) -> None:
+        self._by_category = None
         for ident in ids:
             if self.facts.pop(ident, None) is not None:
                 self.dirty = True
@@ -541,6 +546,7 @@ class FactEntry:
 
     def rebuild(self) -> None:
         """Index the facts as they are now (``missing_terms()`` must be empty)."""
+        self._by_category = None
         self.order = sorted(self.facts)
         self.index = SearchIndex(self.dim)
         if self.order:
@@ -561,11 +567,14 @@ class FactEntry:
         return self.facts[self.order[position]]
 
     def of_categories(self, categories: Sequence[str], scope: str | None) -> list[int]:
-        """Positions of the facts in ``categories`` that a read with ``scope`` sees."""
-        wanted = set(categories)
-        return [
-            p
-            for p, ident in enumerate(self.order)
-            if (fact := self.facts[ident].fact).category in wanted
-            and (scope is None or fact.scope in ("global", scope))
-        ]
+        """Positions of the facts in ``categories`` that a read with ``scope`` sees.
+        The positions of each category are kept until the facts change: reading the
+        category of each of 10,000 facts took ~4 ms of every like/dislike question."""
+        if self._by_category is None:
+            by: dict[str, list[int]] = {}
+            for position, ident in enumerate(self.order):
+                by.setdefault(self.facts[ident].fact.category, []).append(position)
+            self._by_category = by
+        found = sorted(p for c in set(categories) for p in self._by_category.get(c, ()))
+        visible = self.index.visible(scope)
+        return found if visible is None else [p for p in found if visible[p]]
