@@ -22,6 +22,7 @@ async def test_a_running_server_gives_numpy_one_blas_thread(
     tmp_path: Path, fake: FakeOllama
 ) -> None:
     with threadpool_limits(2, user_api="blas"):
-        assert blas_threads() and all(n == 2 for n in blas_threads())
+        assert blas_threads()
+        assert all(n == 2 for n in blas_threads())
         async with serve(make_app(settings_for(tmp_path, fake.url))):
             assert blas_threads() == [1] * len(blas_threads())
