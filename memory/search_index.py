@@ -195,7 +195,7 @@ class SearchIndex:
             self._projection.extend(matrix)
         if isinstance(terms, EncodedTerms):
             # One dictionary lookup per distinct word, not per word.
-            known = np.array([self._term(word) for word in terms.distinct], dtype=np.int64)
+            known = self._terms_of(terms.distinct)
             lengths = terms.lengths.tolist()
             ids: Sequence[int] | npt.NDArray[np.int64] = known[terms.codes]
         else:
@@ -237,6 +237,19 @@ class SearchIndex:
 
     def _scope_code(self, scope: str) -> int:
         return self._scope_codes.setdefault(scope, len(self._scope_codes))
+
+    def _terms_of(self, words: Sequence[str]) -> npt.NDArray[np.int64]:
+        """The ids of distinct ``words``, new ones for the new (``_term`` in bulk: a
+        user's first load meets thousands of words at once)."""
+        vocabulary = self._terms
+        new = [word for word in words if word not in vocabulary]
+        if new:
+            start = len(vocabulary)
+            vocabulary.update(
+                zip(map(sys.intern, new), range(start, start + len(new)), strict=True)
+            )
+            self._vocabulary_bytes += sum(map(len, new)) + 100 * len(new)
+        return np.fromiter(map(vocabulary.__getitem__, words), dtype=np.int64, count=len(words))
 
     def _term(self, word: str) -> int:
         """The id of ``word``, a new one if it is new."""
