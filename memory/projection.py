@@ -21,8 +21,11 @@ __all__ = ["CANDIDATES", "DIMS", "PROJECT_FROM", "Projection"]
 PROJECT_FROM = 50_000
 DIMS = 128
 CANDIDATES = 1_000
-#: Vectors the principal directions are fitted on.
-_SAMPLE = 20_000
+#: Vectors the principal directions are fitted on. On 48,948 stored LongMemEval keys
+#: (ONNX) and the split's 100 questions, the candidates held every exact top-10 hit
+#: (recall@10 1.0) fitted on 20,000, 10,000, 5,000 or 2,000 of them; fitting and
+#: projecting took 1.0, 0.33, 0.20 and 0.12 s.
+_SAMPLE = 5_000
 
 Floats = npt.NDArray[np.float32]
 
