@@ -24,7 +24,7 @@ from memory.decay import effective_confidence
 from memory.formats import Block
 from memory.keywords import expresses_preference, extract_keywords, mentions_personal
 from memory.recall import format_recalled
-from memory.rules import recall_rules
+from memory.rules import StoredRule, recall_rules
 from memory.scoring import (
     CompositeWeights,
     RelevanceWeights,
@@ -91,6 +91,15 @@ class ContextBuilder:
             recency=settings.recall_recency,
             confidence=settings.recall_confidence,
         )
+
+    async def held_rules(self, user_id: str, scope: str | None) -> list[StoredRule]:
+        """The user's rules of ``global`` and ``scope``, as stored; the rules table is read
+        only when the user's kept counts show a rule that is not forgotten (most users have
+        none: their contexts and searches cost no read of it)."""
+        counts = await self.store.rules.rule_counts(user_id, scope=scope)
+        if sum(counts.values()) - counts.get("forgotten", 0) == 0:
+            return []
+        return await self.store.rules.rules_of(user_id, scope=scope)
 
     def query_vector(self, text: str) -> QueryVector:
         """``text``'s embedding, to share between searches (computed on first need)."""
@@ -313,7 +322,7 @@ class ContextBuilder:
             profile = await self.store.facts.get_profile(user_id)
             return formats.user_context(profile, facts, budget)
         if format == "memory-context":
-            kept = await self.store.rules.rules_of(user_id, scope=scope)
+            kept = await self.held_rules(user_id, scope)
             rules = recall_rules(
                 kept,
                 await vector() if kept else None,

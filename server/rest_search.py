@@ -121,12 +121,9 @@ async def find(
         stored directly (of the scope; expired ones left out), scored in memory."""
         now = deps.clock.now()
         if name == "rules":
-            counts = await deps.store.rules.rule_counts(user_id, scope=scope)
-            # Kept counts: a user without live rules costs no read of the rules table.
-            live = sum(counts.values()) - counts.get("forgotten", 0)
             kept = [
                 (s.rule, s.vector)
-                for s in (await deps.store.rules.rules_of(user_id, scope=scope) if live else [])
+                for s in await deps.context.held_rules(user_id, scope)
                 if not is_forgotten(s.rule) and effective_confidence(s.rule, now) >= least
             ]
             views = [(rule_view(r), r.content, v) for r, v in kept]

@@ -16,6 +16,8 @@ from actors.query_vector import QueryVector
 from memory import formats
 from memory.facts import Stored
 from memory.recall import format_recalled
+from memory.rules import StoredRule, new_rule
+from memory.stats import rule_stats
 from schemas.records import UserProfile
 from tests.context_world import (
     DAY,
@@ -32,6 +34,7 @@ from tests.context_world import (
     _world,
     msgspec_replace,
 )
+from tests.fakes import MemoryRules
 
 pytestmark = pytest.mark.anyio
 
@@ -331,3 +334,32 @@ async def test_touch_counts_only_fact_ids() -> None:
     w = _world()
     w.builder.touch("u9", ["fact_00000001", "note_1", "msg_fact_", "fact_00000002"])
     assert w.keeper.touched == [("u9", ["fact_00000001", "fact_00000002"])]
+
+
+class _CountedRules(MemoryRules):
+    """Counts the reads of every rule (``rules_of``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    async def rules_of(self, user_id: str, *, scope: str | None = None) -> list[StoredRule]:
+        self.reads += 1
+        return await super().rules_of(user_id, scope=scope)
+
+    async def rule_counts(self, user_id: str, *, scope: str | None = None) -> dict[str, int]:
+        return rule_stats(s.rule for s in await super().rules_of(user_id, scope=scope))
+
+
+async def test_a_memory_context_reads_the_rules_only_of_a_user_who_has_live_ones() -> None:
+    w = _world()
+    rules = w.store.rules = _CountedRules()
+    _add(w, _fact(1, "User grows basil"))
+    plain = await w.builder.build("u1", "basil", format="memory-context", budget=300, scope=None)
+    assert rules.reads == 0  # the counts say there is none to read
+    rule = new_rule("rule_00000001", "u1", "Water basil in the morning", NOW)
+    rules.rules[("u1", rule.id)] = StoredRule(rule, _embedder.embed_one(rule.content))
+    ruled = await w.builder.build("u1", "basil", format="memory-context", budget=300, scope=None)
+    assert rules.reads == 1
+    assert "Water basil in the morning" not in plain.text
+    assert "Water basil in the morning" in ruled.text
