@@ -168,6 +168,24 @@ def plot_curves(
     return path
 
 
+def histograms(text: str, metric: str, label: str) -> dict[str, dict[str, float]]:
+    """A Prometheus histogram of ``/metrics`` text, by the value of ``label``: per value its
+    ``count``, its ``sum``, and ``le_<bound>`` the observations at or under each bound."""
+    out: dict[str, dict[str, float]] = {}
+    for line in text.splitlines():
+        if not line.startswith(metric):
+            continue
+        name, value = line.rsplit(" ", 1)
+        row = out.setdefault(name.split(f'{label}="', 1)[1].split('"', 1)[0], {})
+        if name.startswith(f"{metric}_bucket"):
+            row["le_" + name.split('le="', 1)[1].split('"', 1)[0]] = float(value)
+        elif name.startswith(f"{metric}_count"):
+            row["count"] = float(value)
+        elif name.startswith(f"{metric}_sum"):
+            row["sum"] = float(value)
+    return out
+
+
 def write_result(name: str, result: Mapping[str, Any]) -> Path:
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"{name}.json"

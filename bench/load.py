@@ -46,6 +46,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from bench.common import (
     ADMIN_KEY,
     cpu_seconds,
+    histograms,
     load_answer,
     load_server,
     machine,
@@ -211,19 +212,9 @@ def _server_histograms(address: str) -> dict[str, dict[str, float]]:
 def _gc_pauses(text: str) -> dict[str, dict[str, float]]:
     """``mnemo_gc_pause_ms`` by generation: collections, total ms, and per bucket bound
     the collections at or under it."""
-    out: dict[str, dict[str, float]] = {}
-    for line in text.splitlines():
-        if not line.startswith("mnemo_gc_pause_ms"):
-            continue
-        name, value = line.rsplit(" ", 1)
-        generation = name.split('generation="', 1)[1].split('"', 1)[0]
-        row = out.setdefault(generation, {})
-        if name.startswith("mnemo_gc_pause_ms_bucket"):
-            row["le_" + name.split('le="', 1)[1].split('"', 1)[0]] = float(value)
-        elif name.startswith("mnemo_gc_pause_ms_count"):
-            row["count"] = float(value)
-        elif name.startswith("mnemo_gc_pause_ms_sum"):
-            row["ms"] = float(value)
+    out = histograms(text, "mnemo_gc_pause_ms", "generation")
+    for row in out.values():
+        row["count"], row["ms"] = row.get("count", 0.0), row.pop("sum", 0.0)
     return out
 
 

@@ -15,7 +15,7 @@ import httpx2
 from mcp.client import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from bench.common import ADMIN_KEY
+from bench.common import ADMIN_KEY, histograms
 from memory.facts import Stored
 from schemas.records import Fact
 from server.config import load_settings
@@ -218,22 +218,11 @@ def server_tool_ms(address: str) -> dict[str, dict[str, float]]:
     )
     with urllib.request.urlopen(request, timeout=10) as response:
         text = response.read().decode()
-    out: dict[str, dict[str, float]] = {}
-    for line in text.splitlines():
-        if not line.startswith("mnemo_mcp_tool_ms"):
-            continue
-        name, value = line.rsplit(" ", 1)
-        tool = name.split('tool="', 1)[1].split('"', 1)[0]
-        row = out.setdefault(tool, {})
-        if name.startswith("mnemo_mcp_tool_ms_bucket"):
-            row["le_" + name.split('le="', 1)[1].split('"', 1)[0]] = float(value)
-        elif name.startswith("mnemo_mcp_tool_ms_count"):
-            row["calls"] = float(value)
-        elif name.startswith("mnemo_mcp_tool_ms_sum"):
-            row["sum_ms"] = float(value)
+    out = histograms(text, "mnemo_mcp_tool_ms", "tool")
     for row in out.values():
-        calls = row.get("calls", 0.0)
-        row["mean_ms"] = row.get("sum_ms", 0.0) / calls if calls else float("nan")
+        calls = row["calls"] = row.pop("count", 0.0)
+        row["sum_ms"] = row.pop("sum", 0.0)
+        row["mean_ms"] = row["sum_ms"] / calls if calls else float("nan")
         for key in [k for k in row if k.startswith("le_")]:
             row[key] = round(row[key] / calls, 4) if calls else 0.0
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -11,27 +12,29 @@ from actors.extraction import Extractor
 from actors.lanes import Lanes
 from memory.prompts import Exchange
 from schemas.settings import Settings
+from tests.fakes import ScriptedLlm
 
 pytestmark = pytest.mark.anyio
+
+
+async def hold_until(lanes: Lanes, release: anyio.Event) -> None:
+    async with lanes.hold():
+        await release.wait()
+
+
+async def take(lanes: Lanes, served: list[str], name: str, urgent: bool = False) -> None:
+    async with lanes.hold(urgent=urgent):
+        served.append(name)
 
 
 async def test_a_free_place_goes_to_the_urgent_waiter_before_earlier_ones() -> None:
     lanes, order = Lanes(1), []
     release = anyio.Event()
-
-    async def holder() -> None:
-        async with lanes.hold():
-            await release.wait()
-
-    async def waiter(name: str, urgent: bool) -> None:
-        async with lanes.hold(urgent=urgent):
-            order.append(name)
-
     async with anyio.create_task_group() as tg:
-        tg.start_soon(holder)
+        tg.start_soon(hold_until, lanes, release)
         await anyio.wait_all_tasks_blocked()
         for name, urgent in [("backlog 1", False), ("backlog 2", False), ("person", True)]:
-            tg.start_soon(waiter, name, urgent)
+            tg.start_soon(take, lanes, order, name, urgent)
             await anyio.wait_all_tasks_blocked()
         assert lanes.waiting == 3
         release.set()
@@ -59,21 +62,12 @@ async def test_no_more_than_the_limit_hold_a_place_at_once() -> None:
 async def test_a_waiter_cancelled_before_its_turn_leaves_the_places_to_the_others() -> None:
     lanes, served = Lanes(1), []
     release = anyio.Event()
-
-    async def holder() -> None:
-        async with lanes.hold():
-            await release.wait()
-
-    async def waiter(name: str) -> None:
-        async with lanes.hold():
-            served.append(name)
-
     async with anyio.create_task_group() as tg:
-        tg.start_soon(holder)
+        tg.start_soon(hold_until, lanes, release)
         await anyio.wait_all_tasks_blocked()
         with anyio.move_on_after(0.01):
-            await waiter("gave up")
-        tg.start_soon(waiter, "stayed")
+            await take(lanes, served, "gave up")
+        tg.start_soon(take, lanes, served, "stayed")
         await anyio.wait_all_tasks_blocked()
         release.set()
     assert served == ["stayed"]
@@ -111,12 +105,12 @@ async def set_soon(event: anyio.Event) -> None:
     event.set()
 
 
-class HeldLlm:
+@dataclass
+class HeldLlm(ScriptedLlm):
     """Structured calls wait until the test lets them answer; records their order."""
 
-    def __init__(self) -> None:
-        self.go = anyio.Event()
-        self.asked: list[str] = []
+    go: anyio.Event = field(default_factory=anyio.Event)
+    asked: list[str] = field(default_factory=list)
 
     async def generate_json(
         self, prompt: str, *, model: str, schema: dict[str, Any], system: str | None = None
@@ -131,7 +125,7 @@ class HeldLlm:
 
 async def test_classifying_a_fact_added_by_hand_goes_before_queued_extractions() -> None:
     llm = HeldLlm()
-    extractor = Extractor(llm, Settings(extract_concurrency=1))  # type: ignore[arg-type]
+    extractor = Extractor(llm, Settings(extract_concurrency=1))
     exchange = [Exchange(turn=1, user="I like tea", assistant="Noted")]
     async with anyio.create_task_group() as tg:
         for _ in range(4):  # one runs, three queue
