@@ -150,14 +150,37 @@ class Postings:
 
     def _tail_run(self) -> _Run:
         """The tail as a run; the tail is empty after."""
+        run = self._tail_as_run()
+        self._tail_docs, self._tail_counts, self._tail = {}, {}, 0
+        return run
+
+    def _tail_as_run(self) -> _Run:
         terms = np.repeat(
             np.fromiter(self._tail_docs, dtype=np.int64, count=len(self._tail_docs)),
             [len(docs) for docs in self._tail_docs.values()],
         )
         docs = np.frombuffer(b"".join(d.tobytes() for d in self._tail_docs.values()), np.int32)
         counts = np.frombuffer(b"".join(c.tobytes() for c in self._tail_counts.values()), np.int32)
-        self._tail_docs, self._tail_counts, self._tail = {}, {}, 0
         return _run_of(terms, docs.copy(), counts.copy())
+
+    def state(self) -> list[tuple[npt.NDArray[np.int64], Ints, Ints]]:
+        """The postings as runs of (starts, docs, counts), the tail as one more run;
+        ``restored`` makes the same postings from them. Only reads."""
+        runs = [*self._runs, self._tail_as_run()] if self._tail_docs else self._runs
+        return [(run.starts, run.docs, run.counts) for run in runs]
+
+    @classmethod
+    def restored(
+        cls,
+        runs: Sequence[tuple[npt.NDArray[np.int64], Ints, Ints]],
+        *,
+        tail_limit: int = TAIL_LIMIT,
+    ) -> Postings:
+        """Postings from ``state()``'s runs (used as they are, not copied)."""
+        postings = cls(tail_limit=tail_limit)
+        postings._runs = [_Run(starts, docs, counts) for starts, docs, counts in runs]
+        postings._count = sum(len(docs) for _, docs, _ in runs)
+        return postings
 
     def _push(self, run: _Run) -> None:
         """Append a run, merging the last two while the older is at most twice the newer."""

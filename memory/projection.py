@@ -82,3 +82,13 @@ class Projection:
 
     def nbytes(self) -> int:
         return int(self._rows.nbytes + self.basis.nbytes)
+
+    def state(self) -> tuple[Floats, Floats]:
+        """The basis and the projected rows; ``restored`` takes them back."""
+        return self.basis, self._rows[: self.size]
+
+    @classmethod
+    def restored(cls, basis: Floats, rows: Floats) -> Projection:
+        projection = cls(basis)
+        projection._rows, projection.size = rows, len(rows)
+        return projection

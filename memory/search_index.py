@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -118,6 +118,12 @@ class _Grow:
     def view(self) -> npt.NDArray[Any]:
         return self.data[: self.size]
 
+    @classmethod
+    def of(cls, values: npt.NDArray[Any]) -> _Grow:
+        grow = cls(values.dtype.type)
+        grow.data, grow.size = values, len(values)
+        return grow
+
 
 class SearchIndex:
     """One user's documents (see the module docstring)."""
@@ -162,6 +168,46 @@ class SearchIndex:
             + self._postings.nbytes()
             + self._vocabulary_bytes
         )
+
+    def state(self) -> dict[str, Any]:
+        """What ``restored`` makes the same index from: arrays (views, not copies) and
+        lists. Only reads; the arrays' rows below ``size`` do not change while documents
+        are added, but ``remove`` changes ``alive`` in place."""
+        size = self._size
+        projection = self._projection
+        return {
+            "vectors": self._vectors[:size],
+            "lengths": self._lengths.view(),
+            "alive": self._alive.view(),
+            "scopes": self._scopes.view(),
+            # Codes and term ids are handed out in insertion order.
+            "scope_names": list(self._scope_codes),
+            "words": list(self._terms),
+            "postings": self._postings.state(),
+            "projection": None if projection is None else projection.state(),
+        }
+
+    @classmethod
+    def restored(cls, dim: int, state: Mapping[str, Any]) -> SearchIndex:
+        """The index ``state()`` was taken from (its arrays are used, not copied)."""
+        index = cls(dim)
+        index._vectors = state["vectors"].reshape(-1, dim)
+        index._size = len(index._vectors)
+        index._lengths = _Grow.of(state["lengths"])
+        index._alive = _Grow.of(state["alive"])
+        index._scopes = _Grow.of(state["scopes"])
+        index._scope_codes = {name: code for code, name in enumerate(state["scope_names"])}
+        words: list[str] = state["words"]
+        index._terms = dict(zip(map(sys.intern, words), range(len(words)), strict=True))
+        index._vocabulary_bytes = sum(map(len, words)) + 100 * len(words)
+        index._postings = Postings.restored(state["postings"])
+        alive = index._alive.view()
+        index._live = int(alive.sum())
+        index._removed = index._size - index._live
+        index._live_length = float(index._lengths.view()[alive].sum(dtype=np.float64))
+        if state["projection"] is not None:
+            index._projection = Projection.restored(*state["projection"])
+        return index
 
     # -- writing ---------------------------------------------------------------
 

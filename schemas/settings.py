@@ -114,6 +114,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: Memory (MiB) for users' in-memory search indexes; the least recently searched
     #: users are evicted past it (and read back from the store when searched again).
     cache_mb: int = 1024
+    #: Users with at least this many archived messages get their search index saved
+    #: (``<data_dir>/indexes``): their first search after a restart or an eviction reads
+    #: it back instead of rebuilding it from the store ...
+    save_index_from: int = 1000
+    #: ... once their messages have not changed for this many seconds.
+    save_index_after: float = 30.0
     #: Memory (MiB) for LanceDB's own caches: table metadata (manifests, file footers) and
     #: index pages. Every write makes a table version whose metadata LanceDB caches, so
     #: with LanceDB's defaults (1 GiB, 6 GiB) the process grows with every write, for old

@@ -33,8 +33,8 @@ def build_embedder(settings: Settings) -> Embedder:
 
 
 def build_store(settings: Settings, embedder: Embedder) -> LanceStore:
-    """The LanceDB store under ``data_dir`` (its journal beside it), its caches sized by
-    ``settings``."""
+    """The LanceDB store under ``data_dir`` (its journal and saved indexes beside it), its
+    caches sized by ``settings``."""
     return LanceStore(
         Path(settings.data_dir) / "lancedb",
         embedder=embedder,
@@ -43,6 +43,9 @@ def build_store(settings: Settings, embedder: Embedder) -> LanceStore:
         lance_metadata_bytes=settings.lance_metadata_cache_mb << 20,
         lance_index_bytes=settings.lance_index_cache_mb << 20,
         ranking=settings.ranking,
+        indexes=Path(settings.data_dir) / "indexes",
+        save_index_from=settings.save_index_from,
+        save_index_after=settings.save_index_after,
     )
 
 

@@ -59,6 +59,10 @@ def serving(data: Path, ollama: str) -> Iterator[tuple[str, subprocess.Popen[byt
         # Moves into the table happen often, so kills land in them too; working-memory
         # snapshots every 5 s (the default), so most kills come before a session's first.
         "MNEMO_ARCHIVE_FLUSH_INTERVAL": "0.2",
+        # Every user's index saved whenever it has rested 0.1 s: kills land in saves,
+        # and restarts read saved indexes (which must hold every acknowledged turn).
+        "MNEMO_SAVE_INDEX_FROM": "0",
+        "MNEMO_SAVE_INDEX_AFTER": "0.1",
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "server.cli", "serve"],

@@ -15,9 +15,10 @@ import pytest
 from memory.facts import Stored
 from memory.hashing import HashEmbedder
 from memory.text import MAX_INDEXED_BYTES
-from server.adapters.lance_cache import MessageEntry, with_neighbours
+from server.adapters.lance_cache import with_neighbours
 from server.adapters.lance_messages import columns_of
 from server.adapters.lance_store import LanceStore
+from server.adapters.message_entry import MessageEntry
 from tests.test_facts import make_fact
 from tests.test_lance_store import message, put
 

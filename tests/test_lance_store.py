@@ -17,9 +17,9 @@ from lancedb.index import FTS
 from memory.facts import Stored
 from memory.hashing import HashEmbedder
 from schemas.records import AppNote, ArchivedMessage, Role, WorkingMemory
-from server.adapters.lance_cache import MessageEntry
 from server.adapters.lance_messages import messages_schema
 from server.adapters.lance_store import LanceStore, StoreMismatch, quote
+from server.adapters.message_entry import MessageEntry
 from tests.test_facts import make_fact
 
 pytestmark = pytest.mark.anyio

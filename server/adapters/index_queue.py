@@ -48,6 +48,10 @@ class IndexQueue:
             self._waiting[message.user_id] = self._waiting.get(message.user_id, 0) + 1
         self._wake.set()
 
+    def waiting(self, user_id: str) -> bool:
+        """Whether messages of the user are queued, not yet indexed."""
+        return user_id in self._waiting
+
     async def settled(self, user_id: str | None = None) -> None:
         """Return once the messages queued so far (of ``user_id``, or of everyone) are
         indexed."""

@@ -15,32 +15,26 @@ does not matter whether the load already saw them.
 from __future__ import annotations
 
 import logging
-import sys
-from array import array
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any, Generic, Protocol, TypeVar, cast
+from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
 import anyio.to_thread
-import msgspec
 import numpy as np
 import numpy.typing as npt
 
 from actors.ports import VectorSource, resolve
 from memory.facts import Stored
 from memory.scoring import rrf_score
-from memory.search_index import EncodedTerms, SearchIndex, top_k
-from schemas.records import ArchivedMessage, Role
+from memory.search_index import SearchIndex, top_k
 from schemas.settings import SearchMode
 from server.adapters.lance_analyzer import QueryTerms
 
 __all__ = [
     "Budget",
     "FactEntry",
-    "MessageEntry",
     "Ranked",
     "UserCache",
     "fused",
@@ -51,7 +45,6 @@ __all__ = [
 _log = logging.getLogger("mnemo.store")
 #: Above this many documents the matrix product runs in a worker thread (it frees the GIL).
 _THREAD_FROM = 20_000
-_meta_decoder: msgspec.json.Decoder[dict[str, Any]] = msgspec.json.Decoder(dict[str, Any])
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +125,10 @@ class UserCache(Generic[E]):
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def peek(self, user_id: str) -> E | None:
+        """The user's loaded entry, if it is held (a peek: not counted as a use)."""
+        return self._entries.get(user_id)
 
     def holds(self, user_id: str) -> bool:
         """Whether writes for this user must be applied (loaded or being loaded)."""
@@ -306,188 +303,6 @@ def with_neighbours(
             if lifted > out.get(neighbour, 0.0):
                 out[neighbour] = lifted
     return out
-
-
-_STRING_COLUMNS = ("session_id", "scope", "role", "speaker", "text", "meta", "source_id")
-_INTERNED = frozenset({"session_id", "scope", "role", "speaker"})
-
-
-class MessageEntry:
-    """One user's archived messages: rows column by column (few objects for the garbage
-    collector to walk) and their index."""
-
-    def __init__(self, dim: int) -> None:
-        self.index = SearchIndex(dim)
-        self.ids: list[str] = []
-        self.positions: dict[str, int] = {}
-        self._strings: dict[str, list[str]] = {name: [] for name in _STRING_COLUMNS}
-        self._turns = array("i")
-        self._at = array("d")
-        #: Each message's neighbours in its session, by time (-1: none), and each session's
-        #: last message; rebuilt from scratch when messages arrive out of order.
-        self._prev = array("i")
-        self._next = array("i")
-        self._last: dict[str, int] = {}
-        self._relink = False
-        self._text_bytes = 0
-        #: Indexed without terms (the analyzer failed): used once, then reloaded.
-        self.degraded = False
-        self._projecting: anyio.Event | None = None
-
-    async def project(self) -> None:
-        """Once the index is large, fit its projection (``memory.projection``) in a worker
-        thread (a second or so), once however many searches wait for it."""
-        while self.index.wants_projection:
-            if self._projecting is not None:
-                await self._projecting.wait()
-                continue
-            self._projecting = done = anyio.Event()
-            try:
-                fitted = await anyio.to_thread.run_sync(self.index.fit_projection)
-                self.index.install(fitted)
-            finally:
-                self._projecting = None
-                done.set()
-
-    def nbytes(self) -> int:
-        return self.index.nbytes() + len(self.ids) * 168 + self._text_bytes
-
-    def add(
-        self,
-        columns: Mapping[str, Sequence[Any]],
-        vectors: npt.ArrayLike,
-        terms: Sequence[Sequence[str]] | EncodedTerms,
-    ) -> None:
-        """Add rows given column by column (``id``, ``at`` as epoch seconds, ``meta`` as
-        JSON text, ...); rows whose id is already held are skipped."""
-        ids = columns["id"]
-        fresh = [i for i, ident in enumerate(ids) if ident not in self.positions]
-        if not fresh:
-            return
-        if len(fresh) < len(ids):
-            columns = {name: [values[i] for i in fresh] for name, values in columns.items()}
-            vectors = np.asarray(vectors, dtype=np.float32)[fresh]
-            listed = terms.lists() if isinstance(terms, EncodedTerms) else terms
-            terms = [listed[i] for i in fresh]
-        first = self.index.add(vectors, terms, columns["scope"])
-        for offset, ident in enumerate(columns["id"]):
-            self.positions[ident] = first + offset
-        self.ids += columns["id"]
-        for name, values in self._strings.items():
-            # Few distinct values: one string object each, not one per row.
-            values += map(sys.intern, columns[name]) if name in _INTERNED else columns[name]
-        self._turns.extend(columns["turn"])
-        self._at.extend(columns["at"])
-        self._link(first, len(columns["id"]))
-        self._text_bytes += sum(len(t) + 100 for t in columns["text"])
-        self._text_bytes += sum(len(m) for m in columns["meta"])
-
-    def _link(self, first: int, count: int) -> None:
-        sessions, at = self._strings["session_id"], self._at
-        self._prev.extend([-1] * count)
-        self._next.extend([-1] * count)
-        for position in range(first, first + count):
-            session = sessions[position]
-            last = self._last.get(session)
-            if last is not None and at[last] > at[position]:
-                self._relink = True  # older than the session's newest: relink all
-            elif last is not None:
-                self._prev[position], self._next[last] = last, position
-            if last is None or at[last] <= at[position]:
-                self._last[session] = position
-
-    def neighbours(self, position: int) -> tuple[int, int]:
-        """The messages before and after ``position`` in its session (-1: none)."""
-        if self._relink:
-            self._relink_all()
-        return self._prev[position], self._next[position]
-
-    def _relink_all(self) -> None:
-        """Neighbours from scratch: live messages sorted by (session, time, position)."""
-        size = self.index.size
-        alive = self.index.visible(None)
-        codes: dict[str, int] = {}
-        session = np.array(
-            [codes.setdefault(s, len(codes)) for s in self._strings["session_id"]], dtype=np.int64
-        )
-        order = np.lexsort((np.arange(size), np.array(self._at, dtype=np.float64), session))
-        if alive is not None:
-            order = order[alive[order]]
-        prev = np.full(size, -1, dtype=np.int32)
-        after = np.full(size, -1, dtype=np.int32)
-        same = session[order[1:]] == session[order[:-1]]
-        prev[order[1:][same]] = order[:-1][same]
-        after[order[:-1][same]] = order[1:][same]
-        self._prev, self._next = array("i", prev.tobytes()), array("i", after.tobytes())
-        self._last = {self._strings["session_id"][p]: int(p) for p in order}
-        self._relink = False
-
-    def remove(self, ids: Iterable[str]) -> None:
-        self._by_category = None
-        for ident in ids:
-            position = self.positions.pop(ident, None)
-            if position is not None:
-                self.index.remove(position)
-                self._unlink(position)
-        if self.index.removed > max(1024, len(self.index) // 4):
-            self._compact()
-
-    def _unlink(self, position: int) -> None:
-        before, after = self._prev[position], self._next[position]
-        if before >= 0:
-            self._next[before] = after
-        if after >= 0:
-            self._prev[after] = before
-        session = self._strings["session_id"][position]
-        if self._last.get(session) == position:
-            if before >= 0:
-                self._last[session] = before
-            else:
-                del self._last[session]
-        self._prev[position] = self._next[position] = -1
-
-    def _compact(self) -> None:
-        moved = self.index.compact()
-        keep = [int(p) for p in np.flatnonzero(moved >= 0)]
-        self.ids = [self.ids[p] for p in keep]
-        for name, values in self._strings.items():
-            self._strings[name] = [values[p] for p in keep]
-        self._turns = array("i", [self._turns[p] for p in keep])
-        self._at = array("d", [self._at[p] for p in keep])
-        self.positions = {ident: p for p, ident in enumerate(self.ids)}
-        self._relink_all()
-
-    def texts(self) -> list[str]:
-        """What the keyword fallback matches: who said it and what."""
-        speakers, texts = self._strings["speaker"], self._strings["text"]
-        return [f"{s}: {t}" for s, t in zip(speakers, texts, strict=True)]
-
-    def at(self, position: int) -> float:
-        """When the message at ``position`` was said, epoch seconds."""
-        return self._at[position]
-
-    def role(self, position: int) -> str:
-        return self._strings["role"][position]
-
-    def session(self, position: int) -> str:
-        return self._strings["session_id"][position]
-
-    def row(self, position: int, user_id: str, *, superseded_by: str = "") -> ArchivedMessage:
-        strings = {name: values[position] for name, values in self._strings.items()}
-        return ArchivedMessage(
-            id=self.ids[position],
-            user_id=user_id,
-            session_id=strings["session_id"],
-            scope=strings["scope"],
-            turn=self._turns[position],
-            role=cast("Role", strings["role"]),
-            speaker=strings["speaker"],
-            text=strings["text"],
-            at=datetime.fromtimestamp(self._at[position], UTC),
-            meta=_meta_decoder.decode(strings["meta"]),
-            source_id=strings["source_id"],
-            superseded_by=superseded_by,
-        )
 
 
 def _compact(stored: Stored) -> Stored:

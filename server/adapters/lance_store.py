@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 import lancedb
 import msgspec
 import numpy as np
@@ -31,6 +32,7 @@ from memory.search_index import SearchIndex
 from memory.text import indexed_text
 from schemas.records import ArchivedMessage, WorkingMemory
 from schemas.settings import Ranking, SearchMode
+from server.adapters.index_files import IndexFiles
 from server.adapters.journal import Journal
 from server.adapters.lance_analyzer import FTS_TOKENIZER, Analyzer, AnalyzerUnavailable
 from server.adapters.lance_cache import (
@@ -93,16 +95,23 @@ class LanceStore:
         lance_metadata_bytes: int = 16 << 20,
         lance_index_bytes: int = 128 << 20,
         ranking: Ranking | None = None,
+        indexes: Path | None = None,
+        save_index_from: int = 1000,
+        save_index_after: float = 30.0,
     ) -> None:
         """``cache_bytes`` bounds the in-memory search indexes (messages and facts together);
         past it, the least recently used users' indexes are evicted. With a ``journal``
         directory, appended messages are durable once journaled there and reach the table
         at ``flush_messages()``; without one, each append writes the table.
         ``ranking`` orders found messages (``memory.ranking``; default: ``Ranking()``).
+        With an ``indexes`` directory, the message indexes of users with at least
+        ``save_index_from`` messages are saved there (``server.adapters.index_files``)
+        once their messages have not changed for ``save_index_after`` seconds.
         ``lance_metadata_bytes`` and ``lance_index_bytes`` bound LanceDB's own caches (see
         ``Settings``)."""
         self._uri = str(uri)
         self._journal_dir = journal
+        self._indexes_dir = indexes
         self._archive: JournaledMessages | None = None
         self._embedder = embedder
         self._lance_caches = (lance_metadata_bytes, lance_index_bytes)
@@ -125,7 +134,13 @@ class LanceStore:
         self._gate = PurgeGate()
         #: The working-memory table's own: purging it never holds up other reads.
         self._working_gate = PurgeGate()
-        self._search = MessageSearch(self._budget, self._gate, ranking or Ranking())
+        self._search = MessageSearch(
+            self._budget,
+            self._gate,
+            ranking or Ranking(),
+            save_from=save_index_from,
+            save_after=save_index_after,
+        )
 
     @property
     def facts(self) -> LanceFacts:
@@ -248,7 +263,11 @@ class LanceStore:
         self._archive = JournaledMessages(
             self._messages, self._schema, self._gate, journal, self._analyzer.analyze
         )
-        self._search.attach(self._archive, self._analyzer, self._dim)
+        files = None
+        if self._indexes_dir is not None:
+            files = IndexFiles(self._indexes_dir, embedder=name, dim=self._dim)
+            await anyio.to_thread.run_sync(files.open)
+        self._search.attach(self._archive, self._analyzer, self._dim, files)
         if replayed := await self._archive.recover():
             _log.info("replayed %d journaled messages into the archive", replayed)
         # The process's first queries (Lance opening files and indexes, ~10-20 ms) are
@@ -272,6 +291,7 @@ class LanceStore:
 
     async def aclose(self) -> None:
         if self._archive is not None:
+            await self._search.save_indexes()
             try:
                 await self._archive.flush()
             except MnemoError as exc:  # the journal keeps them: the next open replays them
@@ -305,8 +325,9 @@ class LanceStore:
         if not rows:
             return
         matrix = np.asarray(vectors, dtype=np.float32).reshape(len(rows), self._dim)
-        await self._messages_table.append(rows, matrix)
-        await self._search.index(rows, matrix)
+        with self._search.writing({m.user_id for m in rows}):
+            await self._messages_table.append(rows, matrix)
+            await self._search.index(rows, matrix)
 
     async def run_indexing(
         self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -423,13 +444,14 @@ class LanceStore:
                 vectors = await self._embedder.embed([search_text(m) for m in answers])
                 matrix = np.asarray(vectors, dtype=np.float32).reshape(len(answers), self._dim)
             ids = [message_id, *(m.id for m in answers)]
-            await self._messages_table.rewrite(
-                f"{user_filter(user_id)} AND id IN {quote_all(ids)}", answers, matrix
-            )
-            for gone in ids:
-                self._search.remove(user_id, gone)
-            if answers:
-                await self._search.index(answers, matrix)
+            with self._search.writing([user_id]):
+                await self._messages_table.rewrite(
+                    f"{user_filter(user_id)} AND id IN {quote_all(ids)}", answers, matrix
+                )
+                for gone in ids:
+                    self._search.remove(user_id, gone)
+                if answers:
+                    await self._search.index(answers, matrix)
             await self._gate.purge(self._messages)
         return True
 
@@ -452,8 +474,9 @@ class LanceStore:
             count = int(await self._gate.read(lambda: self._messages.count_rows(where)))
             if count:
                 await self._search.settled()
-                await self._messages.delete(where)
-                self._search.drop(user_id)
+                with self._search.writing([user_id]):
+                    await self._messages.delete(where)
+                    self._search.drop(user_id)
                 await self._gate.purge(self._messages)
         return count
 

@@ -1,9 +1,10 @@
 """The archive's search side: each user's messages in an in-memory index, kept current.
 
-A user's messages are read from LanceDB (and the journal) into a ``MessageEntry``
-when a session of theirs starts or at their first search; every append is then
-indexed into it (in the background, through an ``IndexQueue``, once a task runs
-``run_indexing``). Searches run on these indexes alone.
+A user's messages are read from LanceDB (and the journal), or from their saved
+index (``server.adapters.index_files``), into a ``MessageEntry`` when a session of
+theirs starts or at their first search; every append is then indexed into it (in the
+background, through an ``IndexQueue``, once a task runs ``run_indexing``). Searches
+run on these indexes alone.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from anyio.abc import TaskStatus
 
+from actors.errors import ArchiveUnavailable
 from actors.ports import ScoredMessage, VectorSource
 from memory.keywords import extract_keywords
 from memory.ranking import Candidates, asks_assistant, gathers, rank
@@ -33,11 +36,11 @@ from memory.text import query_text
 from memory.when import anchor_of
 from schemas.records import ArchivedMessage
 from schemas.settings import Ranking, SearchMode
+from server.adapters.index_files import IndexFiles, UnreadableIndex
 from server.adapters.index_queue import IndexQueue
 from server.adapters.lance_analyzer import Analyzer, AnalyzerUnavailable
 from server.adapters.lance_cache import (
     Budget,
-    MessageEntry,
     UserCache,
     fused,
     hybrid_ranks,
@@ -50,6 +53,7 @@ from server.adapters.lance_messages import (
     JournaledMessages,
     columns_of,
 )
+from server.adapters.message_entry import MessageEntry
 
 __all__ = ["MessageSearch"]
 
@@ -71,6 +75,8 @@ _LOADS_AT_ONCE = 2
 _NEIGHBOUR_SHARE = 0.5
 #: The highest score a message can reach (first on both sides, and so is a neighbour).
 _BEST_SCORE = (1.0 + _NEIGHBOUR_SHARE) * rrf_score(1, 1, limit=1)
+#: Longest between two looks for changed indexes to save.
+_SAVE_EVERY = 10.0
 
 
 def _add(
@@ -120,7 +126,18 @@ def _encoded(joined: pa.StringArray) -> EncodedTerms:
 class MessageSearch:
     """Per-user in-memory indexes of archived messages, within ``budget``."""
 
-    def __init__(self, budget: Budget, gate: PurgeGate, ranking: Ranking) -> None:
+    def __init__(
+        self,
+        budget: Budget,
+        gate: PurgeGate,
+        ranking: Ranking,
+        *,
+        save_from: int = 1000,
+        save_after: float = 30.0,
+    ) -> None:
+        """``save_from``: users with at least this many messages get their index saved,
+        once ``attach`` is given where (``IndexFiles``), when their messages have not
+        changed for ``save_after`` seconds (a chat in full flow changes them every few)."""
         self._ranking = ranking
         self._cache = UserCache(self._load_messages, budget=budget)
         self._indexing = IndexQueue(self._index_appended, self._cache.drop)
@@ -129,10 +146,75 @@ class MessageSearch:
         self._archive: JournaledMessages | None = None
         self._analyzer: Analyzer | None = None
         self._dim = 0
+        self._files: IndexFiles | None = None
+        self._save_from, self._save_after = save_from, save_after
+        #: Writes under way per user (``writing``).
+        self._writes: dict[str, int] = {}
+        #: Users whose index changed since it was saved, and since when (monotonic).
+        self._changed: dict[str, float] = {}
 
-    def attach(self, archive: JournaledMessages, analyzer: Analyzer, dim: int) -> None:
-        """The opened table (with its journal) and the analyzer; before any other call."""
+    def attach(
+        self,
+        archive: JournaledMessages,
+        analyzer: Analyzer,
+        dim: int,
+        files: IndexFiles | None = None,
+    ) -> None:
+        """The opened table (with its journal), the analyzer, and where indexes are saved
+        (None: nowhere); before any other call."""
         self._archive, self._analyzer, self._dim = archive, analyzer, dim
+        self._files = files
+
+    @contextmanager
+    def writing(self, user_ids: Collection[str]) -> Iterator[None]:
+        """Around a write of these users' messages, from before it is durable until it is
+        applied to the indexes in memory: their saved indexes are deleted first, and
+        saved again later. Raises ``ArchiveUnavailable`` (then nothing may be written)."""
+        if self._files is not None:
+            try:
+                self._files.accept(user_ids)
+            except OSError as exc:
+                raise ArchiveUnavailable(f"cannot delete a saved index: {exc}") from exc
+        for user_id in user_ids:
+            self._writes[user_id] = self._writes.get(user_id, 0) + 1
+        try:
+            yield
+        finally:
+            now = time.monotonic()
+            for user_id in user_ids:
+                left = self._writes.pop(user_id) - 1
+                if left:
+                    self._writes[user_id] = left
+                if self._files is not None and self._cache.holds(user_id):
+                    self._changed[user_id] = now
+
+    async def save_indexes(self, *, quiet: float = 0.0) -> int:
+        """Save the indexes in memory that changed since they were saved (or were read
+        from the table), of users with at least ``save_from`` messages whose messages
+        have not changed for ``quiet`` seconds; returns how many were saved."""
+        files = self._files
+        if files is None:
+            return 0
+        saved = 0
+        for user_id, since in list(self._changed.items()):
+            if time.monotonic() - since < quiet or user_id in self._writes:
+                continue
+            if self._indexing.waiting(user_id):  # not every accepted write applied yet
+                continue
+            del self._changed[user_id]
+            entry = self._cache.peek(user_id)
+            if entry is None or entry.degraded or len(entry.index) < self._save_from:
+                continue
+            token, state = files.token(user_id), entry.state()
+            try:
+                path = await anyio.to_thread.run_sync(files.write, user_id, state)
+                if files.install(user_id, path, token):
+                    saved += 1
+                else:  # written to meanwhile: later
+                    self._changed.setdefault(user_id, time.monotonic())
+            except OSError as exc:
+                _log.warning("cannot save the index of user %s: %s", user_id, exc)
+        return saved
 
     async def index(self, rows: Sequence[ArchivedMessage], matrix: npt.NDArray[np.float32]) -> None:
         """Index durable rows: queued when ``run_indexing`` runs (searches of their users
@@ -145,7 +227,17 @@ class MessageSearch:
     async def run_indexing(
         self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        await self._indexing.run(task_status=task_status)
+        """Until cancelled: index appended messages, and save changed indexes."""
+        async with anyio.create_task_group() as tasks:
+            await tasks.start(self._indexing.run)
+            tasks.start_soon(self._save_quiet_ones)
+            task_status.started()
+
+    async def _save_quiet_ones(self) -> None:
+        every = min(_SAVE_EVERY, max(self._save_after / 3, 0.01))
+        while True:
+            await anyio.sleep(every)
+            await self.save_indexes(quiet=self._save_after)
 
     async def settled(self, user_id: str | None = None) -> None:
         """Every message appended so far (of ``user_id``, or of everyone) is indexed."""
@@ -202,9 +294,49 @@ class MessageSearch:
         thread so the event loop keeps serving other sessions meanwhile
         (``_LOADS_AT_ONCE`` users at a time)."""
         async with self._loads:
-            entry = await self._read_messages(user_id)
+            entry = await self._saved(user_id)
+            if entry is None:
+                entry = await self._read_messages(user_id)
+                if self._files is not None and len(entry.index) >= self._save_from:
+                    self._changed[user_id] = 0.0  # saved at the next round
         await entry.project()
         return entry
+
+    async def _saved(self, user_id: str) -> MessageEntry | None:
+        """The user's saved index with their journaled messages, or None (no file, or one
+        that cannot be used: it is deleted)."""
+        files = self._files
+        if files is None or not files.has(user_id):
+            return None
+        dim = self._dim
+
+        def read() -> MessageEntry:
+            return MessageEntry.restored(dim, files.read(user_id))
+
+        try:
+            entry = await anyio.to_thread.run_sync(read)
+        except FileNotFoundError:  # deleted meanwhile, by a write
+            return None
+        except (UnreadableIndex, OSError, ValueError, KeyError, TypeError) as exc:
+            _log.warning("user %s: reading the table, not their saved index: %s", user_id, exc)
+            files.discard(user_id)
+            return None
+        pending, vectors = self._table.pending_vectors(user_id)
+        await self._add_pending(entry, pending, vectors)
+        return entry
+
+    async def _add_pending(
+        self, entry: MessageEntry, pending: list[ArchivedMessage], vectors: npt.NDArray[np.float32]
+    ) -> None:
+        """Add journaled messages the entry does not hold yet."""
+        if not pending:
+            return
+        try:
+            terms = await self._analyze([search_text(m) for m in pending])
+        except AnalyzerUnavailable:
+            terms = [[] for _ in pending]
+            entry.degraded = True
+        entry.add(columns_of(pending), vectors, terms)
 
     async def _read_messages(self, user_id: str) -> MessageEntry:
         columns = [*COLUMNS, "vector", TERMS_COLUMN]
@@ -232,13 +364,7 @@ class MessageSearch:
         # GIL back every few milliseconds (nobody else sees the entry until it is loaded).
         entry = await anyio.to_thread.run_sync(_indexed, table, analyzed, self._dim)
         entry.degraded = degraded
-        if pending:
-            try:
-                terms = await self._analyze([search_text(m) for m in pending])
-            except AnalyzerUnavailable:
-                terms = [[] for _ in pending]
-                entry.degraded = True
-            entry.add(columns_of(pending), pending_vectors, terms)  # skips what the read had
+        await self._add_pending(entry, pending, pending_vectors)  # skips what the read had
         return entry
 
     async def search(

@@ -1,0 +1,282 @@
+"""One user's archived messages held in memory for search: rows column by column and
+their ``SearchIndex`` (see ``server.adapters.lance_cache`` for how entries are kept)."""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, cast
+
+import anyio
+import anyio.to_thread
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from memory.postings import Postings
+from memory.search_index import EncodedTerms, SearchIndex
+from schemas.records import ArchivedMessage, Role
+
+__all__ = ["MessageEntry"]
+
+_meta_decoder: msgspec.json.Decoder[dict[str, Any]] = msgspec.json.Decoder(dict[str, Any])
+
+_STRING_COLUMNS = ("session_id", "scope", "role", "speaker", "text", "meta", "source_id")
+_INTERNED = frozenset({"session_id", "scope", "role", "speaker"})
+
+
+class MessageEntry:
+    """One user's archived messages: rows column by column (few objects for the garbage
+    collector to walk) and their index."""
+
+    def __init__(self, dim: int) -> None:
+        self.index = SearchIndex(dim)
+        self.ids: list[str] = []
+        self.positions: dict[str, int] = {}
+        self._strings: dict[str, list[str]] = {name: [] for name in _STRING_COLUMNS}
+        self._turns = array("i")
+        self._at = array("d")
+        #: Each message's neighbours in its session, by time (-1: none), and each session's
+        #: last message; rebuilt from scratch when messages arrive out of order.
+        self._prev = array("i")
+        self._next = array("i")
+        self._last: dict[str, int] = {}
+        self._relink = False
+        self._text_bytes = 0
+        #: Indexed without terms (the analyzer failed): used once, then reloaded.
+        self.degraded = False
+        self._projecting: anyio.Event | None = None
+
+    async def project(self) -> None:
+        """Once the index is large, fit its projection (``memory.projection``) in a worker
+        thread (a second or so), once however many searches wait for it."""
+        while self.index.wants_projection:
+            if self._projecting is not None:
+                await self._projecting.wait()
+                continue
+            self._projecting = done = anyio.Event()
+            try:
+                fitted = await anyio.to_thread.run_sync(self.index.fit_projection)
+                self.index.install(fitted)
+            finally:
+                self._projecting = None
+                done.set()
+
+    def nbytes(self) -> int:
+        return self.index.nbytes() + len(self.ids) * 168 + self._text_bytes
+
+    def state(self) -> dict[str, Any]:
+        """What ``restored`` makes the same entry from (``server.adapters.index_files``
+        writes it to disk), without the removed messages: no text, vector or word of a
+        deleted message is in it. Only reads; cheap (lists are copied, arrays are views)."""
+        state = {
+            "index": self.index.state(),
+            "ids": list(self.ids),
+            **{name: list(values) for name, values in self._strings.items()},
+            "turn": np.frombuffer(self._turns, dtype=np.int32).copy(),
+            "at": np.frombuffer(self._at, dtype=np.float64).copy(),
+            "prev": np.frombuffer(self._prev, dtype=np.int32).copy(),
+            "next": np.frombuffer(self._next, dtype=np.int32).copy(),
+            "relink": self._relink,
+        }
+        return _without_removed(state) if self.index.removed else state
+
+    @classmethod
+    def restored(cls, dim: int, state: Mapping[str, Any]) -> MessageEntry:
+        """The entry ``state()`` was taken from."""
+        entry = cls(dim)
+        entry.index = SearchIndex.restored(dim, state["index"])
+        entry.ids = state["ids"]
+        alive = entry.index.visible(None)
+        entry.positions = {
+            ident: p for p, ident in enumerate(entry.ids) if alive is None or alive[p]
+        }
+        for name in _STRING_COLUMNS:
+            values = state[name]
+            entry._strings[name] = [*map(sys.intern, values)] if name in _INTERNED else values
+        entry._turns = array("i", state["turn"].astype(np.int32).tobytes())
+        entry._at = array("d", state["at"].astype(np.float64).tobytes())
+        entry._prev = array("i", state["prev"].astype(np.int32).tobytes())
+        entry._next = array("i", state["next"].astype(np.int32).tobytes())
+        entry._relink = bool(state["relink"])
+        if not entry._relink:
+            # Each session's newest live message is the one with none after it.
+            sessions = entry._strings["session_id"]
+            ends = np.flatnonzero(state["next"] < 0)
+            if alive is not None:
+                ends = ends[alive[ends]]
+            entry._last = {sessions[p]: p for p in ends.tolist()}
+        entry._text_bytes = sum(len(t) + 100 for t in entry._strings["text"]) + sum(
+            map(len, entry._strings["meta"])
+        )
+        return entry
+
+    def add(
+        self,
+        columns: Mapping[str, Sequence[Any]],
+        vectors: npt.ArrayLike,
+        terms: Sequence[Sequence[str]] | EncodedTerms,
+    ) -> None:
+        """Add rows given column by column (``id``, ``at`` as epoch seconds, ``meta`` as
+        JSON text, ...); rows whose id is already held are skipped."""
+        ids = columns["id"]
+        fresh = [i for i, ident in enumerate(ids) if ident not in self.positions]
+        if not fresh:
+            return
+        if len(fresh) < len(ids):
+            columns = {name: [values[i] for i in fresh] for name, values in columns.items()}
+            vectors = np.asarray(vectors, dtype=np.float32)[fresh]
+            listed = terms.lists() if isinstance(terms, EncodedTerms) else terms
+            terms = [listed[i] for i in fresh]
+        first = self.index.add(vectors, terms, columns["scope"])
+        for offset, ident in enumerate(columns["id"]):
+            self.positions[ident] = first + offset
+        self.ids += columns["id"]
+        for name, values in self._strings.items():
+            # Few distinct values: one string object each, not one per row.
+            values += map(sys.intern, columns[name]) if name in _INTERNED else columns[name]
+        self._turns.extend(columns["turn"])
+        self._at.extend(columns["at"])
+        self._link(first, len(columns["id"]))
+        self._text_bytes += sum(len(t) + 100 for t in columns["text"])
+        self._text_bytes += sum(len(m) for m in columns["meta"])
+
+    def _link(self, first: int, count: int) -> None:
+        sessions, at = self._strings["session_id"], self._at
+        self._prev.extend([-1] * count)
+        self._next.extend([-1] * count)
+        for position in range(first, first + count):
+            session = sessions[position]
+            last = self._last.get(session)
+            if last is not None and at[last] > at[position]:
+                self._relink = True  # older than the session's newest: relink all
+            elif last is not None:
+                self._prev[position], self._next[last] = last, position
+            if last is None or at[last] <= at[position]:
+                self._last[session] = position
+
+    def neighbours(self, position: int) -> tuple[int, int]:
+        """The messages before and after ``position`` in its session (-1: none)."""
+        if self._relink:
+            self._relink_all()
+        return self._prev[position], self._next[position]
+
+    def _relink_all(self) -> None:
+        """Neighbours from scratch: live messages sorted by (session, time, position)."""
+        size = self.index.size
+        alive = self.index.visible(None)
+        codes: dict[str, int] = {}
+        session = np.array(
+            [codes.setdefault(s, len(codes)) for s in self._strings["session_id"]], dtype=np.int64
+        )
+        order = np.lexsort((np.arange(size), np.array(self._at, dtype=np.float64), session))
+        if alive is not None:
+            order = order[alive[order]]
+        prev = np.full(size, -1, dtype=np.int32)
+        after = np.full(size, -1, dtype=np.int32)
+        same = session[order[1:]] == session[order[:-1]]
+        prev[order[1:][same]] = order[:-1][same]
+        after[order[:-1][same]] = order[1:][same]
+        self._prev, self._next = array("i", prev.tobytes()), array("i", after.tobytes())
+        self._last = {self._strings["session_id"][p]: int(p) for p in order}
+        self._relink = False
+
+    def remove(self, ids: Iterable[str]) -> None:
+        for ident in ids:
+            position = self.positions.pop(ident, None)
+            if position is not None:
+                self.index.remove(position)
+                self._unlink(position)
+        if self.index.removed > max(1024, len(self.index) // 4):
+            self._compact()
+
+    def _unlink(self, position: int) -> None:
+        before, after = self._prev[position], self._next[position]
+        if before >= 0:
+            self._next[before] = after
+        if after >= 0:
+            self._prev[after] = before
+        session = self._strings["session_id"][position]
+        if self._last.get(session) == position:
+            if before >= 0:
+                self._last[session] = before
+            else:
+                del self._last[session]
+        self._prev[position] = self._next[position] = -1
+
+    def _compact(self) -> None:
+        moved = self.index.compact()
+        keep = [int(p) for p in np.flatnonzero(moved >= 0)]
+        self.ids = [self.ids[p] for p in keep]
+        for name, values in self._strings.items():
+            self._strings[name] = [values[p] for p in keep]
+        self._turns = array("i", [self._turns[p] for p in keep])
+        self._at = array("d", [self._at[p] for p in keep])
+        self.positions = {ident: p for p, ident in enumerate(self.ids)}
+        self._relink_all()
+
+    def texts(self) -> list[str]:
+        """What the keyword fallback matches: who said it and what."""
+        speakers, texts = self._strings["speaker"], self._strings["text"]
+        return [f"{s}: {t}" for s, t in zip(speakers, texts, strict=True)]
+
+    def at(self, position: int) -> float:
+        """When the message at ``position`` was said, epoch seconds."""
+        return self._at[position]
+
+    def role(self, position: int) -> str:
+        return self._strings["role"][position]
+
+    def session(self, position: int) -> str:
+        return self._strings["session_id"][position]
+
+    def row(self, position: int, user_id: str, *, superseded_by: str = "") -> ArchivedMessage:
+        strings = {name: values[position] for name, values in self._strings.items()}
+        return ArchivedMessage(
+            id=self.ids[position],
+            user_id=user_id,
+            session_id=strings["session_id"],
+            scope=strings["scope"],
+            turn=self._turns[position],
+            role=cast("Role", strings["role"]),
+            speaker=strings["speaker"],
+            text=strings["text"],
+            at=datetime.fromtimestamp(self._at[position], UTC),
+            meta=_meta_decoder.decode(strings["meta"]),
+            source_id=strings["source_id"],
+            superseded_by=superseded_by,
+        )
+
+
+def _without_removed(state: dict[str, Any]) -> dict[str, Any]:
+    """``MessageEntry.state()`` as if its removed messages had never been added (their
+    neighbours are linked again on the first search)."""
+    index: dict[str, Any] = dict(state["index"])
+    keep = np.asarray(index["alive"], dtype=np.bool_).copy()
+    moved = np.full(len(keep), -1, dtype=np.int64)
+    moved[keep] = np.arange(int(keep.sum()))
+    for name in ("vectors", "lengths", "scopes"):
+        index[name] = index[name][keep]
+    index["alive"] = np.ones(int(keep.sum()), dtype=np.bool_)
+    postings = Postings.restored(index["postings"])
+    postings.renumber(moved)
+    index["postings"] = postings.state()
+    posted = np.zeros(len(index["words"]), dtype=np.bool_)
+    for starts, _, _ in index["postings"]:
+        posted[np.flatnonzero(np.diff(starts) > 0)] = True
+    # A word only removed messages held keeps its id (ids are positions in this list),
+    # not its text.
+    index["words"] = [w if posted[i] else f"\x00{i}" for i, w in enumerate(index["words"])]
+    if index["projection"] is not None:
+        basis, rows = index["projection"]
+        index["projection"] = (basis, rows[keep])
+    kept = np.flatnonzero(keep).tolist()
+    out = {**state, "index": index}
+    for name in ("ids", *_STRING_COLUMNS):
+        out[name] = [state[name][p] for p in kept]
+    out["turn"], out["at"] = state["turn"][keep], state["at"][keep]
+    out["prev"] = out["next"] = np.full(len(kept), -1, dtype=np.int32)
+    out["relink"] = True
+    return out
