@@ -6,6 +6,7 @@ Each test first checks that the text is on disk (the scan can see it), then dele
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ import pytest
 from tests.fake_ollama import FakeOllama
 from tests.harness import Client, make_app, serve, settings_for
 from tests.test_app_notes import NoteModel
+from tests.test_import_rest import fact as imported_fact
+from tests.test_import_rest import turn as imported_turn
 
 pytestmark = pytest.mark.anyio
 
@@ -101,6 +104,37 @@ async def test_a_deleted_fact_is_gone_from_disk(server: str, tmp_path: Path) -> 
         deleted = await client.delete(f"/memory/long-term/{fact['id']}")
     assert deleted.status_code == 200
     assert b"zqfact" not in on_disk(tmp_path)
+
+
+async def test_a_deleted_message_or_fact_among_many_in_one_data_file_is_gone_from_disk(
+    server: str, tmp_path: Path
+) -> None:
+    """One import writes forty rows into one data file: a delete hides one row of it, and
+    a compaction would leave the file as it is (under a tenth of it deleted)."""
+    lines = [imported_turn(f"m{n}", f"walk {n}", session_id="imp") for n in range(40)]
+    lines += [imported_fact(f"f{n}", f"Owns lamp {n}") for n in range(40)]
+    lines[7]["text"] = "zqturn my bank pin is 4411"
+    lines[47]["content"] = "zqfact hides a key under the mat"
+    body = "".join(json.dumps(line) + "\n" for line in lines)
+    async with rest(server) as client:
+        imported = await client.post(
+            "/memory/import", content=body, headers={"Content-Type": "application/x-ndjson"}
+        )
+        assert imported.json()["errors"] == [], imported.text
+        await wait_on_disk(tmp_path, b"zqturn")
+        await wait_on_disk(tmp_path, b"zqfact")
+        held = await messages(server)
+        turn = next(m for m in held if m["text"].startswith("zqturn"))
+        facts = (await client.get("/memory/long-term", params={"kind": "facts"})).json()
+        fact = next(f for f in facts["items"] if f["content"].startswith("zqfact"))
+        assert (await client.delete(f"/memory/long-term/{turn['id']}")).status_code == 200
+        assert (await client.delete(f"/memory/long-term/{fact['id']}")).status_code == 200
+        on_disk_now = on_disk(tmp_path)
+        assert b"zqturn" not in on_disk_now
+        assert b"zqfact" not in on_disk_now
+        left = await client.get("/memory/long-term", params={"kind": "facts", "limit": 100})
+    assert left.json()["total"] == facts["total"] - 1  # the file's other rows all stay
+    assert len(await messages(server)) == len(held) - 1
 
 
 async def wait_note(server: str, app: str) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 import anyio
+import numpy as np
 from lancedb.index import BTree
 
 from actors.errors import ArchiveUnavailable
@@ -74,6 +75,22 @@ class PurgeGate:
         self._readers = 0
         self._purging = False
         self._changed = anyio.Condition()
+        #: Per table (by identity): the data files (fragments) holding rows deleted since
+        #: the table's last purge.
+        self._erased: dict[int, set[int]] = {}
+
+    async def erasing(self, table: Any, where: str) -> None:
+        """Call before deleting the rows ``where`` selects: notes the data files that hold
+        them. A delete only hides rows, and a compaction leaves a file whose hidden rows
+        are under a tenth of it as it is: ``purge`` writes the rest of each noted file
+        anew, so the deleted rows' bytes go with the old file. (A row's ``_rowid`` is its
+        address, file number times 2^32 plus offset: the tables keep no stable row ids.)"""
+        found = await self.read(
+            lambda: table.query().where(where).with_row_id().select([]).to_arrow()
+        )
+        if found.num_rows:
+            files = np.unique(found["_rowid"].to_numpy() >> 32).tolist()
+            self._erased.setdefault(id(table), set()).update(files)
 
     async def read(self, run: Callable[[], Awaitable[T]]) -> T:
         async with self._changed:
@@ -104,8 +121,9 @@ class PurgeGate:
             raise ArchiveUnavailable(f"optimize failed: {exc}") from exc
 
     async def purge(self, table: Any) -> None:
-        """Drop every old version of ``table``: deleted rows are gone from disk, not just
-        hidden."""
+        """Rewrite what is left of the data files that held deleted rows (``erasing``),
+        then drop every old version of ``table``: deleted rows are gone from disk, not
+        just hidden."""
         async with self._changed:
             while self._purging:
                 await self._changed.wait()
@@ -113,6 +131,17 @@ class PurgeGate:
             while self._readers:
                 await self._changed.wait()
         try:
+            files = self._erased.pop(id(table), set())
+            try:
+                for number in sorted(files):
+                    first = number << 32
+                    await table.update(
+                        where=f"_rowid >= {first} AND _rowid < {first + (1 << 32)}",
+                        updates_sql={"user_id": "user_id"},  # every row written anew
+                    )
+            except BaseException:
+                self._erased.setdefault(id(table), set()).update(files)
+                raise
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
                 await table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
@@ -127,6 +156,7 @@ async def delete_rows(gate: PurgeGate, table: Any, where: str) -> int:
     """Delete the rows ``where`` selects, for good (old versions purged); how many."""
     count = int(await gate.read(lambda: table.count_rows(where)))
     if count:
+        await gate.erasing(table, where)
         await table.delete(where)
         await gate.purge(table)
     return count

@@ -108,6 +108,7 @@ class LanceEntities:
         count = int(await self._gate.read(lambda: self._table.count_rows(where)))
         if count:
             try:
+                await self._gate.erasing(self._table, where)
                 await self._table.delete(where)
             finally:
                 self._kept.pop(user_id, None)

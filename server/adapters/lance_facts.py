@@ -292,6 +292,7 @@ class LanceFacts:
         if count:
             self._counted.written([user_id])
             try:
+                await self._gate.erasing(self._facts, where)
                 await self._facts.delete(where)
                 self._cache.apply(user_id, lambda entry: entry.remove(ids))
             finally:
@@ -306,6 +307,7 @@ class LanceFacts:
         if count:
             self._counted.written([user_id])
             try:
+                await self._gate.erasing(self._facts, where)
                 await self._facts.delete(where)
                 self._cache.drop(user_id)
             finally:
@@ -430,6 +432,7 @@ class LanceFacts:
             where += f" AND id IN {quote_all(ids)}"
         count = int(await self._gate.read(lambda: self._notes.count_rows(where)))
         if count:
+            await self._gate.erasing(self._notes, where)
             await self._notes.delete(where)
             await self._gate.purge(self._notes)
         return count
@@ -438,6 +441,7 @@ class LanceFacts:
         where = user_filter(user_id)
         count = int(await self._gate.read(lambda: self._notes.count_rows(where)))
         if count:
+            await self._gate.erasing(self._notes, where)
             await self._notes.delete(where)
             await self._gate.purge(self._notes)
         return count
@@ -461,6 +465,7 @@ class LanceFacts:
         )
 
     async def delete_profile(self, user_id: str) -> None:
+        await self._gate.erasing(self._profiles, user_filter(user_id))
         await self._profiles.delete(user_filter(user_id))
         await self._gate.purge(self._profiles)
 

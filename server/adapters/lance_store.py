@@ -445,9 +445,9 @@ class LanceStore:
                 matrix = np.asarray(vectors, dtype=np.float32).reshape(len(answers), self._dim)
             ids = [message_id, *(m.id for m in answers)]
             with self._search.writing([user_id]):
-                await self._messages_table.rewrite(
-                    f"{user_filter(user_id)} AND id IN {quote_all(ids)}", answers, matrix
-                )
+                where = f"{user_filter(user_id)} AND id IN {quote_all(ids)}"
+                await self._gate.erasing(self._messages, where)
+                await self._messages_table.rewrite(where, answers, matrix)
                 for gone in ids:
                     self._search.remove(user_id, gone)
                 if answers:
@@ -475,6 +475,7 @@ class LanceStore:
             if count:
                 await self._search.settled()
                 with self._search.writing([user_id]):
+                    await self._gate.erasing(self._messages, where)
                     await self._messages.delete(where)
                     self._search.drop(user_id)
                 await self._gate.purge(self._messages)
@@ -548,7 +549,9 @@ class LanceStore:
         return _working_decoder.decode(rows[0]["data"]) if rows else None
 
     async def delete_working(self, user_id: str, session_id: str) -> None:
-        await self._working.delete(f"{user_filter(user_id)} AND session_id = {quote(session_id)}")
+        where = f"{user_filter(user_id)} AND session_id = {quote(session_id)}"
+        await self._working_gate.erasing(self._working, where)
+        await self._working.delete(where)
 
     async def purge_working(self) -> None:
         await self._working_gate.purge(self._working)
