@@ -15,30 +15,100 @@ or absent:
 
 A file is a header (JSON: the shape of the saved state, and where each array lies)
 and the arrays, each at a multiple of 64 bytes; lists of strings are stored as their
-UTF-8 text and each string's length.
+UTF-8 text and where each string ends (``EncodedStrings``). A file is mapped, not read:
+the first search touches the pages it needs (the projected vectors, the postings of its
+words) and a message's text is decoded when it is shown.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["FORMAT", "IndexFiles", "UnreadableIndex"]
+__all__ = ["FORMAT", "EncodedStrings", "IndexFiles", "UnreadableIndex"]
 
 _MAGIC = b"MNEMOIX\x00"
 #: The layout of ``MessageEntry.state()``; a file of another format is not read.
-FORMAT = 1
+FORMAT = 2
 _ALIGN = 64
 _SUFFIX = ".idx"
 _DTYPES = frozenset({"<f4", "<f8", "<i4", "<i8", "|b1", "|u1"})
+
+
+class EncodedStrings(Sequence[str]):
+    """Strings as one UTF-8 buffer and where each ends (in bytes): each one is decoded
+    when it is read (a large user's texts load without making a string each)."""
+
+    __slots__ = ("data", "ends")
+
+    def __init__(self, data: npt.NDArray[np.uint8], ends: npt.NDArray[np.int64]) -> None:
+        if len(ends) and (ends[-1] != len(data) or (np.diff(ends) < 0).any() or ends[0] < 0):
+            raise ValueError("string ends do not match their text")
+        self.data, self.ends = data, ends
+
+    @classmethod
+    def of(cls, values: Iterable[str]) -> EncodedStrings:
+        encoded = [value.encode("utf-8", "surrogatepass") for value in values]
+        data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+        ends = np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)))
+        return cls(data, ends.astype(np.int64))
+
+    @classmethod
+    def joined(cls, parts: Sequence[EncodedStrings]) -> EncodedStrings:
+        """One after the other."""
+        offsets = np.cumsum([0, *(len(part.data) for part in parts)])
+        return cls(
+            np.concatenate([part.data for part in parts]) if parts else np.zeros(0, np.uint8),
+            np.concatenate(
+                [part.ends + offset for part, offset in zip(parts, offsets, strict=False)]
+            )
+            if parts
+            else np.zeros(0, np.int64),
+        )
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        end = int(self.ends[index])  # IndexError past the end
+        start = int(self.ends[index - 1]) if index else 0
+        return self.data[start:end].tobytes().decode("utf-8", "surrogatepass")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_list())
+
+    def to_list(self) -> list[str]:
+        """Every string (ASCII text, the usual case for ids and names, in one decode)."""
+        raw = self.data.tobytes()
+        ends = self.ends.tolist()
+        if raw.isascii():
+            text = raw.decode("ascii")
+            return [text[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+        return [
+            raw[a:b].decode("utf-8", "surrogatepass")
+            for a, b in zip([0, *ends[:-1]], ends, strict=True)
+        ]
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.data.nbytes + self.ends.nbytes)
 
 
 class UnreadableIndex(Exception):
@@ -131,21 +201,22 @@ class IndexFiles:
         return True
 
     def read(self, user_id: str) -> dict[str, Any]:
-        """The state saved for the user (blocking: in a worker thread). Raises
+        """The state saved for the user (blocking: in a worker thread); its arrays lie in a
+        private mapping of the file (writes to them stay in memory). Raises
         ``UnreadableIndex``, and ``FileNotFoundError`` when there is none."""
         path = self.directory / self._name(user_id)
         with path.open("rb") as source:
-            size = os.fstat(source.fileno()).st_size
-            buffer = bytearray(size)  # writable: the index appends and removes in place
-            if source.readinto(buffer) != size:
-                raise UnreadableIndex(f"{path}: shorter than its size")
+            try:
+                buffer = mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_COPY)
+            except ValueError as exc:  # an empty file
+                raise UnreadableIndex(f"{path}: {exc}") from exc
         try:
             return self._parsed(buffer)
         except (ValueError, KeyError, TypeError, IndexError, struct.error) as exc:
             raise UnreadableIndex(f"{path}: {exc}") from exc
 
-    def _parsed(self, buffer: bytearray) -> dict[str, Any]:
-        if buffer[: len(_MAGIC)] != _MAGIC:
+    def _parsed(self, buffer: mmap.mmap) -> dict[str, Any]:
+        if len(buffer) < len(_MAGIC) + 8 or buffer[: len(_MAGIC)] != _MAGIC:
             raise ValueError("not a saved index")
         (length,) = struct.unpack_from("<Q", buffer, len(_MAGIC))
         header = json.loads(bytes(buffer[len(_MAGIC) + 8 : len(_MAGIC) + 8 + length]))
@@ -179,19 +250,19 @@ def _padded(size: int) -> int:
 
 
 def _flatten(value: Any, arrays: list[npt.NDArray[Any]]) -> Any:
-    """``value`` as JSON, its arrays (and lists of strings) replaced by their numbers in
-    ``arrays``."""
+    """``value`` as JSON, its arrays (and strings) replaced by their numbers in
+    ``arrays``. A non-empty list of strings is saved as ``EncodedStrings``."""
     if isinstance(value, np.ndarray):
         arrays.append(value)
         return {"array": len(arrays) - 1}
     if isinstance(value, dict):
         return {"dict": {key: _flatten(item, arrays) for key, item in value.items()}}
+    if isinstance(value, list | tuple) and value and all(isinstance(v, str) for v in value):
+        value = EncodedStrings.of(value)
+    if isinstance(value, EncodedStrings):
+        arrays += [value.data, value.ends]
+        return {"strings": len(arrays) - 2}
     if isinstance(value, list | tuple):
-        if value and all(isinstance(item, str) for item in value):
-            text = "".join(value).encode("utf-8", "surrogatepass")
-            arrays.append(np.frombuffer(text, dtype=np.uint8))
-            arrays.append(np.fromiter(map(len, value), dtype=np.int64, count=len(value)))
-            return {"strings": len(arrays) - 2}
         return {"list": [_flatten(item, arrays) for item in value]}
     if value is None or isinstance(value, bool | int | float):
         return {"value": value}
@@ -209,11 +280,7 @@ def _unflatten(node: dict[str, Any], arrays: list[npt.NDArray[Any]]) -> Any:
     if kind == "list":
         return [_unflatten(item, arrays) for item in value]
     if kind == "strings":
-        text = arrays[value].tobytes().decode("utf-8", "surrogatepass")
-        ends = np.cumsum(arrays[value + 1]).tolist()
-        if ends and ends[-1] != len(text):
-            raise ValueError("string lengths do not match their text")
-        return [text[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+        return EncodedStrings(arrays[value], arrays[value + 1])
     if kind == "value":
         return value
     raise ValueError(f"unknown node {kind!r}")

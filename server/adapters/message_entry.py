@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import sys
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, cast, overload
 
 import anyio
 import anyio.to_thread
@@ -18,6 +18,7 @@ import numpy.typing as npt
 from memory.postings import Postings
 from memory.search_index import EncodedTerms, SearchIndex
 from schemas.records import ArchivedMessage, Role
+from server.adapters.index_files import EncodedStrings
 
 __all__ = ["MessageEntry"]
 
@@ -25,6 +26,41 @@ _meta_decoder: msgspec.json.Decoder[dict[str, Any]] = msgspec.json.Decoder(dict[
 
 _STRING_COLUMNS = ("session_id", "scope", "role", "speaker", "text", "meta", "source_id")
 _INTERNED = frozenset({"session_id", "scope", "role", "speaker"})
+#: Columns a loaded entry keeps encoded (``EncodedStrings``), decoding a value when read.
+_ENCODED = frozenset({"text", "meta", "source_id"})
+
+
+class _Column(Sequence[str]):
+    """Strings read from a saved index (kept encoded), then those added since."""
+
+    __slots__ = ("head", "tail")
+
+    def __init__(self, head: EncodedStrings) -> None:
+        self.head = head
+        self.tail: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self.head) + len(self.tail)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        held = len(self.head)
+        return self.head[index] if 0 <= index < held else self.tail[index - held]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.head
+        yield from self.tail
+
+    def extend(self, values: Iterable[str]) -> None:
+        self.tail += values
+
+    def nbytes(self) -> int:
+        return self.head.nbytes + sum(len(t) + 100 for t in self.tail)
 
 
 class MessageEntry:
@@ -35,7 +71,7 @@ class MessageEntry:
         self.index = SearchIndex(dim)
         self.ids: list[str] = []
         self.positions: dict[str, int] = {}
-        self._strings: dict[str, list[str]] = {name: [] for name in _STRING_COLUMNS}
+        self._strings: dict[str, list[str] | _Column] = {name: [] for name in _STRING_COLUMNS}
         self._turns = array("i")
         self._at = array("d")
         #: Each message's neighbours in its session, by time (-1: none), and each session's
@@ -67,35 +103,59 @@ class MessageEntry:
     def nbytes(self) -> int:
         return self.index.nbytes() + len(self.ids) * 168 + self._text_bytes
 
-    def state(self) -> dict[str, Any]:
-        """What ``restored`` makes the same entry from (``server.adapters.index_files``
-        writes it to disk), without the removed messages: no text, vector or word of a
-        deleted message is in it. Only reads; cheap (lists are copied, arrays are views)."""
-        state = {
+    def saving(self) -> Callable[[], dict[str, Any]]:
+        """Capture the entry as it is now (cheap: lists are copied, arrays are views, the
+        encoded texts of a loaded entry are shared); the function returned makes from it
+        what ``restored`` reads (``server.adapters.index_files`` writes it to disk) without
+        the removed messages: no text, vector or word of a deleted message is in it. That
+        is the costly part: call it in a worker thread."""
+        removed = self.index.removed
+        captured: dict[str, Any] = {
             "index": self.index.state(),
             "ids": list(self.ids),
-            **{name: list(values) for name, values in self._strings.items()},
+            **{
+                name: values if isinstance(values, _Column) else list(values)
+                for name, values in self._strings.items()
+            },
+            "tails": {
+                name: list(values.tail)
+                for name, values in self._strings.items()
+                if isinstance(values, _Column)
+            },
             "turn": np.frombuffer(self._turns, dtype=np.int32).copy(),
             "at": np.frombuffer(self._at, dtype=np.float64).copy(),
             "prev": np.frombuffer(self._prev, dtype=np.int32).copy(),
             "next": np.frombuffer(self._next, dtype=np.int32).copy(),
             "relink": self._relink,
         }
-        return _without_removed(state) if self.index.removed else state
+
+        def state() -> dict[str, Any]:
+            out = dict(captured)
+            for name, tail in out.pop("tails").items():
+                column = out[name]
+                out[name] = EncodedStrings.joined([column.head, EncodedStrings.of(tail)])
+            return _without_removed(out) if removed else out
+
+        return state
 
     @classmethod
     def restored(cls, dim: int, state: Mapping[str, Any]) -> MessageEntry:
         """The entry ``state()`` was taken from."""
         entry = cls(dim)
         entry.index = SearchIndex.restored(dim, state["index"])
-        entry.ids = state["ids"]
+        entry.ids = _listed(state["ids"])
         alive = entry.index.visible(None)
         entry.positions = {
             ident: p for p, ident in enumerate(entry.ids) if alive is None or alive[p]
         }
         for name in _STRING_COLUMNS:
             values = state[name]
-            entry._strings[name] = [*map(sys.intern, values)] if name in _INTERNED else values
+            if name in _ENCODED and isinstance(values, EncodedStrings):
+                entry._strings[name] = _Column(values)
+            elif name in _INTERNED:
+                entry._strings[name] = [*map(sys.intern, _listed(values))]
+            else:
+                entry._strings[name] = _listed(values)
         entry._turns = array("i", state["turn"].astype(np.int32).tobytes())
         entry._at = array("d", state["at"].astype(np.float64).tobytes())
         entry._prev = array("i", state["prev"].astype(np.int32).tobytes())
@@ -108,8 +168,9 @@ class MessageEntry:
             if alive is not None:
                 ends = ends[alive[ends]]
             entry._last = {sessions[p]: p for p in ends.tolist()}
-        entry._text_bytes = sum(len(t) + 100 for t in entry._strings["text"]) + sum(
-            map(len, entry._strings["meta"])
+        entry._text_bytes = sum(
+            column.nbytes() if isinstance(column, _Column) else sum(len(t) + 100 for t in column)
+            for column in (entry._strings["text"], entry._strings["meta"])
         )
         return entry
 
@@ -136,7 +197,7 @@ class MessageEntry:
         self.ids += columns["id"]
         for name, values in self._strings.items():
             # Few distinct values: one string object each, not one per row.
-            values += map(sys.intern, columns[name]) if name in _INTERNED else columns[name]
+            values.extend(map(sys.intern, columns[name]) if name in _INTERNED else columns[name])
         self._turns.extend(columns["turn"])
         self._at.extend(columns["at"])
         self._link(first, len(columns["id"]))
@@ -211,7 +272,7 @@ class MessageEntry:
         keep = [int(p) for p in np.flatnonzero(moved >= 0)]
         self.ids = [self.ids[p] for p in keep]
         for name, values in self._strings.items():
-            self._strings[name] = [values[p] for p in keep]
+            self._strings[name] = [values[p] for p in keep]  # (decodes encoded texts)
         self._turns = array("i", [self._turns[p] for p in keep])
         self._at = array("d", [self._at[p] for p in keep])
         self.positions = {ident: p for p, ident in enumerate(self.ids)}
@@ -250,6 +311,10 @@ class MessageEntry:
         )
 
 
+def _listed(values: Sequence[str]) -> list[str]:
+    return values.to_list() if isinstance(values, EncodedStrings) else list(values)
+
+
 def _without_removed(state: dict[str, Any]) -> dict[str, Any]:
     """``MessageEntry.state()`` as if its removed messages had never been added (their
     neighbours are linked again on the first search)."""
@@ -275,7 +340,15 @@ def _without_removed(state: dict[str, Any]) -> dict[str, Any]:
     kept = np.flatnonzero(keep).tolist()
     out = {**state, "index": index}
     for name in ("ids", *_STRING_COLUMNS):
-        out[name] = [state[name][p] for p in kept]
+        values = state[name]
+        if isinstance(values, EncodedStrings):  # each kept one re-encoded, none decoded
+            starts = np.concatenate([[0], values.ends[:-1]])
+            data = values.data.tobytes()
+            out[name] = EncodedStrings.of(
+                data[starts[p] : values.ends[p]].decode("utf-8", "surrogatepass") for p in kept
+            )
+        else:
+            out[name] = [values[p] for p in kept]
     out["turn"], out["at"] = state["turn"][keep], state["at"][keep]
     out["prev"] = out["next"] = np.full(len(kept), -1, dtype=np.int32)
     out["relink"] = True

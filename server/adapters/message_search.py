@@ -12,9 +12,10 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -83,6 +84,11 @@ def _add(
     columns: dict[str, list[Any]], vectors: Any, terms: list[list[str]], entry: MessageEntry
 ) -> None:
     entry.add(columns, vectors, terms)
+
+
+def _written(files: IndexFiles, user_id: str, state: Callable[[], dict[str, Any]]) -> Path:
+    """Make the captured state and write it (in a worker thread)."""
+    return files.write(user_id, state())
 
 
 def _indexed(table: pa.Table, analyzed: dict[str, list[str]], dim: int) -> MessageEntry:
@@ -205,9 +211,9 @@ class MessageSearch:
             entry = self._cache.peek(user_id)
             if entry is None or entry.degraded or len(entry.index) < self._save_from:
                 continue
-            token, state = files.token(user_id), entry.state()
+            token, state = files.token(user_id), entry.saving()
             try:
-                path = await anyio.to_thread.run_sync(files.write, user_id, state)
+                path = await anyio.to_thread.run_sync(_written, files, user_id, state)
                 if files.install(user_id, path, token):
                     saved += 1
                 else:  # written to meanwhile: later
