@@ -1,7 +1,7 @@
 """Retrieval quality on LoCoMo: Recall@1/5/10/20 and MRR per category, beside plain BM25.
 
     python -m bench.locomo [--data ../shared/eval/locomo-dev.json] [--embedder onnx-minilm]
-                           [--data-dir DIR]
+                           [--data-dir DIR] [--project-from N]
 
 Starts ``mnemo serve`` in its own process (real LanceDB in a temp dir, the
 chosen embedder; no Ollama: importing and searching never call it). Each
@@ -13,6 +13,11 @@ question of categories 1-4 (those with evidence) is asked through ``GET
 evidence turns among the first k hits; MRR uses the first evidence hit. The
 baseline is plain BM25 (k1 1.2, b 0.75, lower-cased word tokens) over the same
 turn texts, computed here in the same run. Writes ``bench/results/locomo.json``.
+
+``--project-from 0`` gives every conversation what a user of 50,000 messages gets: a
+projection first and int8 vectors (``MNEMO_PROJECT_FROM``); a conversation is under the
+projection's 1,000 candidates, so what changes is the int8 rounding alone. Writes
+``bench/results/locomo-int8.json``.
 """
 
 from __future__ import annotations
@@ -175,6 +180,7 @@ def main() -> None:
     parser.add_argument(
         "--data-dir", default=None, help="keep the server's data here (a rerun skips the import)"
     )
+    parser.add_argument("--project-from", type=int, default=None, help="MNEMO_PROJECT_FROM")
     args = parser.parse_args()
     samples = json.loads(args.data.read_text())
     env = {
@@ -182,10 +188,15 @@ def main() -> None:
         "MNEMO_OLLAMA_URL": "http://127.0.0.1:9",  # nothing listens: no model is needed
         "MNEMO_API_KEYS": ",".join(f"k{i}:{s['sample_id']}" for i, s in enumerate(samples)),
     }
+    name = "locomo"
+    if args.project_from is not None:
+        env["MNEMO_PROJECT_FROM"] = str(args.project_from)
+        name = "locomo-int8"
     with server_process(env, data_dir=args.data_dir) as address:
         result = run(address, samples)
     result["setup"] = {**machine(), "embedder": args.embedder, "data": str(args.data)}
-    path = write_result("locomo", result)
+    result["setup"]["project_from"] = args.project_from
+    path = write_result(name, result)
     print(
         f"LoCoMo {args.data.name}: {result['conversations']} conversations, {result['turns']}"
         f" turns imported at {result['import_turns_per_s']:.0f} turns/s, embedder"

@@ -15,10 +15,12 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from schemas.settings import PROJECT_FROM as DEFAULT_PROJECT_FROM
+
 __all__ = ["CANDIDATES", "DIMS", "PROJECT_FROM", "Projection"]
 
-#: Documents from which an index ranks by projection first.
-PROJECT_FROM = 50_000
+#: Documents from which an index ranks by projection first (``Settings.project_from``).
+PROJECT_FROM = DEFAULT_PROJECT_FROM
 DIMS = 128
 CANDIDATES = 1_000
 #: Vectors the principal directions are fitted on. On 48,948 stored LongMemEval keys

@@ -24,6 +24,7 @@ import numpy.typing as npt
 
 from memory.postings import Postings
 from memory.projection import CANDIDATES, PROJECT_FROM, Projection
+from memory.vectors import Quantised, Vectors
 
 __all__ = ["BM25_B", "BM25_K1", "GLOBAL_SCOPE", "EncodedTerms", "SearchIndex", "top_k"]
 
@@ -85,17 +86,6 @@ def top_k(scores: Floats, k: int) -> list[tuple[int, float]]:
     return [(int(picked[i]), float(scores[picked[i]])) for i in order]
 
 
-def _capacity(held: int, need: int) -> int:
-    """Rows a full vector matrix of ``held`` rows grows to for ``need``: exactly ``need``
-    for the first add (a new user, or a bulk load); then twice as many while small (a
-    user's second turn does not reserve 16 rows, 24 KB at 384 dimensions), at most 16
-    more up to 64, and a quarter more past it (a large user's matrix is most of the
-    index's memory)."""
-    if not held:
-        return need
-    return max(need, held + max(held // 4, min(held, 16)))
-
-
 class _Grow:
     """A 1-D NumPy array with spare capacity at the end."""
 
@@ -128,9 +118,15 @@ class _Grow:
 class SearchIndex:
     """One user's documents (see the module docstring)."""
 
-    def __init__(self, dim: int) -> None:
+    def __init__(self, dim: int, *, project_from: int = PROJECT_FROM) -> None:
+        """``project_from``: live documents from which the index wants a projection
+        (``wants_projection``)."""
         self.dim = dim
-        self._vectors = np.zeros((0, dim), dtype=np.float32)
+        self.project_from = project_from
+        #: Counts compactions (which move positions): a projection or quantised copy
+        #: made before one does not fit the index after it.
+        self.compactions = 0
+        self._vectors = Vectors(dim)
         self._size = 0
         self._lengths = _Grow(np.float32)
         self._alive = _Grow(np.bool_)
@@ -162,7 +158,7 @@ class SearchIndex:
         """About how much memory the index holds."""
         projected = self._projection.nbytes() if self._projection is not None else 0
         return int(
-            self._vectors.nbytes
+            self._vectors.nbytes()
             + projected
             + self._size * 9
             + self._postings.nbytes()
@@ -173,10 +169,9 @@ class SearchIndex:
         """What ``restored`` makes the same index from: arrays (views, not copies) and
         lists. Only reads; the arrays' rows below ``size`` do not change while documents
         are added, but ``remove`` changes ``alive`` in place."""
-        size = self._size
         projection = self._projection
         return {
-            "vectors": self._vectors[:size],
+            "vectors": self._vectors.state(),
             "lengths": self._lengths.view(),
             "alive": self._alive.view(),
             "scopes": self._scopes.view(),
@@ -188,11 +183,13 @@ class SearchIndex:
         }
 
     @classmethod
-    def restored(cls, dim: int, state: Mapping[str, Any]) -> SearchIndex:
+    def restored(
+        cls, dim: int, state: Mapping[str, Any], *, project_from: int = PROJECT_FROM
+    ) -> SearchIndex:
         """The index ``state()`` was taken from (its arrays are used, not copied)."""
-        index = cls(dim)
-        index._vectors = state["vectors"].reshape(-1, dim)
-        index._size = len(index._vectors)
+        index = cls(dim, project_from=project_from)
+        index._vectors = Vectors.restored(dim, state["vectors"])
+        index._size = index._vectors.size
         index._lengths = _Grow.of(state["lengths"])
         index._alive = _Grow.of(state["alive"])
         index._scopes = _Grow.of(state["scopes"])
@@ -213,10 +210,7 @@ class SearchIndex:
 
     def reserve(self, documents: int) -> None:
         """Make room for this many documents in all (a bulk load: no regrowing)."""
-        if documents > len(self._vectors):
-            grown = np.zeros((documents, self.dim), dtype=np.float32)
-            grown[: self._size] = self._vectors[: self._size]
-            self._vectors = grown
+        self._vectors.reserve(documents)
 
     def add(
         self,
@@ -232,11 +226,7 @@ class SearchIndex:
             raise ValueError("vectors, terms and scopes differ in length")
         first = self._size
         need = first + n
-        if need > len(self._vectors):
-            grown = np.zeros((_capacity(len(self._vectors), need), self.dim), dtype=np.float32)
-            grown[:first] = self._vectors[:first]
-            self._vectors = grown
-        self._vectors[first:need] = matrix
+        self._vectors.append(matrix)
         if self._projection is not None:
             self._projection.extend(matrix)
         if isinstance(terms, EncodedTerms):
@@ -264,22 +254,32 @@ class SearchIndex:
     @property
     def wants_projection(self) -> bool:
         """Large enough to rank by projection first, and no projection installed yet."""
-        return self._projection is None and self._live >= PROJECT_FROM
+        return self._projection is None and self._live >= max(self.project_from, 1)
 
     def fit_projection(self) -> Projection:
         """A projection fitted on (and covering) the vectors held now. Only reads: it may
         run in a worker thread while documents are added; ``install`` catches up."""
         size = self._size
-        vectors = self._vectors[:size]
+        vectors = self._vectors.rows(slice(0, size))
         projection = Projection.fit(vectors)
         projection.extend(vectors)
         return projection
 
-    def install(self, projection: Projection) -> None:
-        """Rank by ``projection`` from now on, projecting what was added since its fit."""
+    def quantised_vectors(self) -> Quantised:
+        """The vectors as int8, for ``install`` (only reads: may run in a worker thread)."""
+        return self._vectors.quantised()
+
+    def install(
+        self, projection: Projection, *, quantise: bool = True, prepared: Quantised | None = None
+    ) -> None:
+        """Rank by ``projection`` from now on, projecting what was added since its fit;
+        with ``quantise``, the vectors are held as int8 from then on (``memory.vectors``:
+        only the candidates' rows are read), ``prepared`` by ``quantised_vectors``."""
         if projection.size < self._size:
-            projection.extend(self._vectors[projection.size : self._size])
+            projection.extend(self._vectors.rows(slice(projection.size, self._size)))
         self._projection = projection
+        if quantise:
+            self._vectors.quantise(prepared)
 
     def _scope_code(self, scope: str) -> int:
         return self._scope_codes.setdefault(scope, len(self._scope_codes))
@@ -322,15 +322,16 @@ class SearchIndex:
         keep = self._alive.view().astype(np.bool_)
         moved = np.full(self._size, -1, dtype=np.int64)
         moved[keep] = np.arange(int(keep.sum()))
-        self._vectors = self._vectors[: self._size][keep].copy()
+        self._vectors.keep(keep)
         if self._projection is not None:
             self._projection.keep(keep)
         for grow in (self._lengths, self._alive, self._scopes):
             kept = grow.view()[keep].copy()
             grow.data, grow.size = kept, len(kept)
         self._postings.renumber(moved)
-        self._size = len(self._vectors)
+        self._size = self._vectors.size
         self._removed = 0
+        self.compactions += 1
         return moved
 
     # -- reading ---------------------------------------------------------------
@@ -356,16 +357,15 @@ class SearchIndex:
         query = np.asarray(vector, dtype=np.float32)
         # The positions the mask covers: documents may be added meanwhile (another thread).
         size = len(mask) if mask is not None else self._size
-        matrix = self._vectors[:size]
         projection = self._projection
         if exact or projection is None or projection.size < size:
-            scores: Floats = matrix @ query
+            scores = self._vectors.scores(query, size)
             if mask is not None:
                 scores[~mask] = -np.inf
             return scores
         found = projection.candidates(query, mask, CANDIDATES, size)
         scores = np.full(size, -np.inf, dtype=np.float32)
-        scores[found] = matrix[found] @ query
+        scores[found] = self._vectors.rows(found) @ query
         return scores
 
     def similarities(self, positions: Sequence[int], vector: npt.ArrayLike) -> list[float]:
@@ -373,12 +373,12 @@ class SearchIndex:
         if not positions:
             return []
         query = np.asarray(vector, dtype=np.float32)
-        scores = self._vectors[np.asarray(positions, dtype=np.int64)] @ query
+        scores = self._vectors.rows(np.asarray(positions, dtype=np.int64)) @ query
         return [float(score) for score in scores]
 
     def pairwise(self, positions: Sequence[int]) -> Floats:
         """Cosine similarities between these positions, a square matrix in their order."""
-        rows = self._vectors[np.asarray(positions, dtype=np.int64)]
+        rows = self._vectors.rows(np.asarray(positions, dtype=np.int64))
         matrix: Floats = rows @ rows.T
         return matrix
 
@@ -393,7 +393,7 @@ class SearchIndex:
         if projection is None or projection.size < size:
             return top_k(self.dense_scores(query, mask), k)
         found = projection.candidates(query, mask, CANDIDATES, size)
-        exact = self._vectors[:size][found] @ query
+        exact = self._vectors.rows(found) @ query
         return [(int(found[i]), score) for i, score in top_k(exact, k)]
 
     def sparse_scores(

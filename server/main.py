@@ -46,6 +46,7 @@ def build_store(settings: Settings, embedder: Embedder) -> LanceStore:
         indexes=Path(settings.data_dir) / "indexes",
         save_index_from=settings.save_index_from,
         save_index_after=settings.save_index_after,
+        project_from=settings.project_from,
     )
 
 

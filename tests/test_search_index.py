@@ -360,8 +360,44 @@ def test_the_memory_estimate_counts_new_words_by_their_length_and_the_projection
     assert second == first  # a word of the same length costs the same
     projection = index.fit_projection()
     without = index.nbytes()
-    index.install(projection)
+    index.install(projection, quantise=False)
     assert index.nbytes() == without + projection.nbytes()
+
+
+def test_a_quantised_index_holds_a_quarter_of_the_vector_bytes_and_finds_what_float32_finds() -> (
+    None
+):
+    rng = np.random.default_rng(29)
+    centers = _unit(rng, 50, 64)
+    vectors = centers[rng.integers(0, 50, 3_000)] + 0.6 * _unit(rng, 3_000, 64)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    exact, quantised = SearchIndex(64), SearchIndex(64)
+    for index in (exact, quantised):
+        index.add(vectors, [[] for _ in range(3_000)], ["global"] * 3_000)
+    fitted = exact.fit_projection()
+    exact.install(fitted, quantise=False)
+    before = quantised.nbytes()
+    projection = quantised.fit_projection()
+    quantised.install(projection)
+    saved = before + projection.nbytes() - quantised.nbytes()
+    assert saved >= 0.7 * vectors.nbytes  # int8 and a scale a row: 68 bytes, not 256
+    late = _unit(rng, 5, 64)  # added after: quantised as they come
+    for index in (exact, quantised):
+        index.add(late, [[] for _ in range(5)], ["global"] * 5)
+    overlap = []
+    for query in [*_unit(rng, 30, 64), *late]:
+        want = exact.dense_top(query, None, 10)
+        got = quantised.dense_top(query, None, 10)
+        overlap.append(len({p for p, _ in want} & {p for p, _ in got}) / 10)
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=0.01)
+        full = quantised.dense_scores(query, None, exact=True)
+        assert full == pytest.approx(exact.dense_scores(query, None, exact=True), abs=0.01)
+    assert sum(overlap) / len(overlap) >= 0.97
+    positions = [3, 3_002, 17]
+    assert quantised.similarities(positions, late[2]) == pytest.approx(
+        exact.similarities(positions, late[2]), abs=0.01
+    )
+    assert quantised.pairwise(positions) == pytest.approx(exact.pairwise(positions), abs=0.01)
 
 
 def test_reserving_room_keeps_the_documents_held_and_scores_as_an_index_that_grew() -> None:
@@ -619,7 +655,7 @@ def _projected_index(n: int, seed: int) -> tuple[SearchIndex, np.ndarray]:
     vectors = _unit(np.random.default_rng(seed), n, 8)
     index = SearchIndex(8)
     index.add(vectors, [[] for _ in range(n)], ["app-a", "app-b"] * (n // 2))
-    index.install(index.fit_projection())
+    index.install(index.fit_projection(), quantise=False)  # exact scores
     return index, vectors
 
 
@@ -661,7 +697,7 @@ def test_a_projection_scores_only_its_candidates_and_may_miss_the_true_best() ->
     vectors = np.stack([np.cos(angles), np.sin(angles)], axis=1).astype(np.float32)
     index = SearchIndex(2)
     index.add(vectors, [[] for _ in angles], ["global"] * len(angles))
-    index.install(Projection(np.array([[1.0], [0.0]], dtype=np.float32)))
+    index.install(Projection(np.array([[1.0], [0.0]], dtype=np.float32)), quantise=False)
     query = np.array([np.cos(1.5), np.sin(1.5)], dtype=np.float32)
     scores = index.dense_scores(query, None)
     assert np.flatnonzero(np.isfinite(scores)).tolist() == list(range(CANDIDATES))

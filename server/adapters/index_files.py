@@ -38,10 +38,10 @@ __all__ = ["FORMAT", "EncodedStrings", "IndexFiles", "UnreadableIndex"]
 
 _MAGIC = b"MNEMOIX\x00"
 #: The layout of ``MessageEntry.state()``; a file of another format is not read.
-FORMAT = 2
+FORMAT = 3
 _ALIGN = 64
 _SUFFIX = ".idx"
-_DTYPES = frozenset({"<f4", "<f8", "<i4", "<i8", "|b1", "|u1"})
+_DTYPES = frozenset({"<f4", "<f8", "<i4", "<i8", "|b1", "|u1", "|i1"})
 
 
 class EncodedStrings(Sequence[str]):

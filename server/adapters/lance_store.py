@@ -27,6 +27,7 @@ from lancedb.index import FTS, BTree
 
 from actors.errors import MnemoError
 from actors.ports import Embedder, Page, ScoredMessage, VectorSource
+from memory.projection import PROJECT_FROM
 from memory.recall import CONTEXT_CHARS, said, search_text
 from memory.search_index import SearchIndex
 from memory.text import indexed_text
@@ -98,6 +99,7 @@ class LanceStore:
         indexes: Path | None = None,
         save_index_from: int = 1000,
         save_index_after: float = 30.0,
+        project_from: int = PROJECT_FROM,
     ) -> None:
         """``cache_bytes`` bounds the in-memory search indexes (messages and facts together);
         past it, the least recently used users' indexes are evicted. With a ``journal``
@@ -106,7 +108,9 @@ class LanceStore:
         ``ranking`` orders found messages (``memory.ranking``; default: ``Ranking()``).
         With an ``indexes`` directory, the message indexes of users with at least
         ``save_index_from`` messages are saved there (``server.adapters.index_files``)
-        once their messages have not changed for ``save_index_after`` seconds.
+        once their messages have not changed for ``save_index_after`` seconds. Users with
+        at least ``project_from`` messages rank by a projection first and hold their
+        vectors as int8 (``memory.projection``, ``memory.vectors``).
         ``lance_metadata_bytes`` and ``lance_index_bytes`` bound LanceDB's own caches (see
         ``Settings``)."""
         self._uri = str(uri)
@@ -140,6 +144,7 @@ class LanceStore:
             ranking or Ranking(),
             save_from=save_index_from,
             save_after=save_index_after,
+            project_from=project_from,
         )
 
     @property

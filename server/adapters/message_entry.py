@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memory.postings import Postings
+from memory.projection import PROJECT_FROM
 from memory.search_index import EncodedTerms, SearchIndex
 from schemas.records import ArchivedMessage, Role
 from server.adapters.index_files import EncodedStrings
@@ -67,8 +68,10 @@ class MessageEntry:
     """One user's archived messages: rows column by column (few objects for the garbage
     collector to walk) and their index."""
 
-    def __init__(self, dim: int) -> None:
-        self.index = SearchIndex(dim)
+    def __init__(self, dim: int, *, project_from: int = PROJECT_FROM) -> None:
+        """``project_from``: messages from which the index ranks by a projection first and
+        holds its vectors as int8 (``memory.projection``, ``memory.vectors``)."""
+        self.index = SearchIndex(dim, project_from=project_from)
         self.ids: list[str] = []
         self.positions: dict[str, int] = {}
         self._strings: dict[str, list[str] | _Column] = {name: [] for name in _STRING_COLUMNS}
@@ -94,8 +97,11 @@ class MessageEntry:
                 continue
             self._projecting = done = anyio.Event()
             try:
+                compactions = self.index.compactions
                 fitted = await anyio.to_thread.run_sync(self.index.fit_projection)
-                self.index.install(fitted)
+                prepared = await anyio.to_thread.run_sync(self.index.quantised_vectors)
+                if self.index.compactions == compactions:  # else fit again
+                    self.index.install(fitted, prepared=prepared)  # (catches up on both)
             finally:
                 self._projecting = None
                 done.set()
@@ -139,10 +145,12 @@ class MessageEntry:
         return state
 
     @classmethod
-    def restored(cls, dim: int, state: Mapping[str, Any]) -> MessageEntry:
-        """The entry ``state()`` was taken from."""
-        entry = cls(dim)
-        entry.index = SearchIndex.restored(dim, state["index"])
+    def restored(
+        cls, dim: int, state: Mapping[str, Any], *, project_from: int = PROJECT_FROM
+    ) -> MessageEntry:
+        """The entry ``saving()`` captured."""
+        entry = cls(dim, project_from=project_from)
+        entry.index = SearchIndex.restored(dim, state["index"], project_from=project_from)
         entry.ids = _listed(state["ids"])
         alive = entry.index.visible(None)
         entry.positions = {
@@ -322,7 +330,12 @@ def _without_removed(state: dict[str, Any]) -> dict[str, Any]:
     keep = np.asarray(index["alive"], dtype=np.bool_).copy()
     moved = np.full(len(keep), -1, dtype=np.int64)
     moved[keep] = np.arange(int(keep.sum()))
-    for name in ("vectors", "lengths", "scopes"):
+    vectors = index["vectors"]
+    index["vectors"] = {
+        "rows": vectors["rows"][keep],
+        "scales": None if vectors["scales"] is None else vectors["scales"][keep],
+    }
+    for name in ("lengths", "scopes"):
         index[name] = index[name][keep]
     index["alive"] = np.ones(int(keep.sum()), dtype=np.bool_)
     postings = Postings.restored(index["postings"])

@@ -29,6 +29,7 @@ from anyio.abc import TaskStatus
 from actors.errors import ArchiveUnavailable
 from actors.ports import ScoredMessage, VectorSource
 from memory.keywords import extract_keywords
+from memory.projection import PROJECT_FROM
 from memory.ranking import Candidates, asks_assistant, gathers, rank
 from memory.recall import search_text
 from memory.scoring import rrf_score
@@ -91,11 +92,13 @@ def _written(files: IndexFiles, user_id: str, state: Callable[[], dict[str, Any]
     return files.write(user_id, state())
 
 
-def _indexed(table: pa.Table, analyzed: dict[str, list[str]], dim: int) -> MessageEntry:
+def _indexed(
+    table: pa.Table, analyzed: dict[str, list[str]], dim: int, project_from: int
+) -> MessageEntry:
     """A new entry holding ``table``'s rows, ``_LOAD_SLICE`` at a time: each row's terms
     as stored (``TERMS_COLUMN``), or, for a row stored without, its terms in ``analyzed``
     (by id; none if missing)."""
-    entry = MessageEntry(dim)
+    entry = MessageEntry(dim, project_from=project_from)
     entry.index.reserve(table.num_rows)
     for start in range(0, table.num_rows, _LOAD_SLICE):
         part = table.slice(start, _LOAD_SLICE)
@@ -140,10 +143,12 @@ class MessageSearch:
         *,
         save_from: int = 1000,
         save_after: float = 30.0,
+        project_from: int = PROJECT_FROM,
     ) -> None:
         """``save_from``: users with at least this many messages get their index saved,
         once ``attach`` is given where (``IndexFiles``), when their messages have not
-        changed for ``save_after`` seconds (a chat in full flow changes them every few)."""
+        changed for ``save_after`` seconds (a chat in full flow changes them every few).
+        ``project_from``: see ``MessageEntry``."""
         self._ranking = ranking
         self._cache = UserCache(self._load_messages, budget=budget)
         self._indexing = IndexQueue(self._index_appended, self._cache.drop)
@@ -154,6 +159,7 @@ class MessageSearch:
         self._dim = 0
         self._files: IndexFiles | None = None
         self._save_from, self._save_after = save_from, save_after
+        self._project_from = project_from
         #: Writes under way per user (``writing``).
         self._writes: dict[str, int] = {}
         #: Users whose index changed since it was saved, and since when (monotonic).
@@ -314,10 +320,10 @@ class MessageSearch:
         files = self._files
         if files is None or not files.has(user_id):
             return None
-        dim = self._dim
+        dim, project_from = self._dim, self._project_from
 
         def read() -> MessageEntry:
-            return MessageEntry.restored(dim, files.read(user_id))
+            return MessageEntry.restored(dim, files.read(user_id), project_from=project_from)
 
         try:
             entry = await anyio.to_thread.run_sync(read)
@@ -368,7 +374,9 @@ class MessageSearch:
                 degraded = True
         # Building the index is Python work: in a worker thread, so the event loop gets the
         # GIL back every few milliseconds (nobody else sees the entry until it is loaded).
-        entry = await anyio.to_thread.run_sync(_indexed, table, analyzed, self._dim)
+        entry = await anyio.to_thread.run_sync(
+            _indexed, table, analyzed, self._dim, self._project_from
+        )
         entry.degraded = degraded
         await self._add_pending(entry, pending, pending_vectors)  # skips what the read had
         return entry
