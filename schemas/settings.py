@@ -120,7 +120,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: Users with at least this many archived messages get their search index saved
     #: (``<data_dir>/indexes``): their first search after a restart or an eviction reads
     #: it back instead of rebuilding it from the store ...
-    save_index_from: int = 1000
+    save_index_from: int = 200
     #: ... once their messages have not changed for this many seconds.
     save_index_after: float = 30.0
     #: Users with at least this many archived messages rank their vector side by a

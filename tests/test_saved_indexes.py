@@ -371,3 +371,36 @@ def test_an_index_restored_from_its_state_keeps_its_projection() -> None:
     back = SearchIndex.restored(32, index.state())
     assert not back.wants_projection
     assert back.dense_top(vectors[3], None, 5) == index.dense_top(vectors[3], None, 5)
+
+
+async def test_a_user_written_to_while_not_in_memory_is_loaded_and_saved_once_quiet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = LanceStore(
+        tmp_path / "db",
+        embedder=_embedder,
+        journal=tmp_path / "journal",
+        indexes=tmp_path / "indexes",
+        save_index_from=10,
+        save_index_after=0.3,
+    )
+    await store.open()
+    try:
+        async with anyio.create_task_group() as tasks:
+            await tasks.start(store.run_indexing)
+            await put(store, *(_note(n, user="imported") for n in range(30)))  # no search
+            await put(store, *(_note(n, user="few") for n in range(3)))
+            with anyio.fail_after(10):
+                while not _saved_files(tmp_path):
+                    await anyio.sleep(0.02)
+            tasks.cancel_scope.cancel()
+    finally:
+        await store.aclose()
+    assert len(_saved_files(tmp_path)) == 1  # not the user of three messages
+    store = _store(tmp_path)
+    await store.open()
+    _no_table_reads(monkeypatch)
+    try:
+        assert (await _ask(store, "item17", user="imported"))[0] == _text(17)
+    finally:
+        await store.aclose()

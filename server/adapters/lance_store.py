@@ -97,7 +97,7 @@ class LanceStore:
         lance_index_bytes: int = 128 << 20,
         ranking: Ranking | None = None,
         indexes: Path | None = None,
-        save_index_from: int = 1000,
+        save_index_from: int = 200,
         save_index_after: float = 30.0,
         project_from: int = PROJECT_FROM,
     ) -> None:

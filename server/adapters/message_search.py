@@ -77,8 +77,10 @@ _LOADS_AT_ONCE = 2
 _NEIGHBOUR_SHARE = 0.5
 #: The highest score a message can reach (first on both sides, and so is a neighbour).
 _BEST_SCORE = (1.0 + _NEIGHBOUR_SHARE) * rrf_score(1, 1, limit=1)
-#: Longest between two looks for changed indexes to save.
+#: Longest between two looks for changed indexes to save, and how many users not in
+#: memory (imported, or evicted since their last write) each look loads to save them.
 _SAVE_EVERY = 10.0
+_LOADS_TO_SAVE = 8
 
 
 def _add(
@@ -141,7 +143,7 @@ class MessageSearch:
         gate: PurgeGate,
         ranking: Ranking,
         *,
-        save_from: int = 1000,
+        save_from: int = 200,
         save_after: float = 30.0,
         project_from: int = PROJECT_FROM,
     ) -> None:
@@ -197,25 +199,32 @@ class MessageSearch:
                 left = self._writes.pop(user_id) - 1
                 if left:
                     self._writes[user_id] = left
-                if self._files is not None and self._cache.holds(user_id):
+                if self._files is not None:
                     self._changed[user_id] = now
 
-    async def save_indexes(self, *, quiet: float = 0.0) -> int:
-        """Save the indexes in memory that changed since they were saved (or were read
-        from the table), of users with at least ``save_from`` messages whose messages
-        have not changed for ``quiet`` seconds; returns how many were saved."""
+    async def save_indexes(self, *, quiet: float = 0.0, loads: int = 0) -> int:
+        """Save the indexes that changed since they were saved (or were read from the
+        table), of users with at least ``save_from`` messages whose messages have not
+        changed for ``quiet`` seconds; returns how many were saved. Up to ``loads`` users
+        written to while not in memory (an import, a user evicted since) are loaded
+        for it; the others wait for a later call."""
         files = self._files
         if files is None:
             return 0
         saved = 0
         for user_id, since in list(self._changed.items()):
-            if time.monotonic() - since < quiet or user_id in self._writes:
+            if time.monotonic() - since < quiet or self._busy(user_id):
                 continue
-            if self._indexing.waiting(user_id):  # not every accepted write applied yet
-                continue
-            del self._changed[user_id]
             entry = self._cache.peek(user_id)
-            if entry is None or entry.degraded or len(entry.index) < self._save_from:
+            if entry is None:
+                if loads <= 0:
+                    continue
+                loads -= 1
+                entry = await self._cache.get(user_id)
+                if self._busy(user_id):
+                    continue
+            self._changed.pop(user_id, None)
+            if entry.degraded or len(entry.index) < self._save_from:
                 continue
             token, state = files.token(user_id), entry.saving()
             try:
@@ -245,11 +254,15 @@ class MessageSearch:
             tasks.start_soon(self._save_quiet_ones)
             task_status.started()
 
+    def _busy(self, user_id: str) -> bool:
+        """A write of the user's messages is under way, or not yet applied in memory."""
+        return user_id in self._writes or self._indexing.waiting(user_id)
+
     async def _save_quiet_ones(self) -> None:
         every = min(_SAVE_EVERY, max(self._save_after / 3, 0.01))
         while True:
             await anyio.sleep(every)
-            await self.save_indexes(quiet=self._save_after)
+            await self.save_indexes(quiet=self._save_after, loads=_LOADS_TO_SAVE)
 
     async def settled(self, user_id: str | None = None) -> None:
         """Every message appended so far (of ``user_id``, or of everyone) is indexed."""
