@@ -22,7 +22,8 @@
    the ONNX embedder: the first with no saved index (``rest_big``: the index is built
    from the table, and saved when that server stops), the next two reading the saved
    index (``rest_big_saved``, ``ws_big``). ``--big-data DIR`` keeps that directory for
-   the next run.
+   the next run; ``--cold`` empties the kernel's page cache before each REST first
+   search of the big user (root only; the JSON is then ``client_search-cold.json``).
 
 Prints the setup and a table, writes ``bench/results/client_search.json``. Timings are
 the client's: from sending the request to having read the whole answer.
@@ -130,8 +131,19 @@ def _env(users: int) -> dict[str, str]:
     }
 
 
-def _rest(address: str, keys: Sequence[str], queries: Sequence[str], warm: int) -> dict[str, Any]:
-    """First search of each key's user on a fresh server, then ``warm`` searches."""
+def _drop_caches() -> None:
+    """Empty the kernel's page cache (root only): the next reads come from the disk."""
+    os.sync()
+    Path("/proc/sys/vm/drop_caches").write_text("3\n")
+
+
+def _rest(
+    address: str, keys: Sequence[str], queries: Sequence[str], warm: int, *, cold: bool = False
+) -> dict[str, Any]:
+    """First search of each key's user on a fresh server (``cold``: with the page cache
+    emptied first), then ``warm`` searches."""
+    if cold:
+        _drop_caches()
     with httpx.Client(base_url=f"http://{address}", timeout=900) as client:
         first = [_search(client, key, queries[i % len(queries)]) for i, key in enumerate(keys)]
         again = [
@@ -233,6 +245,11 @@ def main() -> None:
     parser.add_argument("--big", type=int, default=100_000, help="0: skip")
     parser.add_argument("--big-data", help="keep the big user's data directory here")
     parser.add_argument("--data", default=str(DATA))
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="empty the page cache before the big user's first search (root)",
+    )
     parser.add_argument("--stand-in", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.stand_in:
@@ -242,6 +259,7 @@ def main() -> None:
         records = json.load(file)
     queries = [r["question"] for r in records]
     result: dict[str, Any] = {"setup": {**machine(), "users": args.users, "warm": args.warm}}
+    result["setup"]["cold_page_cache"] = args.cold
     if args.users:
         _small(result, args, records, queries)
     if args.big:
@@ -249,11 +267,14 @@ def main() -> None:
         _big(big_dir, records, args.big)
         shutil.rmtree(Path(big_dir) / "indexes", ignore_errors=True)
         with served(_env(0), data_dir=big_dir) as (address, _):
-            result["rest_big"] = _rest(address, [f"k{_BIG_USER}"], queries, args.warm)
+            result["rest_big"] = _rest(
+                address, [f"k{_BIG_USER}"], queries, args.warm, cold=args.cold
+            )
         saved = sorted((Path(big_dir) / "indexes").glob("*.idx"))
         result["setup"]["big_saved_index_bytes"] = sum(p.stat().st_size for p in saved)
         with served(_env(0), data_dir=big_dir) as (address, _):
-            result["rest_big_saved"] = _rest(address, [f"k{_BIG_USER}"], queries, args.warm)
+            big = [f"k{_BIG_USER}"]
+            result["rest_big_saved"] = _rest(address, big, queries, args.warm, cold=args.cold)
         with served(_env(0), data_dir=big_dir) as (address, _):
             result["ws_big"] = _ws(address, [f"k{_BIG_USER}"], queries, args.warm)
         result["setup"]["big_messages"] = args.big
@@ -313,7 +334,8 @@ def _report(result: dict[str, Any], args: argparse.Namespace) -> None:
                 f"{row['p99']:>9.1f}{row['max']:>9.1f}"
             )
             del result[name][phase]
-    print(f"wrote {write_result('client_search', result)}")
+    name = "client_search-cold" if args.cold else "client_search"
+    print(f"wrote {write_result(name, result)}")
 
 
 if __name__ == "__main__":
