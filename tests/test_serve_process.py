@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from websockets.exceptions import ConnectionClosed
 
 from tests.harness import Client
 
@@ -109,6 +110,44 @@ async def test_serve_on_embedded_defaults_acks_turns_recalls_them_and_stops_clea
     [failed] = [e for e in entries if e["message"].startswith("chat in session s1 failed")]
     assert (failed["level"], failed["session_id"], failed["user_id"]) == ("warning", "s1", "local")
     assert (tmp_path / "data" / "lancedb" / "messages.lance").is_dir()
+
+
+async def _close_frame(client: Client) -> tuple[int, str] | None:
+    """The code and reason the server closed the connection with (frames before: read)."""
+    try:
+        while True:
+            await client.connection.recv()
+    except ConnectionClosed as exc:
+        frame = exc.rcvd
+    return None if frame is None else (frame.code, frame.reason)
+
+
+async def test_a_stopping_server_tells_its_clients_to_reconnect_and_saves_their_indexes(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    with _serving(data, MNEMO_EMBEDDER="hash", MNEMO_SAVE_INDEX_FROM="2") as (address, process):
+        async with Client.connect(address, "s1") as client:
+            await client.receive()
+            for n in range(2):
+                await client.send(
+                    type="turn", id=f"t{n}", user=f"walked to pier {n}", assistant="ok"
+                )
+                await client.until("ack")
+            await client.send(type="context", id="q", query="pier")  # loads the user's index
+            await client.until("context")
+            process.send_signal(signal.SIGTERM)
+            closed = await _close_frame(client)
+        process.wait(30)
+    assert closed == (1012, "")  # service restart: reconnect
+    assert len(list((data / "indexes").glob("*.idx"))) == 1
+    with _serving(data, MNEMO_EMBEDDER="hash") as (address, _):
+        async with Client.connect(address, "s1") as client:
+            ready = await client.receive()
+            await client.send(type="context", id="q", query="pier 1")
+            block, _ = await client.until("context")
+    assert (ready["resumed"], ready["turn_count"]) == (True, 2)
+    assert "walked to pier 1" in block["text"]
 
 
 async def test_a_turn_acked_just_before_the_server_was_killed_is_archived_after_a_restart(
