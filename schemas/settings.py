@@ -43,6 +43,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     """Everything configurable. Environment names are ``MNEMO_`` + the field name upper-cased."""
 
     data_dir: str = "mnemo-data"
+    #: With an object-store ``data_dir`` (``s3://bucket/prefix``): the local directory of
+    #: the turn journal, the saved search indexes and the lock.
+    local_dir: str = "mnemo-local"
     host: str = "127.0.0.1"
     port: int = 8000
     ollama_url: str = "http://127.0.0.1:11434"

@@ -21,7 +21,7 @@ from schemas.settings import Settings
 from server import cli_mcp, cli_reembed, watch_cli
 from server.cli_transfer import add_commands, export_command, import_command
 from server.config import ConfigError, is_loopback, load_settings
-from server.datadir import DataDirLock, DataDirLocked
+from server.datadir import DataDirLock, DataDirLocked, is_uri, local_dir
 from server.logs import configure_logging
 from server.protocols import RefusingWebSockets, timed_http
 
@@ -61,7 +61,7 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     from server.main import build_app
 
-    lock = DataDirLock(settings.data_dir)
+    lock = DataDirLock(local_dir(settings.data_dir, settings.local_dir))
     try:
         lock.acquire()
     except DataDirLocked as exc:
@@ -76,7 +76,13 @@ def serve(args: argparse.Namespace) -> int:
 def describe_start(settings: Settings) -> tuple[int, str]:
     """The line ``mnemo serve`` starts with, and its log level: where data lives, the
     embedder, the models and whether their endpoint answers (asked once, for 2 s)."""
-    where = f"mnemo {_VERSION}: data in {Path(settings.data_dir).resolve()}"
+    data = settings.data_dir
+    if is_uri(data):
+        where = (
+            f"mnemo {_VERSION}: data in {data} (journal in {Path(settings.local_dir).resolve()})"
+        )
+    else:
+        where = f"mnemo {_VERSION}: data in {Path(data).resolve()}"
     models = f"chat model {settings.chat_model}, extraction model {settings.extract_model}"
     head = f"{where}; embedder {settings.embedder}; {models} at {settings.ollama_url}"
     try:

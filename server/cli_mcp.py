@@ -27,7 +27,7 @@ from mcp.shared.message import SessionMessage
 from schemas.settings import Settings
 from server.auth import user_for_token
 from server.config import CLIENT_KEY, CLIENT_URL, ConfigError, load_settings
-from server.datadir import DataDirLock, DataDirLocked
+from server.datadir import DataDirLock, DataDirLocked, local_dir
 from server.logs import configure_logging
 from server.mcp_calls import Caller
 from server.mcp_tools import build_mcp
@@ -61,7 +61,7 @@ def mcp_command(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         _say(str(exc))
         return 2
-    lock = DataDirLock(settings.data_dir)
+    lock = DataDirLock(local_dir(settings.data_dir, settings.local_dir))
     try:
         lock.acquire()
     except DataDirLocked as exc:

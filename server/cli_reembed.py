@@ -12,7 +12,7 @@ import anyio
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from server.config import ConfigError, load_settings
-from server.datadir import DataDirLock, DataDirLocked
+from server.datadir import DataDirLock, DataDirLocked, is_uri
 
 __all__ = ["add_commands", "reembed_command"]
 
@@ -32,6 +32,12 @@ def reembed_command(args: argparse.Namespace) -> int:
         settings = load_settings(os.environ, data_dir=args.data_dir)
     except ConfigError as exc:
         print(f"mnemo: {exc}", file=sys.stderr)
+        return 2
+    if is_uri(settings.data_dir):
+        print(
+            f"mnemo: reembed runs on a local data directory, not {settings.data_dir}",
+            file=sys.stderr,
+        )
         return 2
     from server.main import build_embedder
     from server.reembed import ReembedError, reembed

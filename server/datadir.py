@@ -1,4 +1,10 @@
-"""One server per data directory: an exclusive lock on ``<data_dir>/mnemo.lock``.
+"""Where a server keeps its data, and one server per data directory: an exclusive lock
+on ``<data_dir>/mnemo.lock``.
+
+A data directory is a local path, or an object-store URI (``s3://bucket/prefix``,
+configured with the standard ``AWS_*`` variables, which LanceDB reads). With a URI
+only the LanceDB tables live there; the turn journal, the saved search indexes and
+the lock live in ``MNEMO_LOCAL_DIR``.
 
 A second ``mnemo serve`` on the same directory would be a second writer of its
 tables and journal, and neither process would see the other's writes. The lock is
@@ -18,9 +24,27 @@ from typing import IO
 
 from actors.errors import MnemoError
 
-__all__ = ["DataDirLock", "DataDirLocked"]
+__all__ = ["DataDirLock", "DataDirLocked", "is_uri", "local_dir", "tables_uri"]
 
 _NAME = "mnemo.lock"
+
+
+def is_uri(data_dir: str) -> bool:
+    """Whether ``data_dir`` names an object store (``scheme://...``), not a path."""
+    return "://" in data_dir
+
+
+def tables_uri(data_dir: str) -> str:
+    """Where the LanceDB tables of ``data_dir`` live."""
+    return (
+        f"{data_dir.rstrip('/')}/lancedb" if is_uri(data_dir) else str(Path(data_dir) / "lancedb")
+    )
+
+
+def local_dir(data_dir: str, local: str) -> Path:
+    """The local directory of ``data_dir``'s journal, saved indexes and lock: the data
+    directory itself, or ``local`` (``MNEMO_LOCAL_DIR``) for an object-store URI."""
+    return Path(local) if is_uri(data_dir) else Path(data_dir)
 
 
 class DataDirLocked(MnemoError):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from starlette.applications import Starlette
 
 from actors.ports import Embedder
@@ -12,6 +10,7 @@ from schemas.settings import Settings
 from server.adapters.lance_store import LanceStore
 from server.adapters.ollama import OllamaEmbedder, OllamaLlm
 from server.app import create_app
+from server.datadir import local_dir, tables_uri
 
 __all__ = ["build_app", "build_embedder", "build_store"]
 
@@ -33,17 +32,18 @@ def build_embedder(settings: Settings) -> Embedder:
 
 
 def build_store(settings: Settings, embedder: Embedder) -> LanceStore:
-    """The LanceDB store under ``data_dir`` (its journal and saved indexes beside it), its
-    caches sized by ``settings``."""
+    """The LanceDB store under ``data_dir`` (its journal and saved indexes beside it, or in
+    ``local_dir`` for an object-store URI), its caches sized by ``settings``."""
+    local = local_dir(settings.data_dir, settings.local_dir)
     return LanceStore(
-        Path(settings.data_dir) / "lancedb",
+        tables_uri(settings.data_dir),
         embedder=embedder,
         cache_bytes=settings.cache_mb << 20,
-        journal=Path(settings.data_dir) / "journal",
+        journal=local / "journal",
         lance_metadata_bytes=settings.lance_metadata_cache_mb << 20,
         lance_index_bytes=settings.lance_index_cache_mb << 20,
         ranking=settings.ranking,
-        indexes=Path(settings.data_dir) / "indexes",
+        indexes=local / "indexes",
         save_index_from=settings.save_index_from,
         save_index_after=settings.save_index_after,
         project_from=settings.project_from,

@@ -1,0 +1,121 @@
+"""`mnemo serve` with its data directory on an S3-compatible object store (moto's server
+in its own process): the tables live in the bucket, the journal and saved indexes in
+``MNEMO_LOCAL_DIR``; what is stored survives a restart and a delete leaves no byte of
+the deleted text in the bucket."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import httpx
+import pytest
+
+from tests.harness import Client
+from tests.test_serve_process import _free_port, _serving
+
+pytestmark = pytest.mark.anyio
+
+_BUCKET = "mnemo-test"
+
+
+@pytest.fixture
+def s3() -> Iterator[dict[str, str]]:
+    """moto's S3 server and the ``AWS_*`` variables that point LanceDB at it."""
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=1):
+                    break
+            except OSError:
+                assert process.poll() is None, "moto's server exited"
+                assert time.monotonic() < deadline, "moto's server did not start in 30 s"
+                time.sleep(0.1)
+        env = {
+            "AWS_ENDPOINT": url,
+            "AWS_ALLOW_HTTP": "true",
+            "AWS_ACCESS_KEY_ID": "test",
+            "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_REGION": "us-east-1",
+        }
+        _bucket(env).create_bucket(Bucket=_BUCKET)
+        yield env
+    finally:
+        process.kill()
+        process.wait(10)
+
+
+def _bucket(env: dict[str, str]) -> Any:
+    return boto3.client(
+        "s3",
+        endpoint_url=env["AWS_ENDPOINT"],
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        region_name=env["AWS_REGION"],
+    )
+
+
+def _objects(env: dict[str, str]) -> dict[str, bytes]:
+    client = _bucket(env)
+    keys = [
+        item["Key"]
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=_BUCKET)
+        for item in page.get("Contents", [])
+    ]
+    return {key: client.get_object(Bucket=_BUCKET, Key=key)["Body"].read() for key in keys}
+
+
+async def _hits(address: str, query: str) -> list[str]:
+    async with httpx.AsyncClient(base_url=f"http://{address}", timeout=30) as client:
+        found = await client.get("/memory/search", params={"q": query, "kind": "turns"})
+    found.raise_for_status()
+    return [hit["text"] for hit in found.json()["hits"]]
+
+
+async def test_a_server_on_an_object_store_keeps_its_tables_there_and_deletes_for_good(
+    s3: dict[str, str], tmp_path: Path
+) -> None:
+    env = {
+        **s3,
+        "MNEMO_DATA_DIR": f"s3://{_BUCKET}/node-a",
+        "MNEMO_LOCAL_DIR": str(tmp_path / "local"),
+        "MNEMO_EMBEDDER": "hash",
+    }
+    secret = "zqs3secret my locker code is 7713"
+    with _serving(tmp_path / "unused", **env) as (address, _):
+        async with Client.connect(address, "s1") as client:
+            await client.receive()
+            for n, text in enumerate([secret, "I sail on the lake at dawn", "my cat is Miso"]):
+                await client.send(type="turn", id=f"t{n}", user=text, assistant="noted")
+                await client.until("ack")
+        assert (await _hits(address, "sail lake"))[0] == "I sail on the lake at dawn"
+        async with httpx.AsyncClient(base_url=f"http://{address}", timeout=30) as rest:
+            listed = await rest.get("/memory/long-term", params={"kind": "turns"})
+            [turn] = [t for t in listed.json()["items"] if t["text"] == secret]
+            assert (await rest.delete(f"/memory/long-term/{turn['id']}")).status_code == 200
+        stored = _objects(s3)
+    assert any(key.startswith("node-a/lancedb/messages.lance/") for key in stored)
+    assert not any(secret.encode() in data for data in stored.values())
+    assert not (tmp_path / "unused").exists()  # nothing local but MNEMO_LOCAL_DIR
+    assert (tmp_path / "local" / "journal").is_dir()
+
+    with _serving(tmp_path / "unused", **env) as (address, _):
+        async with Client.connect(address, "s1") as client:
+            ready = await client.receive()
+        assert (ready["resumed"], ready["turn_count"]) == (True, 3)
+        assert (await _hits(address, "cat name"))[0] == "my cat is Miso"
+        assert all("7713" not in text for text in await _hits(address, "locker code"))
