@@ -104,7 +104,7 @@ async def test_a_message_written_after_the_save_is_found_after_a_crash(
     await store.open()
     await put(store, *(_note(n) for n in range(20)))
     await _ask(store, "violin")
-    assert await store._search.save_indexes() == 1
+    assert await store._search.saver.save() == 1
     assert len(_saved_files(tmp_path)) == 1
     await put(store, message(50, "a pelican named Gus", session="p"))
     assert _saved_files(tmp_path) == []  # gone before the write was acknowledged
@@ -130,12 +130,12 @@ async def test_a_deleted_message_leaves_no_saved_index_holding_its_text(
     secret = "zebra-crossing-7731"
     await put(store, *(_note(n) for n in range(20)), message(30, f"hint {secret}", session="h"))
     await _ask(store, "hint")
-    assert await store._search.save_indexes() == 1
+    assert await store._search.saver.save() == 1
     assert secret.encode() in everything_on_disk(tmp_path / "indexes")
     assert await store.delete_message("u1", message(30, "").id)
     assert secret.encode() not in everything_on_disk(tmp_path / "indexes")
     assert all("zebra" not in text for text in await _ask(store, "hint zebra crossing"))
-    assert await store._search.save_indexes() == 1  # saved again, without it
+    assert await store._search.saver.save() == 1  # saved again, without it
     assert _saved_files(tmp_path)
     assert secret.encode() not in everything_on_disk(tmp_path / "indexes")
 
@@ -147,11 +147,11 @@ async def test_clearing_a_users_messages_deletes_their_saved_index(
     await put(store, *(_note(n, user="u2") for n in range(20)))
     await _ask(store, "violin")
     await _ask(store, "violin", user="u2")
-    assert await store._search.save_indexes() == 2
+    assert await store._search.saver.save() == 2
     assert await store.clear_messages("u1") == 20
     assert len(_saved_files(tmp_path)) == 1
     assert await _ask(store, "violin") == []
-    assert await store._search.save_indexes() == 0  # nothing left to save
+    assert await store._search.saver.save() == 0  # nothing left to save
     assert len(await _ask(store, "violin", user="u2")) == 5
 
 

@@ -8,7 +8,7 @@ or absent:
 * a write of a user's messages (append, delete, clear) is *accepted* only once the
   user's file is deleted (``accept``), so no file ever misses an accepted write;
 * a file is written from the user's index in memory when no write of theirs is under
-  way and every accepted one is applied to it (``MessageSearch.save_indexes``), then
+  way and every accepted one is applied to it (``index_saving.IndexSaver``), then
   synced and renamed into place only if no write was accepted meanwhile (``install``);
 * a file that cannot be read, or is of another format, embedder or vector size, is
   deleted and the user is read from the table.

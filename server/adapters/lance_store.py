@@ -296,7 +296,7 @@ class LanceStore:
 
     async def aclose(self) -> None:
         if self._archive is not None:
-            await self._search.save_indexes()
+            await self._search.saver.save()
             try:
                 await self._archive.flush()
             except MnemoError as exc:  # the journal keeps them: the next open replays them
@@ -330,7 +330,7 @@ class LanceStore:
         if not rows:
             return
         matrix = np.asarray(vectors, dtype=np.float32).reshape(len(rows), self._dim)
-        with self._search.writing({m.user_id for m in rows}):
+        with self._search.saver.writing({m.user_id for m in rows}):
             await self._messages_table.append(rows, matrix)
             await self._search.index(rows, matrix)
 
@@ -449,7 +449,7 @@ class LanceStore:
                 vectors = await self._embedder.embed([search_text(m) for m in answers])
                 matrix = np.asarray(vectors, dtype=np.float32).reshape(len(answers), self._dim)
             ids = [message_id, *(m.id for m in answers)]
-            with self._search.writing([user_id]):
+            with self._search.saver.writing([user_id]):
                 where = f"{user_filter(user_id)} AND id IN {quote_all(ids)}"
                 await self._gate.erasing(self._messages, where)
                 await self._messages_table.rewrite(where, answers, matrix)
@@ -479,7 +479,7 @@ class LanceStore:
             count = int(await self._gate.read(lambda: self._messages.count_rows(where)))
             if count:
                 await self._search.settled()
-                with self._search.writing([user_id]):
+                with self._search.saver.writing([user_id]):
                     await self._gate.erasing(self._messages, where)
                     await self._messages.delete(where)
                     self._search.drop(user_id)

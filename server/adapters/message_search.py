@@ -12,10 +12,8 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable, Collection, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -26,7 +24,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from anyio.abc import TaskStatus
 
-from actors.errors import ArchiveUnavailable
 from actors.ports import ScoredMessage, VectorSource
 from memory.keywords import extract_keywords
 from memory.projection import PROJECT_FROM
@@ -40,6 +37,7 @@ from schemas.records import ArchivedMessage
 from schemas.settings import Ranking, SearchMode
 from server.adapters.index_files import IndexFiles, UnreadableIndex
 from server.adapters.index_queue import IndexQueue
+from server.adapters.index_saving import IndexSaver
 from server.adapters.lance_analyzer import Analyzer, AnalyzerUnavailable
 from server.adapters.lance_cache import (
     Budget,
@@ -77,21 +75,12 @@ _LOADS_AT_ONCE = 2
 _NEIGHBOUR_SHARE = 0.5
 #: The highest score a message can reach (first on both sides, and so is a neighbour).
 _BEST_SCORE = (1.0 + _NEIGHBOUR_SHARE) * rrf_score(1, 1, limit=1)
-#: Longest between two looks for changed indexes to save, and how many users not in
-#: memory (imported, or evicted since their last write) each look loads to save them.
-_SAVE_EVERY = 10.0
-_LOADS_TO_SAVE = 8
 
 
 def _add(
     columns: dict[str, list[Any]], vectors: Any, terms: list[list[str]], entry: MessageEntry
 ) -> None:
     entry.add(columns, vectors, terms)
-
-
-def _written(files: IndexFiles, user_id: str, state: Callable[[], dict[str, Any]]) -> Path:
-    """Make the captured state and write it (in a worker thread)."""
-    return files.write(user_id, state())
 
 
 def _indexed(
@@ -160,12 +149,10 @@ class MessageSearch:
         self._analyzer: Analyzer | None = None
         self._dim = 0
         self._files: IndexFiles | None = None
-        self._save_from, self._save_after = save_from, save_after
         self._project_from = project_from
-        #: Writes under way per user (``writing``).
-        self._writes: dict[str, int] = {}
-        #: Users whose index changed since it was saved, and since when (monotonic).
-        self._changed: dict[str, float] = {}
+        self.saver = IndexSaver(
+            self._cache, self._indexing.waiting, save_from=save_from, save_after=save_after
+        )
 
     def attach(
         self,
@@ -177,65 +164,7 @@ class MessageSearch:
         """The opened table (with its journal), the analyzer, and where indexes are saved
         (None: nowhere); before any other call."""
         self._archive, self._analyzer, self._dim = archive, analyzer, dim
-        self._files = files
-
-    @contextmanager
-    def writing(self, user_ids: Collection[str]) -> Iterator[None]:
-        """Around a write of these users' messages, from before it is durable until it is
-        applied to the indexes in memory: their saved indexes are deleted first, and
-        saved again later. Raises ``ArchiveUnavailable`` (then nothing may be written)."""
-        if self._files is not None:
-            try:
-                self._files.accept(user_ids)
-            except OSError as exc:
-                raise ArchiveUnavailable(f"cannot delete a saved index: {exc}") from exc
-        for user_id in user_ids:
-            self._writes[user_id] = self._writes.get(user_id, 0) + 1
-        try:
-            yield
-        finally:
-            now = time.monotonic()
-            for user_id in user_ids:
-                left = self._writes.pop(user_id) - 1
-                if left:
-                    self._writes[user_id] = left
-                if self._files is not None:
-                    self._changed[user_id] = now
-
-    async def save_indexes(self, *, quiet: float = 0.0, loads: int = 0) -> int:
-        """Save the indexes that changed since they were saved (or were read from the
-        table), of users with at least ``save_from`` messages whose messages have not
-        changed for ``quiet`` seconds; returns how many were saved. Up to ``loads`` users
-        written to while not in memory (an import, a user evicted since) are loaded
-        for it; the others wait for a later call."""
-        files = self._files
-        if files is None:
-            return 0
-        saved = 0
-        for user_id, since in list(self._changed.items()):
-            if time.monotonic() - since < quiet or self._busy(user_id):
-                continue
-            entry = self._cache.peek(user_id)
-            if entry is None:
-                if loads <= 0:
-                    continue
-                loads -= 1
-                entry = await self._cache.get(user_id)
-                if self._busy(user_id):
-                    continue
-            self._changed.pop(user_id, None)
-            if entry.degraded or len(entry.index) < self._save_from:
-                continue
-            token, state = files.token(user_id), entry.saving()
-            try:
-                path = await anyio.to_thread.run_sync(_written, files, user_id, state)
-                if files.install(user_id, path, token):
-                    saved += 1
-                else:  # written to meanwhile: later
-                    self._changed.setdefault(user_id, time.monotonic())
-            except OSError as exc:
-                _log.warning("cannot save the index of user %s: %s", user_id, exc)
-        return saved
+        self._files = self.saver.files = files
 
     async def index(self, rows: Sequence[ArchivedMessage], matrix: npt.NDArray[np.float32]) -> None:
         """Index durable rows: queued when ``run_indexing`` runs (searches of their users
@@ -251,18 +180,8 @@ class MessageSearch:
         """Until cancelled: index appended messages, and save changed indexes."""
         async with anyio.create_task_group() as tasks:
             await tasks.start(self._indexing.run)
-            tasks.start_soon(self._save_quiet_ones)
+            tasks.start_soon(self.saver.run)
             task_status.started()
-
-    def _busy(self, user_id: str) -> bool:
-        """A write of the user's messages is under way, or not yet applied in memory."""
-        return user_id in self._writes or self._indexing.waiting(user_id)
-
-    async def _save_quiet_ones(self) -> None:
-        every = min(_SAVE_EVERY, max(self._save_after / 3, 0.01))
-        while True:
-            await anyio.sleep(every)
-            await self.save_indexes(quiet=self._save_after, loads=_LOADS_TO_SAVE)
 
     async def settled(self, user_id: str | None = None) -> None:
         """Every message appended so far (of ``user_id``, or of everyone) is indexed."""
@@ -322,8 +241,7 @@ class MessageSearch:
             entry = await self._saved(user_id)
             if entry is None:
                 entry = await self._read_messages(user_id)
-                if self._files is not None and len(entry.index) >= self._save_from:
-                    self._changed[user_id] = 0.0  # saved at the next round
+                self.saver.built(user_id, entry)
         await entry.project()
         return entry
 
