@@ -463,6 +463,32 @@ def test_the_panel_refreshes_when_the_tab_is_visible_again_and_when_the_chat_lea
     expect(card(page, "Reads science fiction")).to_be_visible()
 
 
+def test_a_redraw_while_someone_moves_by_keyboard_keeps_their_focus_where_it_was(
+    site: Site, rest: httpx.Client, page: Page
+) -> None:
+    add(rest, "Owns a piano")
+    add(rest, "Likes sushi", category="preference")
+    sheet = open_panel(page, site)
+    redraw = """async () => (await import('/web/app.js')).bus.dispatchEvent(
+        new CustomEvent('memory-changed', {detail: null}))"""
+
+    card(page, "Owns a piano").locator(".mp-text").focus()
+    page.keyboard.press("Tab")  # to its Pin button, shown while focus is in the card
+    pin = card(page, "Owns a piano").get_by_role("button", name="Pin")
+    expect(pin).to_be_focused()
+    add(rest, "Collects stamps")  # learned meanwhile: the list is drawn again
+    page.evaluate(redraw)
+    expect(card(page, "Collects stamps")).to_be_visible()
+    expect(pin).to_be_focused()  # the same button of the same fact, in the new drawing
+
+    tab = sheet.get_by_role("tab", name=re.compile("^Preferences"))
+    tab.focus()
+    add(rest, "Reads poetry")
+    page.evaluate(redraw)
+    expect(card(page, "Reads poetry")).to_be_visible()
+    expect(sheet.get_by_role("tab", name=re.compile("^Preferences"))).to_be_focused()
+
+
 def test_the_keyboard_reaches_everything_and_focus_stays_in_the_sheet_until_it_returns(
     site: Site, rest: httpx.Client, page: Page
 ) -> None:

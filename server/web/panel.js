@@ -558,19 +558,31 @@ class MemoryPanel {
     return `This will remove all ${plural(count, "fact", "facts")}`;
   }
 
-  /** What has focus, so that drawing again can give it back. */
+  /** What has focus, so that drawing again can give it back: a redraw (a fact learned
+   * meanwhile) must not drop the focus of someone moving through the sheet by keyboard. */
   describeFocus() {
     const active = document.activeElement;
-    if (!active || !this.list.contains(active)) return null;
+    if (!active) return null;
+    if (this.tabs.contains(active)) return { tab: active.dataset.category };
+    if (!this.list.contains(active)) return null;
     const card = active.closest(".mp-card");
-    return card ? { id: card.dataset.id, selector: [...active.classList].map((c) => `.${c}`).join("") } : null;
+    const selector = [...active.classList].map((c) => `.${c}`).join("");
+    return card ? { id: card.dataset.id, selector } : { inList: true };
   }
 
   restoreFocus(focused) {
     if (!focused) return;
-    const card = this.cardOf(focused.id);
+    if (focused.tab !== undefined) {
+      const tab = [...this.tabs.querySelectorAll(".mp-tab")].find((t) => t.dataset.category === focused.tab);
+      (tab ?? this.tabs.querySelector('[aria-selected="true"]'))?.focus();
+      return;
+    }
+    const card = focused.id && this.cardOf(focused.id);
     const target = card && (card.querySelector(focused.selector || ".mp-text") ?? card.querySelector(".mp-text"));
-    target?.focus();
+    // A card shows its actions only while focus is within it: its text first, so the
+    // action can take the focus. A fact gone meanwhile: the first card's text.
+    card?.querySelector(".mp-text")?.focus();
+    (target ?? this.list.querySelector(".mp-text") ?? this.sheet.querySelector(".mp-close"))?.focus();
   }
 
   pulse(id) {
