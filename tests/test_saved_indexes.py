@@ -37,13 +37,14 @@ def _note(n: int, *, user: str = "u1") -> ArchivedMessage:
     return message(n, _text(n), user=user, session=f"s{n}")
 
 
-def _store(root: Path, *, save_from: int = 10) -> LanceStore:
+def _store(root: Path, *, save_from: int = 10, save_after: float = 30.0) -> LanceStore:
     return LanceStore(
         root / "db",
         embedder=_embedder,
         journal=root / "journal",
         indexes=root / "indexes",
         save_index_from=save_from,
+        save_index_after=save_after,
     )
 
 
@@ -180,7 +181,7 @@ async def test_a_damaged_or_foreign_saved_index_is_deleted_and_the_table_read(
         files.read("u1")
 
 
-async def test_a_save_raced_by_a_write_is_not_put_in_place(tmp_path: Path) -> None:
+def test_a_save_raced_by_a_write_is_not_put_in_place(tmp_path: Path) -> None:
     files = IndexFiles(tmp_path, embedder="hash", dim=4)
     files.open()
     entry = MessageEntry(4)
@@ -202,14 +203,14 @@ async def test_a_save_raced_by_a_write_is_not_put_in_place(tmp_path: Path) -> No
     files.accept(["u1"])  # a write arrives while the file was being written
     assert not files.install("u1", path, token)
     assert not files.has("u1")
-    assert not any(tmp_path.iterdir())  # noqa: ASYNC240
+    assert not any(tmp_path.iterdir())
 
     token = files.token("u1")
     assert files.install("u1", files.write("u1", entry.saving()()), token)
     assert files.has("u1")
     files.accept(["u1"])
     assert not files.has("u1")
-    assert not any(tmp_path.iterdir())  # noqa: ASYNC240
+    assert not any(tmp_path.iterdir())
 
 
 def _entry(dim: int, rows: int, seed: int, *, remove: bool = True) -> MessageEntry:
@@ -257,7 +258,11 @@ def _links(entry: MessageEntry) -> dict[str, tuple[str | None, str | None]]:
     def name(p: int) -> str | None:
         return None if p < 0 else entry.ids[p]
 
-    return {entry.ids[p]: tuple(map(name, entry.neighbours(p))) for p in _live(entry)}  # type: ignore[misc]
+    links = {}
+    for p in _live(entry):
+        before, after = entry.neighbours(p)
+        links[entry.ids[p]] = (name(before), name(after))
+    return links
 
 
 def _same(back: MessageEntry, entry: MessageEntry, dim: int) -> None:
@@ -326,14 +331,7 @@ def test_a_saved_entry_reads_back_the_same_without_its_removed_messages(tmp_path
 async def test_changed_indexes_are_saved_in_the_background_once_quiet(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = LanceStore(
-        tmp_path / "db",
-        embedder=_embedder,
-        journal=tmp_path / "journal",
-        indexes=tmp_path / "indexes",
-        save_index_from=10,
-        save_index_after=1.0,
-    )
+    store = _store(tmp_path, save_after=1.0)
     await store.open()
     try:
         async with anyio.create_task_group() as tasks:
@@ -376,14 +374,7 @@ def test_an_index_restored_from_its_state_keeps_its_projection() -> None:
 async def test_a_user_written_to_while_not_in_memory_is_loaded_and_saved_once_quiet(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = LanceStore(
-        tmp_path / "db",
-        embedder=_embedder,
-        journal=tmp_path / "journal",
-        indexes=tmp_path / "indexes",
-        save_index_from=10,
-        save_index_after=0.3,
-    )
+    store = _store(tmp_path, save_after=0.3)
     await store.open()
     try:
         async with anyio.create_task_group() as tasks:

@@ -27,6 +27,7 @@ import json
 import mmap
 import os
 import struct
+from abc import abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, overload
@@ -34,7 +35,7 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["FORMAT", "EncodedStrings", "IndexFiles", "UnreadableIndex"]
+__all__ = ["FORMAT", "EncodedStrings", "IndexFiles", "StringColumn", "UnreadableIndex"]
 
 _MAGIC = b"MNEMOIX\x00"
 #: The layout of ``MessageEntry.state()``; a file of another format is not read.
@@ -44,7 +45,30 @@ _SUFFIX = ".idx"
 _DTYPES = frozenset({"<f4", "<f8", "<i4", "<i8", "|b1", "|u1", "|i1"})
 
 
-class EncodedStrings(Sequence[str]):
+class StringColumn(Sequence[str]):
+    """A read-only sequence of strings whose subclasses say how to read one (``_at``,
+    given an index in range)."""
+
+    __slots__ = ()
+
+    @abstractmethod
+    def _at(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self._at(i) for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("string index out of range")
+        return self._at(index)
+
+
+class EncodedStrings(StringColumn):
     """Strings as one UTF-8 buffer and where each ends (in bytes): each one is decoded
     when it is read (a large user's texts load without making a string each)."""
 
@@ -78,16 +102,8 @@ class EncodedStrings(Sequence[str]):
     def __len__(self) -> int:
         return len(self.ends)
 
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[str]: ...
-    def __getitem__(self, index: int | slice) -> str | list[str]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        end = int(self.ends[index])  # IndexError past the end
+    def _at(self, index: int) -> str:
+        end = int(self.ends[index])
         start = int(self.ends[index - 1]) if index else 0
         return self.data[start:end].tobytes().decode("utf-8", "surrogatepass")
 

@@ -7,7 +7,7 @@ import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, cast, overload
+from typing import Any, cast
 
 import anyio
 import anyio.to_thread
@@ -19,7 +19,7 @@ from memory.postings import Postings
 from memory.projection import PROJECT_FROM
 from memory.search_index import EncodedTerms, SearchIndex
 from schemas.records import ArchivedMessage, Role
-from server.adapters.index_files import EncodedStrings
+from server.adapters.index_files import EncodedStrings, StringColumn
 
 __all__ = ["MessageEntry"]
 
@@ -31,7 +31,7 @@ _INTERNED = frozenset({"session_id", "scope", "role", "speaker"})
 _ENCODED = frozenset({"text", "meta", "source_id"})
 
 
-class _Column(Sequence[str]):
+class _Column(StringColumn):
     """Strings read from a saved index (kept encoded), then those added since."""
 
     __slots__ = ("head", "tail")
@@ -43,15 +43,9 @@ class _Column(Sequence[str]):
     def __len__(self) -> int:
         return len(self.head) + len(self.tail)
 
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[str]: ...
-    def __getitem__(self, index: int | slice) -> str | list[str]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
+    def _at(self, index: int) -> str:
         held = len(self.head)
-        return self.head[index] if 0 <= index < held else self.tail[index - held]
+        return self.head[index] if index < held else self.tail[index - held]
 
     def __iter__(self) -> Iterator[str]:
         yield from self.head
