@@ -1,5 +1,6 @@
 """The ``mnemo`` command: ``serve``, ``export`` and ``import``; ``tail`` and ``actors``
-(server/watch_cli.py); ``reembed`` (server/cli_reembed.py); ``mcp`` (server/cli_mcp.py)."""
+(server/watch_cli.py); ``reembed`` (server/cli_reembed.py); ``mcp`` (server/cli_mcp.py);
+``cluster map`` (server/cli_cluster.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from schemas.settings import Settings
-from server import cli_mcp, cli_reembed, watch_cli
+from server import cli_cluster, cli_mcp, cli_reembed, watch_cli
 from server.cli_transfer import add_commands, export_command, import_command
 from server.config import ConfigError, is_loopback, load_settings
 from server.datadir import DataDirLock, DataDirLocked, is_uri, local_dir
@@ -43,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     add_commands(commands)
     cli_reembed.add_commands(commands)
     cli_mcp.add_commands(commands)
+    cli_cluster.add_commands(commands)
     return parser
 
 
@@ -155,6 +157,8 @@ def _command(args: argparse.Namespace) -> int:
         return cli_reembed.reembed_command(args)
     if args.command == "mcp":
         return cli_mcp.mcp_command(args)
+    if args.command == "cluster":
+        return cli_cluster.cluster_command(args)
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 
