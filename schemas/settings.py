@@ -46,6 +46,16 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: With an object-store ``data_dir`` (``s3://bucket/prefix``): the local directory of
     #: the turn journal, the saved search indexes and the lock.
     local_dir: str = "mnemo-local"
+    #: This node's name in a cluster (unique, stable across restarts: a StatefulSet pod's
+    #: name). Set, the server runs as a cluster node: ``data_dir`` must be an ``s3://``
+    #: URI, API keys must be configured, and users are served by one node at a time.
+    node: str = ""
+    #: Seconds a dead node's users wait before another node takes them over.
+    lease_seconds: float = 10.0
+    #: Seconds a node receives a user's requests before asking their home node for them.
+    handover_after: float = 3.0
+    #: Seconds a node keeps a shard it took before handing it to a node that asks.
+    min_hold: float = 30.0
     host: str = "127.0.0.1"
     port: int = 8000
     ollama_url: str = "http://127.0.0.1:11434"

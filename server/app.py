@@ -29,6 +29,8 @@ from actors.writer import ArchiveWriter
 from schemas.settings import Settings
 from server import http, observe, rest, site, ws
 from server.budget import UserBudgets
+from server.cluster.node import ClusterNode
+from server.cluster.ownership import Ownership
 from server.mcp_http import McpEndpoint, new_server
 from server.mcp_http import sessions as mcp_sessions
 from server.metrics import Metrics
@@ -55,6 +57,8 @@ class AppState(TypedDict):
     metrics: Metrics
     budgets: UserBudgets
     mcp: StreamableHTTPSessionManager
+    #: A cluster node's ownership of users (None: a single server owns everyone).
+    cluster: Ownership | None
 
 
 async def _optimize_learned(store: Store, cleanup_older_than: float) -> None:
@@ -94,9 +98,11 @@ def create_app(
     store: Store,
     embedder: Embedder,
     clock: Clock | None = None,
+    cluster: ClusterNode | None = None,
 ) -> Starlette:
     """The app. Resources open in its lifespan and close when it ends; constructing it
-    does no I/O."""
+    does no I/O. With ``cluster``, the app is one node of a cluster (its store's journal
+    made by ``cluster.journal``)."""
     mcp_server = new_server()
 
     @asynccontextmanager
@@ -149,37 +155,47 @@ def create_app(
             events=events,
         )
         try:
-            async with anyio.create_task_group() as writer_group:
-                await writer_group.start(_supervise_writer, writer)
-                await writer_group.start(_supervise_writer, fact_writer)
-                await writer_group.start(store.run_indexing)
-                async with anyio.create_task_group() as sessions:
-                    registry = SessionRegistry(sessions, deps)
-                    live.append(registry)
-                    if settings.preload_embedder:
-                        # Before the server listens, so no first request waits for it.
-                        await registry.preload_embedder()
-                    sweeper = Sweeper(deps, registry)
-                    await sessions.start(sweeper.run)
-                    sessions.start_soon(metrics.sample_loop_lag)
-                    async with mcp_sessions(mcp_server, settings) as mcp:
-                        yield AppState(
-                            budgets=UserBudgets(settings.user_rate, settings.user_burst),
-                            events=events,
-                            recent=recent,
-                            metrics=metrics,
-                            settings=settings,
-                            store=store,
-                            writer=writer,
-                            registry=registry,
-                            deps=deps,
-                            sweeper=sweeper,
-                            mcp=mcp,
-                        )
-                    sessions.cancel_scope.cancel()
-                # Sessions are gone and have queued their snapshots: now stop the writer,
-                # which flushes everything still queued before it returns.
-                writer_group.cancel_scope.cancel()
+            async with anyio.create_task_group() as cluster_group:
+                async with anyio.create_task_group() as writer_group:
+                    await writer_group.start(_supervise_writer, writer)
+                    await writer_group.start(_supervise_writer, fact_writer)
+                    await writer_group.start(store.run_indexing)
+                    async with anyio.create_task_group() as sessions:
+                        registry = SessionRegistry(sessions, deps)
+                        live.append(registry)
+                        if settings.preload_embedder:
+                            # Before the server listens, so no first request waits for it.
+                            await registry.preload_embedder()
+                        if cluster is not None:
+                            cluster.attach(registry, cluster_group)
+                            await cluster_group.start(cluster.ownership.run)
+                        sweeper = Sweeper(deps, registry)
+                        await sessions.start(sweeper.run)
+                        sessions.start_soon(metrics.sample_loop_lag)
+                        async with mcp_sessions(mcp_server, settings) as mcp:
+                            yield AppState(
+                                budgets=UserBudgets(settings.user_rate, settings.user_burst),
+                                events=events,
+                                recent=recent,
+                                metrics=metrics,
+                                settings=settings,
+                                store=store,
+                                writer=writer,
+                                registry=registry,
+                                deps=deps,
+                                sweeper=sweeper,
+                                mcp=mcp,
+                                cluster=cluster.ownership if cluster is not None else None,
+                            )
+                        sessions.cancel_scope.cancel()
+                    # Sessions are gone and have queued their snapshots: now stop the writer,
+                    # which flushes everything still queued before it returns.
+                    writer_group.cancel_scope.cancel()
+                if cluster is not None:
+                    # Everything is flushed: hand the shards back, leave the membership.
+                    with anyio.CancelScope(shield=True):
+                        await cluster.ownership.release_all()
+                cluster_group.cancel_scope.cancel()
         finally:
             stop_timing_gc()
             with anyio.CancelScope(shield=True):

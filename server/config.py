@@ -22,6 +22,7 @@ CLIENT_KEY = "MNEMO_API_KEY"
 CLIENT_URL = "MNEMO_URL"
 _NOT_SETTINGS = {"MNEMO_CONFIG", CLIENT_KEY, CLIENT_URL}
 _USER_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}\Z")
+_NODE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\Z")
 
 
 class ConfigError(MnemoError):
@@ -99,6 +100,7 @@ def _validate(settings: Settings) -> None:
         "gc_middle",
         "lance_metadata_cache_mb",
         "lance_index_cache_mb",
+        "lease_seconds",
     )
     for name in positive:
         if getattr(settings, name) <= 0:
@@ -120,13 +122,28 @@ def _validate(settings: Settings) -> None:
         "rank_supersede_gap",
         "rank_supersede_depth",
         "rank_session_free",
+        "handover_after",
+        "min_hold",
     ):
         if getattr(settings, name) < 0:
             raise ConfigError(f"MNEMO_{name.upper()} must not be negative")
+    if settings.node:
+        _validate_node(settings)
     kind = settings.embedder
     if kind not in ("onnx-minilm", "hash") and not kind.startswith("ollama:"):
         raise ConfigError(
             f"MNEMO_EMBEDDER: expected onnx-minilm, hash or ollama:<model>, got {kind!r}"
+        )
+
+
+def _validate_node(settings: Settings) -> None:
+    if not _NODE.match(settings.node):
+        raise ConfigError(f"MNEMO_NODE: use 1-63 of a-z 0-9 - (got {settings.node!r})")
+    if not settings.data_dir.startswith("s3://"):
+        raise ConfigError("MNEMO_NODE: a cluster node needs MNEMO_DATA_DIR=s3://bucket/prefix")
+    if not settings.api_keys:
+        raise ConfigError(
+            "MNEMO_NODE: a cluster node needs MNEMO_API_KEYS (users are placed by key)"
         )
 
 

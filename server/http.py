@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any, TypeVar
 
 import anyio
 import msgspec
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 
 from actors.errors import ArchiveUnavailable, Conflict, MnemoError, Rejected
@@ -15,6 +16,7 @@ from memory.json_bounds import check_depth, check_integers
 from schemas.settings import Settings
 from server.auth import bearer, user_for_token
 from server.budget import UserBudgets
+from server.cluster.ownership import NotHome, Ownership
 
 __all__ = [
     "BadRequest",
@@ -63,7 +65,10 @@ def authenticated(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         request.state.user_id = user_id  # bodies read and answers written spend its budget
         request.state.registry.preload_embedder_soon()  # a user showed up: time for the model
         try:
-            return await handler(request, user_id)
+            async with serving(request, user_id):
+                return await handler(request, user_id)
+        except NotHome as exc:
+            return not_home(exc)
         except (BadRequest, Rejected) as exc:
             return error(400, "bad_request", str(exc))
         except Conflict as exc:
@@ -74,6 +79,20 @@ def authenticated(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
             return error(503, exc.code, str(exc))
 
     return endpoint
+
+
+def serving(request: HTTPConnection, user_id: str) -> AbstractAsyncContextManager[None]:
+    """Serve ``user_id`` here: on a cluster node, only while it is their home (raises
+    ``NotHome`` otherwise); on a single server, always."""
+    cluster: Ownership | None = request.state.cluster
+    return cluster.serving(user_id) if cluster is not None else nullcontext()
+
+
+def not_home(exc: NotHome) -> Response:
+    """421 Misdirected Request: the proxy sends the retry to the user's home node."""
+    answer = error(421, exc.code, str(exc))
+    answer.headers["Retry-After"] = str(max(1, round(exc.retry_after)))
+    return answer
 
 
 async def budgeted(request: Request) -> AsyncIterator[bytes]:

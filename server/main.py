@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from starlette.applications import Starlette
 
 from actors.ports import Embedder
@@ -11,6 +13,9 @@ from server.adapters.lance_store import LanceStore
 from server.adapters.ollama import OllamaEmbedder, OllamaLlm
 from server.app import create_app
 from server.datadir import local_dir, tables_uri
+
+if TYPE_CHECKING:
+    from server.cluster.node import ClusterNode
 
 __all__ = ["build_app", "build_embedder", "build_store"]
 
@@ -31,15 +36,18 @@ def build_embedder(settings: Settings) -> Embedder:
     return OnnxMiniLmEmbedder(threads=settings.embed_threads)
 
 
-def build_store(settings: Settings, embedder: Embedder) -> LanceStore:
+def build_store(
+    settings: Settings, embedder: Embedder, cluster: ClusterNode | None = None
+) -> LanceStore:
     """The LanceDB store under ``data_dir`` (its journal and saved indexes beside it, or in
-    ``local_dir`` for an object-store URI), its caches sized by ``settings``."""
+    ``local_dir`` for an object-store URI; a cluster node's journal is in the object
+    store), its caches sized by ``settings``."""
     local = local_dir(settings.data_dir, settings.local_dir)
     return LanceStore(
         tables_uri(settings.data_dir),
         embedder=embedder,
         cache_bytes=settings.cache_mb << 20,
-        journal=local / "journal",
+        journal=cluster.journal if cluster is not None else local / "journal",
         lance_metadata_bytes=settings.lance_metadata_cache_mb << 20,
         lance_index_bytes=settings.lance_index_cache_mb << 20,
         ranking=settings.ranking,
@@ -47,12 +55,20 @@ def build_store(settings: Settings, embedder: Embedder) -> LanceStore:
         save_index_from=settings.save_index_from,
         save_index_after=settings.save_index_after,
         project_from=settings.project_from,
+        shared=cluster is not None,
     )
 
 
 def build_app(settings: Settings) -> Starlette:
     """The production app: LanceDB under ``data_dir``, Ollama at ``ollama_url``."""
     embedder = build_embedder(settings)
-    store = build_store(settings, embedder)
+    cluster = None
+    if settings.node:
+        from server.cluster.node import ClusterNode
+
+        cluster = ClusterNode(settings)
+    store = build_store(settings, embedder, cluster)
+    if cluster is not None:
+        cluster.keep(store)
     llm = OllamaLlm(settings.ollama_url, timeout=settings.llm_timeout)
-    return create_app(settings, llm=llm, store=store, embedder=embedder)
+    return create_app(settings, llm=llm, store=store, embedder=embedder, cluster=cluster)

@@ -23,7 +23,8 @@ from starlette.types import Receive, Scope, Send
 from schemas.settings import Settings
 from server.auth import bearer, user_for_token
 from server.budget import UserBudgets
-from server.http import error
+from server.cluster.ownership import NotHome
+from server.http import error, not_home, serving
 from server.mcp_calls import Caller
 from server.mcp_tools import build_mcp
 
@@ -82,4 +83,8 @@ class McpEndpoint:
             await anyio.sleep(delay)
         request.state.registry.preload_embedder_soon()  # an agent showed up: time for the model
         manager: StreamableHTTPSessionManager = request.state.mcp
-        await manager.handle_request(scope, receive, send)
+        try:
+            async with serving(request, user_id):
+                await manager.handle_request(scope, receive, send)
+        except NotHome as exc:
+            await not_home(exc)(scope, receive, send)

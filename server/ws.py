@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 
@@ -35,6 +36,7 @@ from schemas.wire import (
 )
 from server.auth import user_for_token
 from server.budget import UserBudgets
+from server.cluster.ownership import NotHome, Ownership
 from server.metrics import Metrics
 
 __all__ = ["SESSION_ID", "chat_socket", "refuse"]
@@ -126,6 +128,31 @@ async def chat_socket(websocket: WebSocket) -> None:
     if not SESSION_ID.match(scope):
         await refuse(websocket, 400, "bad_request", "app id: 1-128 of A-Z a-z 0-9 _ . : -")
         return
+    cluster: Ownership | None = websocket.state.cluster
+    if cluster is None:
+        await _session(websocket, settings, registry, (user_id, session_id, scope))
+        return
+    leaving = anyio.CancelScope()
+    try:
+        async with cluster.serving(user_id, close=leaving.cancel):
+            with leaving:
+                await _session(websocket, settings, registry, (user_id, session_id, scope))
+    except NotHome as exc:
+        await refuse(websocket, 421, exc.code, str(exc))
+        return
+    if leaving.cancel_called:
+        # Another node is this user's home now: reconnect (through the proxy) to it.
+        with contextlib.suppress(RuntimeError, OSError):
+            await websocket.close(1012, "moved to another node; reconnect")
+
+
+async def _session(
+    websocket: WebSocket,
+    settings: Settings,
+    registry: SessionRegistry,
+    who: tuple[str, str, str],
+) -> None:
+    user_id, session_id, scope = who
     await websocket.accept()
     try:
         actor, resumed = await registry.open(user_id, session_id, scope)

@@ -174,6 +174,13 @@ class IndexFiles:
             (self.directory / name).unlink(missing_ok=True)
             self._held.discard(name)
 
+    def discard_prefix(self, prefix: str) -> None:
+        """Delete the files of every user whose name (the SHA-256 of their id, in hex)
+        starts with ``prefix``: a cluster's shard, taken from another node."""
+        for name in [n for n in self._held if n.startswith(prefix)]:
+            (self.directory / name).unlink(missing_ok=True)
+            self._held.discard(name)
+
     def write(self, user_id: str, state: dict[str, Any]) -> Path:
         """Write ``state`` to a new temporary file, synced; returns its path (blocking:
         in a worker thread)."""

@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 import anyio
 import anyio.to_thread
@@ -34,7 +34,7 @@ import numpy.typing as npt
 from actors.errors import Rejected
 from schemas.records import ArchivedMessage
 
-__all__ = ["Journal", "Segment"]
+__all__ = ["Journal", "Journaling", "Segment", "decode_record", "encode_record"]
 
 _log = logging.getLogger("mnemo.journal")
 _HEADER = struct.Struct("<II")
@@ -53,9 +53,12 @@ _decoder = msgspec.msgpack.Decoder(_Record)
 
 @dataclass(eq=False)
 class Segment:
-    """One journal file and the messages it holds, in order of writing."""
+    """One journal file (or, in a cluster, journal objects) and the messages it holds,
+    in order of writing."""
 
-    path: Path
+    path: Path | None = None
+    #: The journal objects it was read from (a cluster's journal).
+    keys: list[str] = field(default_factory=list)
     rows: list[ArchivedMessage] = field(default_factory=list)
     vectors: list[npt.NDArray[np.float32]] = field(default_factory=list)
     #: Its messages may be in the table already (replayed after a crash, or an append
@@ -67,6 +70,40 @@ class Segment:
         if not self.vectors:
             return np.zeros((0, dim), dtype=np.float32)
         return np.concatenate(self.vectors).reshape(-1, dim)
+
+
+class Journaling(Protocol):
+    """What the archive needs of a journal (``Journal`` here, or a cluster's)."""
+
+    rows: int
+
+    def recover(self) -> list[Segment]: ...
+
+    async def append(
+        self, rows: Sequence[ArchivedMessage], vectors: npt.NDArray[np.float32]
+    ) -> None: ...
+
+    async def seal(self) -> list[Segment]: ...
+
+    async def discard(self, segment: Segment) -> None: ...
+
+    def pending(self) -> list[Segment]: ...
+
+    def close(self) -> None: ...
+
+
+def encode_record(rows: Sequence[ArchivedMessage], flat: npt.NDArray[np.float32]) -> bytes:
+    """One record's payload. Raises ``Rejected`` for rows that cannot be encoded."""
+    try:
+        return _encoder.encode(_Record(list(rows), flat.tobytes()))
+    except (msgspec.EncodeError, OverflowError, TypeError, ValueError, RecursionError) as exc:
+        raise Rejected(f"{len(rows)} messages cannot be journaled: {exc}") from exc
+
+
+def decode_record(payload: bytes) -> tuple[list[ArchivedMessage], npt.NDArray[np.float32]]:
+    """A payload's rows and their vectors (flat). Raises ``msgspec.DecodeError``."""
+    record = _decoder.decode(payload)
+    return record.rows, np.frombuffer(record.vectors, np.float32)
 
 
 class Journal:
@@ -108,10 +145,7 @@ class Journal:
         """Write ``rows`` and return once they are on disk. Raises ``OSError``, and
         ``Rejected`` for rows that cannot be encoded (then nothing is written)."""
         flat = np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1)
-        try:
-            payload = _encoder.encode(_Record(list(rows), flat.tobytes()))
-        except (msgspec.EncodeError, OverflowError, TypeError, ValueError, RecursionError) as exc:
-            raise Rejected(f"{len(rows)} messages cannot be journaled: {exc}") from exc
+        payload = encode_record(rows, flat)
         data = _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
         async with self._lock:
             if self._open is None:
@@ -145,11 +179,12 @@ class Journal:
                 self._open, self._file = None, None
         return list(self._sealed)
 
-    def discard(self, segment: Segment) -> None:
+    async def discard(self, segment: Segment) -> None:
         """Delete a sealed segment whose messages are in the table now."""
         self._sealed.remove(segment)
         self.rows -= len(segment.rows)
-        segment.path.unlink(missing_ok=True)
+        if segment.path is not None:
+            segment.path.unlink(missing_ok=True)
 
     def pending(self) -> list[Segment]:
         """Segments not yet discarded (sealed ones first), each with its messages."""

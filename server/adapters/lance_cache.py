@@ -130,6 +130,10 @@ class UserCache(Generic[E]):
         """The user's loaded entry, if it is held (a peek: not counted as a use)."""
         return self._entries.get(user_id)
 
+    def users(self) -> list[str]:
+        """The users held or being loaded."""
+        return [*self._entries, *(u for u in self._loading if u not in self._entries)]
+
     def holds(self, user_id: str) -> bool:
         """Whether writes for this user must be applied (loaded or being loaded)."""
         return user_id in self._entries or user_id in self._loading

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -155,6 +155,12 @@ class LanceFacts:
         """Read the facts of a user who has none, caching nothing: the process's first
         fact query is paid at start, not by the first user's search."""
         await self._load(WARM_UP_USER)
+
+    def forget(self, held: Callable[[str], bool]) -> None:
+        """Drop the loaded facts of the users ``held`` says (a cluster's shard)."""
+        for user_id in self._cache.users():
+            if held(user_id):
+                self._cache.drop(user_id)
 
     async def warm(self, user_id: str) -> None:
         """Load and index the user's active facts ahead of their first search."""

@@ -25,7 +25,7 @@ from lancedb.query import ColumnOrdering
 from actors.errors import ArchiveUnavailable, Rejected
 from memory.recall import search_text
 from schemas.records import ArchivedMessage
-from server.adapters.journal import Journal
+from server.adapters.journal import Journaling
 from server.adapters.lance_analyzer import AnalyzerUnavailable
 from server.adapters.lance_common import PurgeGate, quote_all, user_filter
 
@@ -173,7 +173,7 @@ class JournaledMessages:
         table: Any,
         schema: pa.Schema,
         gate: PurgeGate,
-        journal: Journal | None,
+        journal: Journaling | None,
         analyze: Analyze | None = None,
     ) -> None:
         self.table, self._schema, self._gate, self._journal = table, schema, gate, journal
@@ -253,7 +253,7 @@ class JournaledMessages:
                 if rows:
                     table = self._table_of(rows, matrix, await self._terms(rows))
                     await self._gate.read(functools.partial(self._add, table, len(rows)))
-                self._journal.discard(segment)
+                await self._journal.discard(segment)
                 moved_all = True
             finally:
                 if not moved_all:

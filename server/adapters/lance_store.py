@@ -10,8 +10,8 @@ calls ``optimize()`` on a schedule.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from datetime import datetime
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ from memory.text import indexed_text
 from schemas.records import ArchivedMessage, WorkingMemory
 from schemas.settings import Ranking, SearchMode
 from server.adapters.index_files import IndexFiles
-from server.adapters.journal import Journal
+from server.adapters.journal import Journal, Journaling
 from server.adapters.lance_analyzer import FTS_TOKENIZER, Analyzer, AnalyzerUnavailable
 from server.adapters.lance_cache import (
     Budget,
@@ -92,7 +92,7 @@ class LanceStore:
         *,
         embedder: Embedder,
         cache_bytes: int = 1 << 30,
-        journal: Path | None = None,
+        journal: Path | Callable[[int], Journaling] | None = None,
         lance_metadata_bytes: int = 16 << 20,
         lance_index_bytes: int = 128 << 20,
         ranking: Ranking | None = None,
@@ -100,11 +100,13 @@ class LanceStore:
         save_index_from: int = 200,
         save_index_after: float = 30.0,
         project_from: int = PROJECT_FROM,
+        shared: bool = False,
     ) -> None:
         """``cache_bytes`` bounds the in-memory search indexes (messages and facts together);
         past it, the least recently used users' indexes are evicted. With a ``journal``
-        directory, appended messages are durable once journaled there and reach the table
-        at ``flush_messages()``; without one, each append writes the table.
+        directory (or a function making a journal for the vectors' size: a cluster's),
+        appended messages are durable once journaled there and reach the table at
+        ``flush_messages()``; without one, each append writes the table.
         ``ranking`` orders found messages (``memory.ranking``; default: ``Ranking()``).
         With an ``indexes`` directory, the message indexes of users with at least
         ``save_index_from`` messages are saved there (``server.adapters.index_files``)
@@ -112,7 +114,9 @@ class LanceStore:
         at least ``project_from`` messages rank by a projection first and hold their
         vectors as int8 (``memory.projection``, ``memory.vectors``).
         ``lance_metadata_bytes`` and ``lance_index_bytes`` bound LanceDB's own caches (see
-        ``Settings``)."""
+        ``Settings``). ``shared``: other processes write the tables too (a cluster's
+        nodes), so every read looks for the latest version first."""
+        self._consistency = timedelta(0) if shared else None
         self._uri = str(uri)
         self._journal_dir = journal
         self._indexes_dir = indexes
@@ -206,7 +210,9 @@ class LanceStore:
         self._session = lancedb.Session(
             index_cache_size_bytes=index, metadata_cache_size_bytes=metadata
         )
-        self._db = await lancedb.connect_async(self._uri, session=self._session)
+        self._db = await lancedb.connect_async(
+            self._uri, session=self._session, read_consistency_interval=self._consistency
+        )
         names = set((await self._db.list_tables()).tables)
         if _MESSAGES in names:
             self._messages = await self._db.open_table(_MESSAGES)
@@ -264,7 +270,11 @@ class LanceStore:
         await self._links.open()
         self._episodes = LanceEpisodes(self._db, dim=self._dim, gate=self._gate)
         await self._episodes.open()
-        journal = None if self._journal_dir is None else Journal(self._journal_dir, self._dim)
+        journal: Journaling | None = None
+        if isinstance(self._journal_dir, Path):
+            journal = Journal(self._journal_dir, self._dim)
+        elif self._journal_dir is not None:
+            journal = self._journal_dir(self._dim)
         self._archive = JournaledMessages(
             self._messages, self._schema, self._gate, journal, self._analyzer.analyze
         )
@@ -517,6 +527,13 @@ class LanceStore:
     def lance_cache_bytes(self) -> int:
         """Memory held by LanceDB's own caches (metadata and index pages)."""
         return int(self._session.size_bytes) if self._session is not None else 0
+
+    def forget(self, held: Callable[[str], bool], prefix: str) -> None:
+        """Drop the in-memory indexes of the users ``held`` says and the saved index files
+        whose names start with ``prefix``: a cluster's shard, given up or taken (what this
+        node kept of it may be out of date)."""
+        self._search.forget(held, prefix)
+        self.facts.forget(held)
 
     async def warm(self, user_id: str) -> None:
         """Load the user's messages and facts into memory ahead of their first search."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -192,6 +192,15 @@ class MessageSearch:
 
     def drop(self, user_id: str) -> None:
         self._cache.drop(user_id)
+
+    def forget(self, held: Callable[[str], bool], prefix: str) -> None:
+        """Drop the indexes of the users ``held`` says, and the saved index files whose
+        names start with ``prefix`` (a cluster's shard, given up or taken)."""
+        for user_id in self._cache.users():
+            if held(user_id):
+                self._cache.drop(user_id)
+        if self._files is not None:
+            self._files.discard_prefix(prefix)
 
     async def warm(self, user_id: str) -> None:
         await self._cache.get(user_id)

@@ -1,0 +1,84 @@
+"""One ``mnemo serve`` as a cluster node: ownership wired to the journal, the store's
+caches and the live sessions."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+from anyio.abc import TaskGroup
+
+from actors.registry import SessionRegistry
+from schemas.settings import Settings
+from server.cluster.journal import ShardJournal
+from server.cluster.objects import Objects
+from server.cluster.ownership import Hooks, Ownership
+from server.cluster.shards import shard_of
+
+__all__ = ["ClusterNode"]
+
+_log = logging.getLogger("mnemo.cluster")
+
+
+class _Store(Protocol):
+    async def flush_messages(self) -> int: ...
+
+    def forget(self, held: Callable[[str], bool], prefix: str) -> None: ...
+
+
+class ClusterNode:
+    """The node's ownership of shards (``ownership``) and its journal in the object
+    store (made by ``journal`` once the store knows its vectors' size)."""
+
+    def __init__(self, settings: Settings, objects: Objects | None = None) -> None:
+        self.objects = objects or Objects(f"{settings.data_dir.rstrip('/')}/cluster")
+        self.ownership = Ownership(
+            self.objects,
+            settings.node,
+            Hooks(self._take, self._settle),
+            lease_seconds=settings.lease_seconds,
+            handover_after=settings.handover_after,
+            min_hold=settings.min_hold,
+        )
+        self._journal: ShardJournal | None = None
+        self._store: _Store | None = None
+        self._sessions: SessionRegistry | None = None
+        self._tg: TaskGroup | None = None
+
+    def journal(self, dim: int) -> ShardJournal:
+        """The store's journal (``LanceStore(journal=node.journal)``)."""
+        self._journal = ShardJournal(self.objects, dim, self._fenced)
+        return self._journal
+
+    def keep(self, store: _Store) -> None:
+        """The store the node's shards live in."""
+        self._store = store
+
+    def attach(self, sessions: SessionRegistry, task_group: TaskGroup) -> None:
+        """The live sessions, and where the node's background work runs; call before it
+        serves anyone."""
+        self._sessions, self._tg = sessions, task_group
+
+    async def _take(self, shard: int) -> None:
+        assert self._journal is not None
+        assert self._store is not None
+        await self._journal.open_shard(shard)
+        # What this node kept from an earlier time it held the shard may be stale.
+        self._store.forget(lambda user_id: shard_of(user_id) == shard, f"{shard:03x}")
+
+    async def _settle(self, shard: int, flush: bool) -> None:
+        assert self._journal is not None
+        assert self._store is not None
+        if self._sessions is not None:
+            for actor in self._sessions.live():
+                if shard_of(actor.user_id) == shard:
+                    actor.expire_nowait()
+        if flush:
+            await self._store.flush_messages()
+        self._journal.forget_shard(shard)
+        self._store.forget(lambda user_id: shard_of(user_id) == shard, f"{shard:03x}")
+
+    def _fenced(self, shard: int) -> None:
+        if self._tg is not None:
+            self._tg.start_soon(self.ownership.lost, shard)
