@@ -66,7 +66,10 @@ def authenticated(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         request.state.registry.preload_embedder_soon()  # a user showed up: time for the model
         try:
             async with serving(request, user_id):
-                return await handler(request, user_id)
+                answer = await handler(request, user_id)
+            if request.state.cluster is not None:
+                answer.headers["Mnemo-Node"] = request.state.cluster.node
+            return answer
         except NotHome as exc:
             return not_home(exc)
         except (BadRequest, Rejected) as exc:

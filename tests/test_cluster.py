@@ -12,16 +12,19 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.harness import Client
+from tests.test_deploy_files import _mnemo_map, _Proxy
 from tests.test_object_store import _BUCKET, s3
-from tests.test_serve_process import _serving
+from tests.test_serve_process import _free_port, _serving
 
 pytestmark = pytest.mark.anyio
 
@@ -153,3 +156,122 @@ async def test_a_paused_owner_cannot_acknowledge_a_turn_after_another_node_fence
         texts = exported_texts(two, "key-alice")
         assert "after the fence" not in texts
         assert "before the pause" in texts
+
+
+@dataclass
+class _At:
+    port: int
+
+
+class Load:
+    """Each user's chat through the proxy: a turn every 0.2 s on one session, reconnecting
+    (as the chat page does) when a node refuses, closes or dies; every text is new, so
+    what was acknowledged can be looked for afterwards."""
+
+    def __init__(self, address: str, keys: dict[str, str]) -> None:
+        self.address, self.keys = address, keys
+        self.acked: dict[str, list[str]] = {user: [] for user in keys.values()}
+        self.stopped = False
+
+    async def run(self) -> None:
+        async with anyio.create_task_group() as tg:
+            for key, user in self.keys.items():
+                tg.start_soon(self._chat, key, user)
+
+    async def _chat(self, key: str, user: str) -> None:
+        sent = 0
+        while not self.stopped:
+            try:
+                async with Client.connect(self.address, f"chat-{user}", key) as client:
+                    assert (await client.receive())["type"] == "ready"
+                    while not self.stopped:
+                        sent += 1
+                        text = f"{user} says thing {sent}"
+                        await client.send(type="turn", id=f"t{sent}", user=text, assistant="ok")
+                        while (answer := await client.receive(timeout=20))["type"] not in (
+                            "ack",
+                            "error",
+                        ):
+                            pass
+                        if answer["type"] == "ack":
+                            self.acked[user].append(text)
+                        await anyio.sleep(0.2)
+            except (InvalidStatus, ConnectionClosed, OSError, TimeoutError):
+                await anyio.sleep(0.2)
+
+    async def until_each_acked(self, more: int, within: float) -> None:
+        goal = {user: len(texts) + more for user, texts in self.acked.items()}
+        with anyio.fail_after(within):
+            while any(len(self.acked[user]) < n for user, n in goal.items()):
+                await anyio.sleep(0.1)
+
+
+def homes(address: str, keys: dict[str, str], within: float) -> dict[str, str]:
+    """Each user's node, as REST through the proxy finds it (once none answers 421)."""
+    found: dict[str, str] = {}
+    deadline = time.monotonic() + within
+    while len(found) < len(keys):
+        for key, user in keys.items():
+            if user not in found:
+                answer = get(address, "/memory/long-term", key)
+                if answer.status_code == 200:
+                    found[user] = answer.headers["Mnemo-Node"]
+                else:
+                    assert answer.status_code in (421, 502, 503), answer.text
+        assert time.monotonic() < deadline, f"not all served in {within} s: {found}"
+        time.sleep(0.1)
+    return found
+
+
+async def test_behind_haproxy_users_stay_on_one_node_move_on_join_and_on_kill_9_losing_nothing(
+    s3: dict[str, str], tmp_path: Path
+) -> None:
+    keys = {f"key-{n}": f"user-{n}" for n in range(8)}
+    env = {"MNEMO_API_KEYS": ",".join(f"{k}:{u}" for k, u in keys.items())}
+    ports = [_free_port() for _ in range(3)]
+    map_file = tmp_path / "shards.map"
+    assert _mnemo_map(map_file, keys).returncode == 0
+    with contextlib.ExitStack() as stack:
+        running: dict[str, subprocess.Popen[bytes]] = {}
+
+        def start(n: int) -> None:
+            name = f"n{n + 1}"
+            port = {"MNEMO_PORT": str(ports[n])}
+            node = _serving(tmp_path / "unused", **node_env(s3, name, tmp_path, **env, **port))
+            running[name] = stack.enter_context(node)[1]
+
+        start(0)
+        start(1)
+        proxy = _Proxy(tmp_path, map_file, [_At(port) for port in ports])
+        stack.callback(proxy.close)
+        proxy.wait_for({"n1": "UP", "n2": "UP", "n3": "DOWN"})
+        address = f"127.0.0.1:{proxy.port}"
+        load = Load(address, keys)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(load.run)
+            await load.until_each_acked(3, within=60)
+            before = homes(address, keys, within=30)
+            assert set(before.values()) == {"n1", "n2"}, before
+
+            start(2)  # a node joins: the proxy sends it its share, their homes hand over
+            proxy.wait_for({"n1": "UP", "n2": "UP", "n3": "UP"})
+            joined = homes(address, keys, within=30)
+            moved = {user for user in keys.values() if joined[user] != before[user]}
+            assert moved, joined
+            assert {joined[user] for user in moved} == {"n3"}
+            await load.until_each_acked(3, within=60)
+
+            victim = max(("n1", "n2", "n3"), key=lambda n: list(joined.values()).count(n))
+            running[victim].kill()  # kill -9, under load
+            killed = time.monotonic()
+            after = homes(address, keys, within=30)
+            move_seconds = time.monotonic() - killed
+            assert victim not in after.values()
+            assert all(after[u] == joined[u] for u in keys.values() if joined[u] != victim)
+            await load.until_each_acked(3, within=60)
+            load.stopped = True
+        for key, user in keys.items():
+            stored = [t for t in exported_texts(address, key) if t.startswith(f"{user} ")]
+            assert len(stored) == len(set(stored)), user
+            assert set(load.acked[user]) <= set(stored), (user, load.acked[user], stored)
+    assert move_seconds < 20

@@ -14,10 +14,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import pytest
@@ -153,11 +153,16 @@ class _NodeHandler(BaseHTTPRequestHandler):
         pass
 
 
+class _Listening(Protocol):
+    @property
+    def port(self) -> int: ...
+
+
 class _Proxy:
     """HAProxy from deploy/haproxy.cfg in front of ``nodes``, with a stats socket to see
     which servers its health checks hold up."""
 
-    def __init__(self, tmp_path: Path, map_file: Path, nodes: list[_Node]) -> None:
+    def __init__(self, tmp_path: Path, map_file: Path, nodes: Sequence[_Listening]) -> None:
         self.port = _free_port()
         self.stats_port = _free_port()
         text = _config_for_test(map_file, self.port, [node.port for node in nodes])

@@ -38,8 +38,9 @@ def _get_json(url: str) -> Any:
 
 @contextmanager
 def _serving(data: Path, **env: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """``mnemo serve`` on ``data``, in its own process (killed at the end if still running)."""
-    port = _free_port()
+    """``mnemo serve`` on ``data``, in its own process (killed at the end if still running);
+    on ``MNEMO_PORT`` if ``env`` names one."""
+    port = int(env.get("MNEMO_PORT", 0)) or _free_port()
     child_env = {
         **os.environ,
         "MNEMO_DATA_DIR": str(data),
