@@ -13,12 +13,16 @@ from actors.ports import Store
 from memory.events import EventMaker, new_event_id
 from schemas.records import MemoryEvent
 
-__all__ = ["CHANGED_BY", "record", "record_one"]
+__all__ = ["ACTING_FOR", "CHANGED_BY", "record", "record_one"]
 
 #: Who changes memory through a keeper's operation: the log entry's ``actor``. ``rest``
 #: unless the caller's transport says otherwise (the MCP tools: ``mcp``); the writer runs a
 #: call with its caller's value (``ArchiveWriter.call``).
 CHANGED_BY: ContextVar[str] = ContextVar("mnemo_changed_by", default="rest")
+#: The user whose memory the current task works on: set by a session actor for itself and
+#: the tasks it starts, and by a cluster node for each request it admits. A cluster's
+#: writer runs a call only while the node still serves its caller's user.
+ACTING_FOR: ContextVar[str | None] = ContextVar("mnemo_acting_for", default=None)
 
 
 async def record(store: Store, bus: EventBus | None, events: Sequence[MemoryEvent]) -> None:

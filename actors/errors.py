@@ -54,6 +54,18 @@ class TooManySessions(MnemoError):
     code = "too_many_sessions"
 
 
+class NotHome(MnemoError):
+    """A cluster node does not serve this user now (another node is their home, or this
+    node is handing them over); ``retry_after`` seconds, the proxy will have sent them
+    to their home, or this node will have become it."""
+
+    code = "not_home"
+
+    def __init__(self, message: str, retry_after: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class ArchiveUnavailable(MnemoError):
     """The store did not make the write durable in time (it is retried in the background)."""
 

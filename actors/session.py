@@ -19,6 +19,7 @@ import msgspec
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from actors.audit import ACTING_FOR
 from actors.channels import receive, send
 from actors.context import FORMAT_NAMES, chat_context
 from actors.errors import (
@@ -161,6 +162,7 @@ class SessionActor:
         """
         task_status.started()
         LOG_CONTEXT.set((self.user_id, self.session_id))  # this task and the ones it starts
+        ACTING_FOR.set(self.user_id)
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg

@@ -20,7 +20,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from actors.audit import CHANGED_BY
+from actors.audit import ACTING_FOR, CHANGED_BY
 from actors.channels import receive, send
 from actors.errors import ArchiveUnavailable, MnemoError, Rejected
 from actors.events import EventBus
@@ -52,6 +52,8 @@ class _Call:
     barrier: bool = True
     #: Who asked (``actors.audit.CHANGED_BY`` in the caller's task), for its log entries.
     changed_by: str = field(default_factory=CHANGED_BY.get)
+    #: Whose memory it writes (``actors.audit.ACTING_FOR`` in the caller's task).
+    user_id: str | None = field(default_factory=ACTING_FOR.get)
     done: anyio.Event = field(default_factory=anyio.Event)
     result: Any = None
     error: BaseException | None = None
@@ -93,8 +95,12 @@ class ArchiveWriter:
         flush_rows: int = 2000,
         events: EventBus | None = None,
         name: str = "archive",
+        guard: Callable[[str], None] | None = None,
     ) -> None:
         self._store, self._embedder = store, embedder
+        #: Raises ``NotHome`` for a user a cluster node no longer serves: checked right
+        #: before each call that writes for a user runs.
+        self._guard = guard
         #: ``store.*`` events carry ``writer=name`` (``archive`` or ``facts``).
         self._events, self.name = events or EventBus(), name
         self._batch_max, self._linger = batch_max, linger
@@ -312,6 +318,8 @@ class ArchiveWriter:
                     await self._flush_working()
             token = CHANGED_BY.set(op.changed_by)
             try:
+                if self._guard is not None and op.user_id is not None:
+                    self._guard(op.user_id)  # a cluster node no longer serving: NotHome
                 op.result = await op.fn()
             except MnemoError as exc:
                 op.error = exc

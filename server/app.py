@@ -120,6 +120,7 @@ def create_app(
         metrics = Metrics(lambda: len(live[0].live()) if live else 0)
         events.listen(metrics.observe)
         stop_timing_gc = metrics.time_gc()
+        guard = cluster.ownership.check if cluster is not None else None
         writer = ArchiveWriter(
             store,
             embedder,
@@ -133,6 +134,7 @@ def create_app(
             flush_interval=settings.archive_flush_interval,
             flush_rows=settings.archive_flush_rows,
             events=events,
+            guard=guard,
         )
         fact_writer = ArchiveWriter(
             store,
@@ -143,6 +145,7 @@ def create_app(
             optimizer=functools.partial(_optimize_learned, store),
             events=events,
             name="facts",
+            guard=guard,
         )
         deps = build_deps(
             settings,

@@ -11,12 +11,12 @@ import msgspec
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 
-from actors.errors import ArchiveUnavailable, Conflict, MnemoError, Rejected
+from actors.errors import ArchiveUnavailable, Conflict, MnemoError, NotHome, Rejected
 from memory.json_bounds import check_depth, check_integers
 from schemas.settings import Settings
 from server.auth import bearer, user_for_token
 from server.budget import UserBudgets
-from server.cluster.ownership import NotHome, Ownership
+from server.cluster.ownership import Ownership
 
 __all__ = [
     "BadRequest",

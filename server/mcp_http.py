@@ -20,10 +20,10 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
+from actors.errors import NotHome
 from schemas.settings import Settings
 from server.auth import bearer, user_for_token
 from server.budget import UserBudgets
-from server.cluster.ownership import NotHome
 from server.http import error, not_home, serving
 from server.mcp_calls import Caller
 from server.mcp_tools import build_mcp

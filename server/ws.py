@@ -13,7 +13,7 @@ from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from actors.channels import receive, send
-from actors.errors import Overloaded, SessionClosed, TooManySessions
+from actors.errors import NotHome, Overloaded, SessionClosed, TooManySessions
 from actors.mailbox import Mail
 from actors.registry import SessionRegistry
 from memory.json_bounds import MAX_DEPTH, check_depth, check_integers, depth_bound
@@ -36,7 +36,7 @@ from schemas.wire import (
 )
 from server.auth import user_for_token
 from server.budget import UserBudgets
-from server.cluster.ownership import NotHome, Ownership
+from server.cluster.ownership import Ownership
 from server.metrics import Metrics
 
 __all__ = ["SESSION_ID", "chat_socket", "refuse"]

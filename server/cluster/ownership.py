@@ -31,24 +31,14 @@ from dataclasses import dataclass, field
 import anyio
 from anyio.abc import TaskStatus
 
-from actors.errors import MnemoError
+from actors.audit import ACTING_FOR
+from actors.errors import NotHome
 from server.cluster.objects import Listed, Objects, ObjectStoreError, PreconditionFailed
 from server.cluster.shards import shard_of
 
 __all__ = ["Hooks", "NotHome", "Ownership"]
 
 _log = logging.getLogger("mnemo.cluster")
-
-
-class NotHome(MnemoError):
-    """This node does not serve the user now; ``retry_after`` seconds, the proxy will
-    have sent them to their home (or this node will have become it)."""
-
-    code = "not_home"
-
-    def __init__(self, message: str, retry_after: float = 1.0) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +106,13 @@ class Ownership:
         """The shards this node serves now."""
         return sorted(s for s, h in self._held.items() if not h.leaving)
 
+    def check(self, user_id: str) -> None:
+        """Raise ``NotHome`` unless this node may write ``user_id``'s memory now (the
+        writers' guard)."""
+        held = self._held.get(shard_of(user_id))
+        if held is None or held.leaving or not self._may_serve():
+            raise NotHome(f"node {self.node} no longer serves this user")
+
     def alive(self) -> list[str]:
         """The nodes alive as this node sees them (itself included while it may serve)."""
         now = anyio.current_time()
@@ -134,9 +131,11 @@ class Ownership:
         self._ticket += 1
         ticket = self._ticket
         held.serving[ticket] = close or (lambda: None)
+        acting = ACTING_FOR.set(user_id)
         try:
             yield
         finally:
+            ACTING_FOR.reset(acting)
             del held.serving[ticket]
             if not held.serving:
                 held.idle.set()

@@ -1,0 +1,178 @@
+"""The cluster's parts against a real S3-compatible server (moto's, in its own process):
+the journal's fence and clean-up, and leases passing between two nodes' ``Ownership``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import anyio
+import numpy as np
+import pytest
+
+from actors.errors import ArchiveUnavailable, NotHome
+from schemas.records import ArchivedMessage
+from server.adapters.journal import decode_record
+from server.cluster.journal import Fenced, ShardJournal
+from server.cluster.objects import Objects, PreconditionFailed
+from server.cluster.ownership import Hooks, Ownership
+from server.cluster.shards import shard_of
+from tests.test_object_store import _BUCKET, s3
+
+pytestmark = pytest.mark.anyio
+
+__all__ = ["s3"]
+
+_DIM = 4
+
+
+def _objects(env: dict[str, str]) -> Objects:
+    return Objects(f"s3://{_BUCKET}/c", env)
+
+
+def _message(user_id: str, n: int) -> ArchivedMessage:
+    return ArchivedMessage(
+        id=f"m{n}",
+        user_id=user_id,
+        session_id="s",
+        scope="global",
+        turn=n,
+        role="user",
+        speaker="user",
+        text=f"{user_id} message {n}",
+        at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+
+
+def _vectors(count: int) -> np.ndarray:
+    return np.ones((count, _DIM), np.float32)
+
+
+async def test_conditional_writes_let_one_of_two_writers_create_or_replace_an_object(
+    s3: dict[str, str],
+) -> None:
+    objects = _objects(s3)
+    etag = await objects.put("lease", b"a", create=True)
+    with pytest.raises(PreconditionFailed):
+        await objects.put("lease", b"b", create=True)
+    newer = await objects.put("lease", b"c", replace=etag)
+    with pytest.raises(PreconditionFailed):
+        await objects.put("lease", b"d", replace=etag)
+    assert await objects.get("lease") == (b"c", newer)
+    assert await objects.get("missing") is None
+
+
+async def test_after_the_fence_the_old_owner_cannot_journal_and_the_new_one_has_every_acked_row(
+    s3: dict[str, str],
+) -> None:
+    fenced: list[int] = []
+    old = ShardJournal(_objects(s3), _DIM, fenced.append)
+    new = ShardJournal(_objects(s3), _DIM, lambda shard: None)
+    shard = shard_of("ann")
+    await old.open_shard(shard)
+    acked = [_message("ann", n) for n in range(3)]
+    await old.append(acked, _vectors(3))
+    await new.open_shard(shard)
+    with pytest.raises(Fenced):
+        await old.append([_message("ann", 9)], _vectors(1))
+    assert fenced == [shard]
+    with pytest.raises(ArchiveUnavailable):  # and stays out
+        await old.append([_message("ann", 10)], _vectors(1))
+    replayed = [m for s in new.pending() for m in s.rows]
+    assert [m.id for m in replayed] == ["m0", "m1", "m2"]
+    assert all(s.maybe_stored for s in new.pending())
+    await new.append([_message("ann", 11)], _vectors(1))
+    assert len([m for s in new.pending() for m in s.rows]) == 4
+
+
+async def test_rows_moved_into_the_table_leave_only_an_empty_record_holding_the_sequence(
+    s3: dict[str, str],
+) -> None:
+    objects = _objects(s3)
+    journal = ShardJournal(objects, _DIM, lambda shard: None)
+    shard = shard_of("bo")
+    await journal.open_shard(shard)
+    for n in range(3):
+        await journal.append([_message("bo", n)], _vectors(1))
+    for segment in await journal.seal():
+        await journal.discard(segment)
+    [left] = await objects.keys(f"journal/{shard:04d}/")
+    found = await objects.get(left.key)
+    assert found is not None
+    assert decode_record(found[0])[0] == []
+    assert journal.pending() == []
+    # The next owner fences after it, not on top of it.
+    other = ShardJournal(objects, _DIM, lambda shard: None)
+    await other.open_shard(shard)
+    keys = [item.key for item in await objects.keys(f"journal/{shard:04d}/")]
+    assert keys == [left.key, f"journal/{shard:04d}/{int(left.key[-12:]) + 1:012d}"]
+
+
+class _Shards:
+    def __init__(self) -> None:
+        self.taken: list[int] = []
+        self.settled: list[tuple[int, bool]] = []
+
+    async def take(self, shard: int) -> None:
+        self.taken.append(shard)
+
+    async def settle(self, shard: int, flush: bool) -> None:
+        self.settled.append((shard, flush))
+
+
+async def test_a_live_nodes_user_is_refused_asked_for_handed_over_and_taken_when_it_dies(
+    s3: dict[str, str],
+) -> None:
+    a_shards, b_shards = _Shards(), _Shards()
+    a = Ownership(
+        _objects(s3), "a", Hooks(a_shards.take, a_shards.settle), lease_seconds=1, min_hold=0
+    )
+    b = Ownership(
+        _objects(s3),
+        "b",
+        Hooks(b_shards.take, b_shards.settle),
+        lease_seconds=1,
+        handover_after=0.3,
+        min_hold=0,
+    )
+    shard = shard_of("cy")
+    async with anyio.create_task_group() as tg:
+        await tg.start(a.run)
+        await tg.start(b.run)
+        closed: list[str] = []
+        async with a.serving("cy", close=lambda: closed.append("socket")):
+            with pytest.raises(NotHome):
+                async with b.serving("cy"):
+                    pass
+            a.check("cy")
+            # b keeps being asked: after handover_after it asks a, which hands over.
+            with anyio.fail_after(10):
+                while a.held():
+                    with pytest.raises(NotHome):
+                        async with b.serving("cy"):
+                            pass
+                    await anyio.sleep(0.1)
+        assert closed == ["socket"]
+        with pytest.raises(NotHome):
+            a.check("cy")
+        await _served(b, "cy")
+        assert a_shards.settled == [(shard, True)]
+        assert b.held() == [shard]
+        # b dies (its heartbeats stop): a takes the user back after a lease.
+        tg.cancel_scope.cancel()
+    async with anyio.create_task_group() as tg:
+        await tg.start(a.run)
+        await _served(a, "cy")
+        tg.cancel_scope.cancel()
+    assert a_shards.taken == [shard, shard]
+    assert b_shards.taken == [shard]
+
+
+async def _served(node: Ownership, user_id: str) -> None:
+    """Until ``node`` serves ``user_id`` (asking every 0.1 s, for at most 10 s)."""
+    with anyio.fail_after(10):
+        while True:
+            try:
+                async with node.serving(user_id):
+                    return
+            except NotHome:
+                await anyio.sleep(0.1)
