@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,7 @@ from server.adapters.lance_messages import (
     newest_first,
 )
 from server.adapters.lance_rules import LanceRules
+from server.adapters.lance_shared import SHARED_CONSISTENCY, SharedTables
 from server.adapters.lance_versions import EmbedderChanged, check_embedder
 from server.adapters.message_search import MessageSearch
 
@@ -115,8 +116,8 @@ class LanceStore:
         vectors as int8 (``memory.projection``, ``memory.vectors``).
         ``lance_metadata_bytes`` and ``lance_index_bytes`` bound LanceDB's own caches (see
         ``Settings``). ``shared``: other processes write the tables too (a cluster's
-        nodes), so every read looks for the latest version first."""
-        self._consistency = timedelta(0) if shared else None
+        nodes; ``server.adapters.lance_shared``)."""
+        self._shared = shared
         self._uri = str(uri)
         self._journal_dir = journal
         self._indexes_dir = indexes
@@ -210,9 +211,16 @@ class LanceStore:
         self._session = lancedb.Session(
             index_cache_size_bytes=index, metadata_cache_size_bytes=metadata
         )
-        self._db = await lancedb.connect_async(
-            self._uri, session=self._session, read_consistency_interval=self._consistency
-        )
+        if self._shared:
+            self._db = SharedTables(
+                await lancedb.connect_async(
+                    self._uri,
+                    session=self._session,
+                    read_consistency_interval=SHARED_CONSISTENCY,
+                )
+            )
+        else:
+            self._db = await lancedb.connect_async(self._uri, session=self._session)
         names = set((await self._db.list_tables()).tables)
         if _MESSAGES in names:
             self._messages = await self._db.open_table(_MESSAGES)
@@ -527,6 +535,12 @@ class LanceStore:
     def lance_cache_bytes(self) -> int:
         """Memory held by LanceDB's own caches (metadata and index pages)."""
         return int(self._session.size_bytes) if self._session is not None else 0
+
+    async def refresh(self) -> None:
+        """Read every table's latest version from now on (a shared data directory: before
+        serving users another node wrote)."""
+        if isinstance(self._db, SharedTables):
+            await self._db.refresh()
 
     def forget(self, held: Callable[[str], bool], prefix: str) -> None:
         """Drop the in-memory indexes of the users ``held`` says and the saved index files

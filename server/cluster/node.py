@@ -26,6 +26,8 @@ class _Store(Protocol):
 
     def forget(self, held: Callable[[str], bool], prefix: str) -> None: ...
 
+    async def refresh(self) -> None: ...
+
 
 class ClusterNode:
     """The node's ownership of shards (``ownership``) and its journal in the object
@@ -64,6 +66,7 @@ class ClusterNode:
         assert self._journal is not None
         assert self._store is not None
         await self._journal.open_shard(shard)
+        await self._store.refresh()  # the previous node's last writes
         # What this node kept from an earlier time it held the shard may be stale.
         self._store.forget(lambda user_id: shard_of(user_id) == shard, f"{shard:03x}")
 

@@ -1,0 +1,304 @@
+"""A mnemo cluster on one machine: turns/s and ``ack`` latency through HAProxy against 1, 2
+and 3 nodes on an S3-compatible server, and what a dead node's users wait.
+
+    python -m bench.cluster [--sessions 200] [--rates 50,100,200] [--seconds 20]
+
+Everything is real and local: moto's S3 server (one process), ``mnemo serve`` nodes
+(``MNEMO_NODE``, hash embedder, the journal in the bucket), HAProxy from
+``deploy/haproxy.cfg`` with the map ``mnemo cluster map`` writes. ``--sessions``
+users each hold one WebSocket session through the proxy and send turns at ``--rates``
+turns/s in total; each run reports turns/s achieved and ``turn`` → ``ack`` p50/p99.
+The same load runs against one server that is not a cluster node (its journal a local
+file, its tables in the same bucket): the difference is what the journal in the object
+store costs an ``ack``. With 2 or 3 nodes, one is then killed with ``kill -9``: the
+time until every one of its users is served again, and each moved user's first search
+(a load from the object store) after it. Writes ``bench/results/cluster.json``.
+Everything shares this machine's cores, which the result names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import httpx
+from websockets.asyncio.client import connect
+
+from bench.common import free_port, machine, percentiles, write_result
+from tests.test_deploy_files import _config_for_test, _haproxy_env, _mnemo_map
+
+_HAPROXY = "/usr/sbin/haproxy"
+_BUCKET = "mnemo-bench"
+
+
+@contextlib.contextmanager
+def _moto() -> Iterator[dict[str, str]]:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    env = {
+        "AWS_ENDPOINT": url,
+        "AWS_ALLOW_HTTP": "true",
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_REGION": "us-east-1",
+    }
+    try:
+        _wait(url, process)
+        boto3.client(
+            "s3",
+            endpoint_url=url,
+            aws_access_key_id="bench",
+            aws_secret_access_key="bench",
+            region_name="us-east-1",
+        ).create_bucket(Bucket=_BUCKET)
+        yield env
+    finally:
+        process.kill()
+        process.wait(10)
+
+
+def _wait(url: str, process: subprocess.Popen[bytes], within: float = 60) -> None:
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return
+        except OSError:
+            if process.poll() is not None:
+                raise RuntimeError(f"{process.args!r} exited") from None
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{url} did not answer in {within} s") from None
+            time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def _node(env: dict[str, str], port: int) -> Iterator[subprocess.Popen[bytes]]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", "serve"],
+        env={**os.environ, **env, "MNEMO_PORT": str(port)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait(f"http://127.0.0.1:{port}/healthz", process)
+        yield process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGKILL)
+        process.wait(10)
+
+
+@contextlib.contextmanager
+def _proxy(map_file: Path, ports: list[int], work: Path) -> Iterator[str]:
+    port = free_port()
+    config = work / "haproxy.cfg"
+    config.write_text(_config_for_test(map_file, port, ports))
+    process = subprocess.Popen(
+        [_HAPROXY, "-db", "-f", str(config)],
+        env=_haproxy_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        time.sleep(3)  # health checks: inter 1 s, rise 2
+        yield f"127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+class _Load:
+    """One session per user through the proxy, turns spread evenly at ``rate`` per s."""
+
+    def __init__(self, address: str, keys: list[str]) -> None:
+        self.address, self.keys = address, keys
+        self.acks: list[float] = []
+        self.errors = 0
+
+    async def run(self, rate: float, seconds: float) -> dict[str, Any]:
+        self.acks, self.errors = [], 0
+        start = time.monotonic()
+        await asyncio.gather(
+            *(self._session(n, key, rate, start, seconds) for n, key in enumerate(self.keys))
+        )
+        took = time.monotonic() - start
+        return {
+            "offered_per_s": rate,
+            "turns_per_s": round(len(self.acks) / took, 1),
+            "ack_ms": {k: round(v, 1) for k, v in percentiles(self.acks, (50, 99)).items()},
+            "errors": self.errors,
+        }
+
+    async def _session(self, n: int, key: str, rate: float, start: float, seconds: float) -> None:
+        every = len(self.keys) / rate
+        due = start + (n / len(self.keys)) * every
+        url = f"ws://{self.address}/ws/bench?token={key}"
+        try:
+            async with connect(url, open_timeout=30) as ws:
+                json.loads(await ws.recv())  # ready
+                sent = 0
+                while due < start + seconds:
+                    await asyncio.sleep(max(0.0, due - time.monotonic()))
+                    sent += 1
+                    began = time.monotonic()
+                    await ws.send(
+                        json.dumps(
+                            {"type": "turn", "id": f"t{sent}", "user": f"u{n} t{sent}"}
+                            | {"assistant": "ok"}
+                        )
+                    )
+                    while (answer := json.loads(await ws.recv()))["type"] not in ("ack", "error"):
+                        pass
+                    if answer["type"] == "ack":
+                        self.acks.append((time.monotonic() - began) * 1000)
+                    else:
+                        self.errors += 1
+                    due += every
+        except Exception:
+            self.errors += 1
+
+
+def _served(address: str, key: str) -> bool:
+    answer = httpx.get(
+        f"http://{address}/memory/long-term",
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=30,
+    )
+    return answer.status_code == 200
+
+
+def _home(address: str, key: str) -> str:
+    answer = httpx.get(
+        f"http://{address}/memory/long-term",
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=30,
+    )
+    return answer.headers.get("Mnemo-Node", "") if answer.status_code == 200 else ""
+
+
+def _first_search_ms(address: str, key: str) -> float:
+    began = time.monotonic()
+    answer = httpx.get(
+        f"http://{address}/memory/search",
+        params={"q": "what did I say", "k": "5"},
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=60,
+    )
+    answer.raise_for_status()
+    return (time.monotonic() - began) * 1000
+
+
+def run_cluster(
+    nodes: int, sessions: int, rates: list[float], seconds: float, cluster: bool
+) -> dict[str, Any]:
+    keys = {f"key-{n}": f"user-{n}" for n in range(sessions)}
+    with tempfile.TemporaryDirectory() as tmp, _moto() as s3, contextlib.ExitStack() as stack:
+        work = Path(tmp)
+        map_file = work / "shards.map"
+        made = _mnemo_map(map_file, keys)
+        if made.returncode:
+            raise RuntimeError(made.stderr)
+        ports = [free_port() for _ in range(3)]
+        running: dict[str, subprocess.Popen[bytes]] = {}
+        for n in range(nodes):
+            name = f"n{n + 1}"
+            env = {
+                **s3,
+                "MNEMO_DATA_DIR": f"s3://{_BUCKET}/data",
+                "MNEMO_LOCAL_DIR": str(work / name),
+                "MNEMO_API_KEYS": ",".join(f"{k}:{u}" for k, u in keys.items()),
+                "MNEMO_EMBEDDER": "hash",
+                "MNEMO_PRELOAD_EMBEDDER": "false",
+                "MNEMO_OLLAMA_URL": f"http://127.0.0.1:{free_port()}",
+                "MNEMO_LLM_TIMEOUT": "1",
+            }
+            if cluster:
+                env["MNEMO_NODE"] = name
+            running[name] = stack.enter_context(_node(env, ports[n]))
+        address = stack.enter_context(_proxy(map_file, ports, work))
+        load = _Load(address, list(keys))
+        result: dict[str, Any] = {
+            "nodes": nodes,
+            "cluster": cluster,
+            "sessions": sessions,
+            "runs": [asyncio.run(load.run(rate, seconds)) for rate in rates],
+        }
+        if nodes > 1:
+            homes = {key: _home(address, key) for key in keys}
+            victim = "n1"
+            moved = [key for key, home in homes.items() if home == victim]
+            running[victim].kill()
+            killed = time.monotonic()
+            waiting = set(moved)
+            while waiting:
+                waiting = {key for key in waiting if not _served(address, key)}
+                time.sleep(0.05)
+            result["kill_9"] = {
+                "users_moved": len(moved),
+                "seconds_until_all_served": round(time.monotonic() - killed, 2),
+                "first_search_after_move_ms": {
+                    k: round(v, 1)
+                    for k, v in percentiles([_first_search_ms(address, k) for k in moved]).items()
+                },
+                "messages_per_moved_user": round(
+                    2 * sum(r["turns_per_s"] for r in result["runs"]) * seconds / sessions
+                ),
+            }
+        return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", type=int, default=200)
+    parser.add_argument("--rates", default="50,100,200")
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--nodes", default="1,2,3")
+    args = parser.parse_args()
+    rates = [float(r) for r in args.rates.split(",")]
+    results: list[dict[str, Any]] = []
+    plans = [(1, False)] + [(int(n), True) for n in args.nodes.split(",")]
+    for nodes, cluster in plans:
+        result = run_cluster(nodes, args.sessions, rates, args.seconds, cluster)
+        results.append(result)
+        label = f"{nodes} node{'s' * (nodes > 1)}" + (" (cluster)" if cluster else " (single)")
+        for run in result["runs"]:
+            print(
+                f"{label}: offered {run['offered_per_s']:.0f}/s, achieved "
+                f"{run['turns_per_s']}/s, ack p50 {run['ack_ms']['p50']} ms, "
+                f"p99 {run['ack_ms']['p99']} ms, errors {run['errors']}"
+            )
+        if "kill_9" in result:
+            print(f"{label}: kill -9 n1: {result['kill_9']}")
+    path = write_result(
+        "cluster",
+        {
+            "machine": machine(),
+            "setup": "moto S3 server, HAProxy 2.6 and every node on this machine's cores; "
+            "hash embedder; one WebSocket session per user through the proxy",
+            "seconds_per_rate": args.seconds,
+            "results": results,
+        },
+    )
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
