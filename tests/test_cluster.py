@@ -275,3 +275,23 @@ async def test_behind_haproxy_users_stay_on_one_node_move_on_join_and_on_kill_9_
             assert len(stored) == len(set(stored)), user
             assert set(load.acked[user]) <= set(stored), (user, load.acked[user], stored)
     assert move_seconds < 20
+
+
+async def test_a_node_stopped_with_sigterm_hands_its_users_over_without_waiting_for_a_lease(
+    s3: dict[str, str], tmp_path: Path
+) -> None:
+    slow = {"MNEMO_LEASE_SECONDS": "30"}  # a dead node's users would wait 30 s
+    with contextlib.ExitStack() as stack:
+        one, first = stack.enter_context(
+            _serving(tmp_path / "unused", **node_env(s3, "n1", tmp_path, **slow))
+        )
+        two, _ = stack.enter_context(
+            _serving(tmp_path / "unused", **node_env(s3, "n2", tmp_path, **slow))
+        )
+        said = await acked_turns(one, "key-alice", "s1", 3)
+        assert get(two, "/memory/long-term", "key-alice").status_code == 421
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(30) in (0, -signal.SIGTERM)  # uvicorn re-raises it once done
+        moved = until_served(two, "key-alice", within=10)
+        assert exported_texts(two, "key-alice") == sorted([*said, *["noted"] * len(said)])
+    assert moved < 10

@@ -5,18 +5,18 @@ store checks atomically: ``If-None-Match: *`` (create, fail if the key exists) a
 ``If-Match: <ETag>`` (replace only the version read). A failed precondition raises
 ``PreconditionFailed``; nothing else here decides who wins.
 
-The client is boto3's, configured from the same ``AWS_*`` variables LanceDB reads
-(``AWS_ENDPOINT``, ``AWS_REGION``, the credentials); its blocking calls run in worker
-threads.
+The client is ``obstore`` (Rust's ``object_store``, the library LanceDB's own storage
+layer is built on), configured from the same ``AWS_*`` variables LanceDB reads
+(``AWS_ENDPOINT``, ``AWS_REGION``, the credentials, ``AWS_ALLOW_HTTP``). Its calls are
+asynchronous: no worker thread per request.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import anyio.to_thread
+from typing import Any, cast
 
 from actors.errors import MnemoError
 
@@ -51,31 +51,43 @@ class Objects:
     """The objects under ``s3://bucket/prefix``; keys given to the methods are relative
     to the prefix."""
 
-    def __init__(self, uri: str, environ: dict[str, str] | None = None) -> None:
-        import boto3
-        from botocore.config import Config
+    def __init__(self, uri: str, environ: Mapping[str, str] | None = None) -> None:
+        import obstore
+        from obstore.store import S3Store
 
-        env = dict(os.environ if environ is None else environ)
-        self._bucket, prefix = _split(uri)
-        self._prefix = f"{prefix}/" if prefix else ""
-        self._client: Any = boto3.client(
-            "s3",
-            endpoint_url=env.get("AWS_ENDPOINT") or env.get("AWS_ENDPOINT_URL") or None,
-            region_name=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
-            aws_access_key_id=env.get("AWS_ACCESS_KEY_ID"),
-            aws_secret_access_key=env.get("AWS_SECRET_ACCESS_KEY"),
-            aws_session_token=env.get("AWS_SESSION_TOKEN"),
-            config=Config(
-                retries={"max_attempts": 3, "mode": "standard"},
-                max_pool_connections=32,
-                connect_timeout=5,
-                read_timeout=10,
-            ),
+        env = os.environ if environ is None else environ
+        bucket, prefix = _split(uri)
+        config: dict[str, Any] = {
+            "endpoint": env.get("AWS_ENDPOINT") or env.get("AWS_ENDPOINT_URL"),
+            "region": env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
+            "access_key_id": env.get("AWS_ACCESS_KEY_ID"),
+            "secret_access_key": env.get("AWS_SECRET_ACCESS_KEY"),
+            "session_token": env.get("AWS_SESSION_TOKEN"),
+            # ETag preconditions for replace (create needs none): S3's own, and MinIO's.
+            "conditional_put": "etag",
+        }
+        self._obstore: Any = obstore
+        self._store: Any = S3Store(
+            bucket,
+            prefix=prefix or None,
+            config=cast(Any, {k: v for k, v in config.items() if v}),
+            client_options={
+                "allow_http": env.get("AWS_ALLOW_HTTP", "").lower() in ("1", "true"),
+                "timeout": "10s",
+                "connect_timeout": "5s",
+            },
         )
+        self._where = f"s3://{bucket}/{prefix}"
 
     async def get(self, key: str) -> tuple[bytes, str] | None:
         """The object's bytes and ETag, or None when there is no such key."""
-        return await anyio.to_thread.run_sync(self._get, key)
+        try:
+            found = await self._obstore.get_async(self._store, key)
+            return bytes(await found.bytes_async()), str(found.meta["e_tag"])
+        except FileNotFoundError:
+            return None
+        except Exception as exc:
+            raise self._failed("get", key, exc) from exc
 
     async def put(
         self, key: str, body: bytes, *, create: bool = False, replace: str | None = None
@@ -83,67 +95,35 @@ class Objects:
         """Write the object; returns its new ETag. ``create``: only if the key does not
         exist; ``replace``: only if its ETag is still this one. Raises
         ``PreconditionFailed`` when the condition does not hold."""
-        return await anyio.to_thread.run_sync(self._put, key, body, create, replace)
+        from obstore.exceptions import AlreadyExistsError, PreconditionError
+
+        mode: Any = "create" if create else {"e_tag": replace} if replace else None
+        try:
+            written = await self._obstore.put_async(self._store, key, body, mode=mode)
+        except (AlreadyExistsError, PreconditionError) as exc:
+            raise PreconditionFailed(key) from exc
+        except Exception as exc:
+            raise self._failed("put", key, exc) from exc
+        return str(written["e_tag"])
 
     async def keys(self, prefix: str) -> list[Listed]:
-        """Every key under ``prefix``, in key order."""
-        return await anyio.to_thread.run_sync(self._list, prefix)
-
-    async def delete(self, key: str) -> None:
-        """Delete the object (no error if it is gone already)."""
-        await anyio.to_thread.run_sync(self._delete, key)
-
-    def _get(self, key: str) -> tuple[bytes, str] | None:
-        try:
-            answer = self._client.get_object(Bucket=self._bucket, Key=self._prefix + key)
-        except self._client.exceptions.NoSuchKey:
-            return None
-        except Exception as exc:
-            raise self._failed("get", key, exc) from exc
-        return answer["Body"].read(), answer["ETag"]
-
-    def _put(self, key: str, body: bytes, create: bool, replace: str | None) -> str:
-        conditions: dict[str, str] = {}
-        if create:
-            conditions["IfNoneMatch"] = "*"
-        if replace is not None:
-            conditions["IfMatch"] = replace
-        try:
-            answer = self._client.put_object(
-                Bucket=self._bucket, Key=self._prefix + key, Body=body, **conditions
-            )
-        except Exception as exc:
-            if _status(exc) in (409, 412):  # 409: a concurrent conditional write won
-                raise PreconditionFailed(key) from exc
-            raise self._failed("put", key, exc) from exc
-        return str(answer["ETag"])
-
-    def _list(self, prefix: str) -> list[Listed]:
+        """Every key under the folder ``prefix`` (ending in ``/``), in key order."""
         found: list[Listed] = []
         try:
-            pages = self._client.get_paginator("list_objects_v2").paginate(
-                Bucket=self._bucket, Prefix=self._prefix + prefix
-            )
-            for page in pages:
-                for item in page.get("Contents", []):
-                    found.append(Listed(item["Key"][len(self._prefix) :], item["ETag"]))
+            async for chunk in self._obstore.list(self._store, prefix.rstrip("/")):
+                found += [Listed(str(m["path"]), str(m["e_tag"])) for m in chunk]
         except Exception as exc:
             raise self._failed("list", prefix, exc) from exc
         return sorted(found, key=lambda listed: listed.key)
 
-    def _delete(self, key: str) -> None:
+    async def delete(self, key: str) -> None:
+        """Delete the object (no error if it is gone already)."""
         try:
-            self._client.delete_object(Bucket=self._bucket, Key=self._prefix + key)
+            await self._obstore.delete_async(self._store, key)
+        except FileNotFoundError:
+            pass
         except Exception as exc:
             raise self._failed("delete", key, exc) from exc
 
     def _failed(self, what: str, key: str, exc: Exception) -> ObjectStoreError:
-        return ObjectStoreError(f"object store: {what} {self._prefix}{key}: {exc}")
-
-
-def _status(exc: Exception) -> int | None:
-    response = getattr(exc, "response", None)
-    if not isinstance(response, dict):
-        return None
-    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    return status if isinstance(status, int) else None
+        return ObjectStoreError(f"object store: {what} {self._where}/{key}: {exc}")
