@@ -6,6 +6,7 @@ is lost or written twice on the way. Leases are short here (2 s) to keep it quic
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import signal
@@ -23,7 +24,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.harness import Client
 from tests.test_deploy_files import _mnemo_map, _Proxy
-from tests.test_object_store import _BUCKET, s3
+from tests.test_object_store import _BUCKET, _objects, s3
 from tests.test_serve_process import _free_port, _serving
 
 pytestmark = pytest.mark.anyio
@@ -295,3 +296,44 @@ async def test_a_node_stopped_with_sigterm_hands_its_users_over_without_waiting_
         moved = until_served(two, "key-alice", within=10)
         assert exported_texts(two, "key-alice") == sorted([*said, *["noted"] * len(said)])
     assert moved < 10
+
+
+async def test_a_users_saved_index_goes_to_the_bucket_the_next_node_maps_it_and_a_delete_erases_it(
+    s3: dict[str, str], tmp_path: Path
+) -> None:
+    secret = "alice hides the spare key under the blue pot 4417"
+    name = hashlib.sha256(b"alice").hexdigest()[:40]
+    saving = {"MNEMO_SAVE_INDEX_FROM": "5", "MNEMO_SAVE_INDEX_AFTER": "0.3"}
+    never = {"MNEMO_SAVE_INDEX_FROM": "100000"}  # this node saves no index of its own
+    with contextlib.ExitStack() as stack:
+        one, first = stack.enter_context(
+            _serving(tmp_path / "unused", **node_env(s3, "n1", tmp_path, **saving))
+        )
+        two, _ = stack.enter_context(
+            _serving(tmp_path / "unused", **node_env(s3, "n2", tmp_path, **never))
+        )
+        async with Client.connect(one, "s1", "key-alice") as client:
+            assert (await client.receive())["type"] == "ready"
+            for n, text in enumerate([secret, *[f"alice notes thing {n}" for n in range(5)]]):
+                await client.send(type="turn", id=f"t{n}", user=text, assistant="noted")
+                await client.until("ack")
+        with anyio.fail_after(30):  # saved, then put in the bucket
+            while not [k for k in _objects(s3) if "/indexes/" in k and f"{name}." in k]:
+                await anyio.sleep(0.2)
+        first.kill()
+        first.wait(10)
+        until_served(two, "key-alice", within=15)
+        hits = get(two, "/memory/search?q=spare+key+blue+pot&kind=turns", "key-alice").json()
+        assert hits["hits"][0]["text"] == secret
+        # Mapped from the file fetched from the bucket: this node saves none itself.
+        assert (tmp_path / "n2" / "indexes" / f"{name}.idx").is_file()
+
+        listed = get(two, "/memory/long-term?kind=turns", "key-alice").json()["items"]
+        [turn] = [t for t in listed if t["text"] == secret]
+        async with httpx.AsyncClient(base_url=f"http://{two}", timeout=30) as rest:
+            answer = await rest.delete(
+                f"/memory/long-term/{turn['id']}", headers={"Authorization": "Bearer key-alice"}
+            )
+        assert answer.status_code == 200
+        stored = _objects(s3)
+    assert not any(secret.encode() in data for data in stored.values())

@@ -4,6 +4,7 @@ the journal's fence and clean-up, and leases passing between two nodes' ``Owners
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import anyio
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 from actors.errors import ArchiveUnavailable, NotHome
 from schemas.records import ArchivedMessage
 from server.adapters.journal import decode_record
+from server.cluster.indexes import RemoteIndexes
 from server.cluster.journal import Fenced, ShardJournal
 from server.cluster.objects import Objects, PreconditionFailed
 from server.cluster.ownership import Hooks, Ownership
@@ -176,3 +178,43 @@ async def _served(node: Ownership, user_id: str) -> None:
                     return
             except NotHome:
                 await anyio.sleep(0.1)
+
+
+async def test_a_shared_index_is_named_only_while_right_and_no_copy_outlives_a_write(
+    s3: dict[str, str], tmp_path: Path
+) -> None:
+    objects = _objects(s3)
+    serving = {"dee"}
+    indexes = RemoteIndexes(objects, lambda user_id: user_id in serving)
+    saved = tmp_path / "saved.idx"
+    saved.write_bytes(b"dee's index with a secret 5521")
+    assert await indexes.upload("dee", saved, lambda: True)
+    fetched = tmp_path / "fetched.idx"
+    assert await indexes.fetch("dee", fetched)
+    assert fetched.read_bytes() == saved.read_bytes()
+
+    # Another node taking the shard finds it; a write marks it stale and erases the data.
+    other = RemoteIndexes(objects, lambda user_id: True)
+    await other.take(shard_of("dee"))
+    await other.stale(["dee"])
+    assert not await other.fetch("dee", tmp_path / "none.idx")
+    assert not [k for k in await _bytes(objects) if b"5521" in k]
+
+    # An upload a write overtook names nothing; one by a node that no longer serves the
+    # user neither; data an unfinished upload left is deleted by the next node to take.
+    assert not await indexes.upload("dee", saved, lambda: False)
+    serving.clear()
+    assert not await indexes.upload("dee", saved, lambda: True)
+    pointer = RemoteIndexes._pointer("dee")
+    await objects.put(f"{pointer}.unfinished", saved.read_bytes())
+    await RemoteIndexes(objects, lambda user_id: True).take(shard_of("dee"))
+    assert not [k for k in await _bytes(objects) if b"5521" in k]
+
+
+async def _bytes(objects: Objects) -> list[bytes]:
+    found = []
+    for item in await objects.keys("indexes/"):
+        got = await objects.get(item.key)
+        if got is not None:
+            found.append(got[0])
+    return found

@@ -212,6 +212,14 @@ class IndexFiles:
             os.fsync(out.fileno())
         return path
 
+    def path(self, user_id: str) -> Path:
+        """Where the user's saved index is (if ``has`` it)."""
+        return self.directory / self._name(user_id)
+
+    def scratch(self, user_id: str) -> Path:
+        """A temporary path for a file to ``install`` (one fetched from elsewhere)."""
+        return self.directory / f"{self._name(user_id)}.{os.getpid()}.fetch.tmp"
+
     def install(self, user_id: str, path: Path, token: int) -> bool:
         """Put the file written by ``write`` in place, if no write of the user's messages
         was accepted since ``token`` was taken; else delete it. Whether it was put."""

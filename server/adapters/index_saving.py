@@ -10,12 +10,13 @@ loaded to be saved, a few a round.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
-from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Collection
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.to_thread
@@ -25,7 +26,7 @@ from server.adapters.index_files import IndexFiles
 from server.adapters.lance_cache import UserCache
 from server.adapters.message_entry import MessageEntry
 
-__all__ = ["IndexSaver"]
+__all__ = ["IndexSaver", "SharedIndexes"]
 
 _log = logging.getLogger("mnemo.store")
 #: Longest between two looks for changed indexes to save, and how many users not in
@@ -37,6 +38,20 @@ _LOADS_TO_SAVE = 8
 def _written(files: IndexFiles, user_id: str, state: Callable[[], dict[str, Any]]) -> Path:
     """Make the captured state and write it (in a worker thread)."""
     return files.write(user_id, state())
+
+
+def _unchanged(files: IndexFiles, user_id: str, token: int) -> bool:
+    return files.token(user_id) == token
+
+
+class SharedIndexes(Protocol):
+    """Saved indexes shared through an object store (a cluster's nodes)."""
+
+    async def stale(self, user_ids: Collection[str]) -> None: ...
+
+    async def upload(self, user_id: str, path: Path, unchanged: Callable[[], bool]) -> bool: ...
+
+    async def fetch(self, user_id: str, path: Path) -> bool: ...
 
 
 class IndexSaver:
@@ -52,6 +67,8 @@ class IndexSaver:
         save_after: float,
     ) -> None:
         self.files: IndexFiles | None = None
+        #: A cluster node's copies in the bucket (``server.cluster.indexes``).
+        self.shared: SharedIndexes | None = None
         self._cache, self._waiting = cache, waiting
         self._save_from, self._save_after = save_from, save_after
         #: Writes under way per user (``writing``).
@@ -59,11 +76,14 @@ class IndexSaver:
         #: Users whose index changed since it was saved, and since when (monotonic).
         self._changed: dict[str, float] = {}
 
-    @contextmanager
-    def writing(self, user_ids: Collection[str]) -> Iterator[None]:
+    @asynccontextmanager
+    async def writing(self, user_ids: Collection[str]) -> AsyncIterator[None]:
         """Around a write of these users' messages, from before it is durable until it is
-        applied to the indexes in memory: their saved indexes are deleted first, and
-        saved again later. Raises ``ArchiveUnavailable`` (then nothing may be written)."""
+        applied to the indexes in memory: their saved indexes are deleted first (in the
+        bucket too, for a cluster's node), and saved again later. Raises
+        ``ArchiveUnavailable`` (then nothing may be written)."""
+        if self.shared is not None:
+            await self.shared.stale(user_ids)
         if self.files is not None:
             try:
                 self.files.accept(user_ids)
@@ -116,6 +136,9 @@ class IndexSaver:
                 path = await anyio.to_thread.run_sync(_written, files, user_id, state)
                 if files.install(user_id, path, token):
                     saved += 1
+                    if self.shared is not None:
+                        unchanged = functools.partial(_unchanged, files, user_id, token)
+                        await self.shared.upload(user_id, files.path(user_id), unchanged)
                 else:  # written to meanwhile: later
                     self._changed.setdefault(user_id, time.monotonic())
             except OSError as exc:

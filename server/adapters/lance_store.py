@@ -34,6 +34,7 @@ from memory.text import indexed_text
 from schemas.records import ArchivedMessage, WorkingMemory
 from schemas.settings import Ranking, SearchMode
 from server.adapters.index_files import IndexFiles
+from server.adapters.index_saving import SharedIndexes
 from server.adapters.journal import Journal, Journaling
 from server.adapters.lance_analyzer import FTS_TOKENIZER, Analyzer, AnalyzerUnavailable
 from server.adapters.lance_cache import (
@@ -348,7 +349,7 @@ class LanceStore:
         if not rows:
             return
         matrix = np.asarray(vectors, dtype=np.float32).reshape(len(rows), self._dim)
-        with self._search.saver.writing({m.user_id for m in rows}):
+        async with self._search.saver.writing({m.user_id for m in rows}):
             await self._messages_table.append(rows, matrix)
             await self._search.index(rows, matrix)
 
@@ -467,7 +468,7 @@ class LanceStore:
                 vectors = await self._embedder.embed([search_text(m) for m in answers])
                 matrix = np.asarray(vectors, dtype=np.float32).reshape(len(answers), self._dim)
             ids = [message_id, *(m.id for m in answers)]
-            with self._search.saver.writing([user_id]):
+            async with self._search.saver.writing([user_id]):
                 where = f"{user_filter(user_id)} AND id IN {quote_all(ids)}"
                 await self._gate.erasing(self._messages, where)
                 await self._messages_table.rewrite(where, answers, matrix)
@@ -497,7 +498,7 @@ class LanceStore:
             count = int(await self._gate.read(lambda: self._messages.count_rows(where)))
             if count:
                 await self._search.settled()
-                with self._search.saver.writing([user_id]):
+                async with self._search.saver.writing([user_id]):
                     await self._gate.erasing(self._messages, where)
                     await self._messages.delete(where)
                     self._search.drop(user_id)
@@ -535,6 +536,10 @@ class LanceStore:
     def lance_cache_bytes(self) -> int:
         """Memory held by LanceDB's own caches (metadata and index pages)."""
         return int(self._session.size_bytes) if self._session is not None else 0
+
+    def share_indexes(self, shared: SharedIndexes) -> None:
+        """Keep saved indexes in ``shared`` too (a cluster node's bucket)."""
+        self._search.saver.shared = shared
 
     async def refresh(self) -> None:
         """Read every table's latest version from now on (a shared data directory: before

@@ -258,7 +258,7 @@ class MessageSearch:
         """The user's saved index with their journaled messages, or None (no file, or one
         that cannot be used: it is deleted)."""
         files = self._files
-        if files is None or not files.has(user_id):
+        if files is None or not (files.has(user_id) or await self._fetched(files, user_id)):
             return None
         dim, project_from = self._dim, self._project_from
 
@@ -276,6 +276,19 @@ class MessageSearch:
         pending, vectors = self._table.pending_vectors(user_id)
         await self._add_pending(entry, pending, vectors)
         return entry
+
+    async def _fetched(self, files: IndexFiles, user_id: str) -> bool:
+        """Whether the user's index was fetched from a cluster's bucket into ``files``."""
+        shared = self.saver.shared
+        if shared is None:
+            return False
+        token, scratch = files.token(user_id), files.scratch(user_id)
+        try:
+            if not await shared.fetch(user_id, scratch):
+                return False
+            return files.install(user_id, scratch, token)
+        finally:
+            scratch.unlink(missing_ok=True)
 
     async def _add_pending(
         self, entry: MessageEntry, pending: list[ArchivedMessage], vectors: npt.NDArray[np.float32]

@@ -11,6 +11,8 @@ from anyio.abc import TaskGroup
 
 from actors.registry import SessionRegistry
 from schemas.settings import Settings
+from server.adapters.index_saving import SharedIndexes
+from server.cluster.indexes import RemoteIndexes
 from server.cluster.journal import ShardJournal
 from server.cluster.objects import Objects
 from server.cluster.ownership import Hooks, Ownership
@@ -28,6 +30,8 @@ class _Store(Protocol):
 
     async def refresh(self) -> None: ...
 
+    def share_indexes(self, shared: SharedIndexes) -> None: ...
+
 
 class ClusterNode:
     """The node's ownership of shards (``ownership``) and its journal in the object
@@ -43,6 +47,7 @@ class ClusterNode:
             handover_after=settings.handover_after,
             min_hold=settings.min_hold,
         )
+        self.indexes = RemoteIndexes(self.objects, self.ownership.serves)
         self._journal: ShardJournal | None = None
         self._store: _Store | None = None
         self._sessions: SessionRegistry | None = None
@@ -54,8 +59,9 @@ class ClusterNode:
         return self._journal
 
     def keep(self, store: _Store) -> None:
-        """The store the node's shards live in."""
+        """The store the node's shards live in (its saved indexes kept in the bucket)."""
         self._store = store
+        store.share_indexes(self.indexes)
 
     def attach(self, sessions: SessionRegistry, task_group: TaskGroup) -> None:
         """The live sessions, and where the node's background work runs; call before it
@@ -66,6 +72,7 @@ class ClusterNode:
         assert self._journal is not None
         assert self._store is not None
         await self._journal.open_shard(shard)
+        await self.indexes.take(shard)
         await self._store.refresh()  # the previous node's last writes
         # What this node kept from an earlier time it held the shard may be stale.
         self._store.forget(lambda user_id: shard_of(user_id) == shard, f"{shard:03x}")
@@ -80,6 +87,7 @@ class ClusterNode:
         if flush:
             await self._store.flush_messages()
         self._journal.forget_shard(shard)
+        self.indexes.forget(shard)
         self._store.forget(lambda user_id: shard_of(user_id) == shard, f"{shard:03x}")
 
     def _fenced(self, shard: int) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, cast
 
 from actors.errors import MnemoError
@@ -115,6 +116,37 @@ class Objects:
         except Exception as exc:
             raise self._failed("list", prefix, exc) from exc
         return sorted(found, key=lambda listed: listed.key)
+
+    async def upload(self, key: str, path: Path) -> None:
+        """Write the file at ``path`` to ``key`` (in parts, several at a time, if large)."""
+        try:
+            await self._obstore.put_async(self._store, key, path)
+        except Exception as exc:
+            raise self._failed("upload", key, exc) from exc
+
+    async def download(
+        self, key: str, path: Path, *, part: int = 8 << 20, at_once: int = 8
+    ) -> bool:
+        """Write the object at ``key`` to ``path``, in ``part``-byte ranges fetched
+        ``at_once`` at a time (one stream from a store is slower than the network);
+        False when there is no such key."""
+        try:
+            size = int((await self._obstore.head_async(self._store, key))["size"])
+            with path.open("wb") as out:
+                for first in range(0, size, part * at_once):
+                    starts = list(range(first, min(first + part * at_once, size), part))
+                    ends = [min(start + part, size) for start in starts]
+                    for chunk in await self._obstore.get_ranges_async(
+                        self._store, key, starts=starts, ends=ends
+                    ):
+                        out.write(memoryview(chunk))
+        except FileNotFoundError:
+            return False
+        except OSError:
+            raise
+        except Exception as exc:
+            raise self._failed("download", key, exc) from exc
+        return True
 
     async def delete(self, key: str) -> None:
         """Delete the object (no error if it is gone already)."""

@@ -106,11 +106,14 @@ class Ownership:
         """The shards this node serves now."""
         return sorted(s for s, h in self._held.items() if not h.leaving)
 
-    def check(self, user_id: str) -> None:
-        """Raise ``NotHome`` unless this node may write ``user_id``'s memory now (the
-        writers' guard)."""
+    def serves(self, user_id: str) -> bool:
+        """Whether this node may write ``user_id``'s memory now."""
         held = self._held.get(shard_of(user_id))
-        if held is None or held.leaving or not self._may_serve():
+        return held is not None and not held.leaving and self._may_serve()
+
+    def check(self, user_id: str) -> None:
+        """Raise ``NotHome`` unless this node ``serves`` the user (the writers' guard)."""
+        if not self.serves(user_id):
             raise NotHome(f"node {self.node} no longer serves this user")
 
     def alive(self) -> list[str]:
