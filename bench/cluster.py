@@ -277,13 +277,44 @@ def run_cluster(
         return result
 
 
+def fetch_seconds(megabytes: int, tries: int = 3) -> dict[str, Any]:
+    """How long a node takes to fetch a saved index of ``megabytes`` from the bucket: the
+    same download (``Objects.download``: 8 MB ranges, 8 at a time) a node does when it
+    takes a user whose index is there, on a file of random bytes."""
+    from server.cluster.objects import Objects
+
+    with tempfile.TemporaryDirectory() as tmp, _moto() as s3:
+        source = Path(tmp) / "index.idx"
+        source.write_bytes(os.urandom(megabytes << 20))
+        objects = Objects(f"s3://{_BUCKET}/fetch", s3)
+        began = time.monotonic()
+        asyncio.run(objects.upload("index", source))
+        upload = time.monotonic() - began
+        took = []
+        for n in range(tries):
+            target = Path(tmp) / f"fetched{n}.idx"
+            began = time.monotonic()
+            assert asyncio.run(objects.download("index", target))
+            took.append(time.monotonic() - began)
+            assert target.stat().st_size == source.stat().st_size
+        return {"megabytes": megabytes, "upload_s": round(upload, 2), "fetch_s": took}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--rates", default="50,100,200")
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--nodes", default="1,2,3")
+    parser.add_argument(
+        "--fetch-mb",
+        type=int,
+        default=253,
+        help="size of the saved index fetched (253 MB: a 95,395-message user's)",
+    )
     args = parser.parse_args()
+    fetched = fetch_seconds(args.fetch_mb)
+    print(f"saved index of {args.fetch_mb} MB from the bucket: {fetched}")
     rates = [float(r) for r in args.rates.split(",")]
     results: list[dict[str, Any]] = []
     plans = [(1, False)] + [(int(n), True) for n in args.nodes.split(",")]
@@ -307,6 +338,7 @@ def main() -> None:
             "hash embedder; one WebSocket session per user through the proxy",
             "seconds_per_rate": args.seconds,
             "results": results,
+            "saved_index_fetch": fetched,
         },
     )
     print(f"wrote {path}")
