@@ -25,7 +25,9 @@ __all__ = ["add_commands", "cluster_command", "shard_map"]
 
 def add_commands(commands: Any) -> None:
     cluster = commands.add_parser("cluster", help="helpers for running several nodes")
-    actions = cluster.add_subparsers(dest="cluster_command", required=True)
+    actions = cluster.add_subparsers(
+        dest="cluster_command", required=True, help="what to do (map: the proxy's shard map)"
+    )
     map_parser = actions.add_parser(
         "map",
         help="write the proxy's map: SHA-256 of each API key and its user's shard",
