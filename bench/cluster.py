@@ -300,6 +300,109 @@ def fetch_seconds(megabytes: int, tries: int = 3) -> dict[str, Any]:
         return {"megabytes": megabytes, "upload_s": round(upload, 2), "fetch_s": took}
 
 
+_WORDS = (
+    "garden river coffee violin market winter bicycle letter mountain kitchen doctor "
+    "ticket painting harbor lantern meeting journey pepper orchard theatre museum camera "
+    "blanket festival library station recipe tennis sailing marathon"
+).split()
+
+
+def _history(messages: int) -> bytes:
+    """``messages`` turns in the import format, a session every 20, texts of varied words."""
+    lines = []
+    for n in range(messages):
+        words = [_WORDS[(n * 7 + k * 13) % len(_WORDS)] for k in range(12)]
+        lines.append(
+            json.dumps(
+                {
+                    "kind": "turn",
+                    "id": f"h{n}",
+                    "session_id": f"s{n // 20}",
+                    "speaker": "user" if n % 2 == 0 else "assistant",
+                    "role": "user" if n % 2 == 0 else "assistant",
+                    "text": f"entry {n}: " + " ".join(words),
+                    "at": f"2025-{1 + n % 12:02d}-{1 + n % 28:02d}T12:00:00Z",
+                    "turn": n % 20,
+                }
+            )
+        )
+    return ("\n".join(lines) + "\n").encode()
+
+
+def big_user_move(messages: int) -> dict[str, Any]:
+    """A user with ``messages`` messages on one of two nodes: imported, saved (in the
+    bucket too), then their node killed: how long the other node takes to serve them,
+    and their first searches there (the index fetched from the bucket and mapped)."""
+    keys = {"key-big": "big"}
+    with tempfile.TemporaryDirectory() as tmp, _moto() as s3, contextlib.ExitStack() as stack:
+        work = Path(tmp)
+        map_file = work / "shards.map"
+        if _mnemo_map(map_file, keys).returncode:
+            raise RuntimeError("mnemo cluster map failed")
+        ports = [free_port() for _ in range(3)]
+        running: dict[str, subprocess.Popen[bytes]] = {}
+        for n in range(2):
+            name = f"n{n + 1}"
+            env = {
+                **s3,
+                "MNEMO_DATA_DIR": f"s3://{_BUCKET}/data",
+                "MNEMO_LOCAL_DIR": str(work / name),
+                "MNEMO_API_KEYS": "key-big:big",
+                "MNEMO_EMBEDDER": "hash",
+                "MNEMO_PRELOAD_EMBEDDER": "false",
+                "MNEMO_OLLAMA_URL": f"http://127.0.0.1:{free_port()}",
+                "MNEMO_NODE": name,
+                "MNEMO_SAVE_INDEX_AFTER": "5",
+            }
+            running[name] = stack.enter_context(_node(env, ports[n]))
+        address = stack.enter_context(_proxy(map_file, ports, work))
+        auth = {"Authorization": "Bearer key-big"}
+        began = time.monotonic()
+        for first in range(0, messages, 5000):
+            body = _history(min(5000, messages - first))
+            body = body.replace(b'"id": "h', f'"id": "b{first}-'.encode())
+            answer = httpx.post(
+                f"http://{address}/memory/import",
+                content=body,
+                headers={**auth, "Content-Type": "application/x-ndjson"},
+                timeout=600,
+            )
+            answer.raise_for_status()
+        imported = time.monotonic() - began
+        home = _home(address, "key-big")
+        bucket = boto3.client(
+            "s3",
+            endpoint_url=s3["AWS_ENDPOINT"],
+            aws_access_key_id="bench",
+            aws_secret_access_key="bench",
+            region_name="us-east-1",
+        )
+        deadline = time.monotonic() + 600
+        size = 0
+        while not size:  # saved, then uploaded
+            if time.monotonic() > deadline:
+                raise RuntimeError("the index did not reach the bucket in 10 minutes")
+            time.sleep(1)
+            listed = bucket.list_objects_v2(Bucket=_BUCKET, Prefix="data/cluster/indexes/")
+            size = max(
+                (o["Size"] for o in listed.get("Contents", []) if "." in o["Key"]), default=0
+            )
+        running[home].kill()
+        killed = time.monotonic()
+        while not _served(address, "key-big"):
+            time.sleep(0.1)
+        served = time.monotonic() - killed
+        searches = [_first_search_ms(address, "key-big") for _ in range(21)]
+        return {
+            "messages": messages,
+            "import_s": round(imported, 1),
+            "index_mb_in_bucket": round(size / (1 << 20), 1),
+            "served_again_s": round(served, 2),
+            "first_search_ms": round(searches[0], 1),
+            "next_20_searches_ms": {k: round(v, 1) for k, v in percentiles(searches[1:]).items()},
+        }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=200)
@@ -312,7 +415,15 @@ def main() -> None:
         default=253,
         help="size of the saved index fetched (253 MB: a 95,395-message user's)",
     )
+    parser.add_argument(
+        "--big-user",
+        type=int,
+        default=100_000,
+        help="messages of the user moved by kill -9 at the end (0: skip)",
+    )
     args = parser.parse_args()
+    big = big_user_move(args.big_user) if args.big_user else None
+    print(f"a {args.big_user}-message user's move: {big}")
     fetched = fetch_seconds(args.fetch_mb)
     print(f"saved index of {args.fetch_mb} MB from the bucket: {fetched}")
     rates = [float(r) for r in args.rates.split(",")]
@@ -339,6 +450,7 @@ def main() -> None:
             "seconds_per_rate": args.seconds,
             "results": results,
             "saved_index_fetch": fetched,
+            "big_user_move": big,
         },
     )
     print(f"wrote {path}")
