@@ -33,6 +33,7 @@ from server import (
     rest_search,
     rest_stats,
 )
+from server.cluster.ownership import Ownership
 from server.http import BadRequest, authenticated, decode_body, error, int_param, json
 from server.ws import SESSION_ID
 
@@ -93,13 +94,23 @@ async def healthz(request: Request) -> Response:
     """Liveness plus the tallies an operator checks first (no credentials needed, no user data)."""
     registry: SessionRegistry = request.state.registry
     learning = _deps(request).learning
-    return json(
-        {
-            "status": "ok",
-            "live_sessions": len(registry.live()),
-            "extraction": dataclasses.asdict(learning.extractor.stats),
-        }
-    )
+    body: dict[str, Any] = {
+        "status": "ok",
+        "live_sessions": len(registry.live()),
+        "extraction": dataclasses.asdict(learning.extractor.stats),
+    }
+    cluster: Ownership | None = request.state.cluster
+    if cluster is None:
+        return json(body)
+    body["cluster"] = {
+        "node": cluster.node,
+        "shards": len(cluster.held()),
+        "alive": cluster.alive(),
+    }
+    if not cluster.in_touch():  # cannot write its heartbeat: serves nobody, so not ready
+        body["status"] = "cut_off"
+        return json(body, 503)
+    return json(body)
 
 
 async def list_categories(request: Request, user_id: str) -> Response:

@@ -104,6 +104,8 @@ async def test_a_user_is_served_by_one_node_and_moves_with_every_acked_turn_when
 ) -> None:
     with nodes(s3, tmp_path, "n1", "n2") as [(one, first), (two, _)]:
         said = await acked_turns(one, "key-alice", "s1", 5)
+        health = get(one, "/healthz", "key-alice").json()["cluster"]
+        assert (health["node"], health["shards"], health["alive"][0]) == ("n1", 1, "n1")
         answer = get(two, "/memory/long-term", "key-alice")
         assert answer.status_code == 421
         assert answer.json()["error"]["code"] == "not_home"

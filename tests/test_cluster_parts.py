@@ -218,3 +218,22 @@ async def _bytes(objects: Objects) -> list[bytes]:
         if got is not None:
             found.append(got[0])
     return found
+
+
+async def test_a_node_that_cannot_write_its_heartbeat_stops_serving_before_a_lease_runs_out(
+    s3: dict[str, str],
+) -> None:
+    shards = _Shards()
+    node = Ownership(_objects(s3), "e", Hooks(shards.take, shards.settle), lease_seconds=0.5)
+    async with anyio.create_task_group() as tg:
+        await tg.start(node.run)
+        async with node.serving("eve"):
+            assert node.in_touch()
+        tg.cancel_scope.cancel()  # its heartbeats stop, as when the store is out of reach
+    await anyio.sleep(0.45)  # 0.8 of a lease, and a little more
+    assert not node.in_touch()
+    with pytest.raises(NotHome):
+        node.check("eve")
+    with pytest.raises(NotHome):
+        async with node.serving("eve"):
+            pass

@@ -109,7 +109,7 @@ class Ownership:
     def serves(self, user_id: str) -> bool:
         """Whether this node may write ``user_id``'s memory now."""
         held = self._held.get(shard_of(user_id))
-        return held is not None and not held.leaving and self._may_serve()
+        return held is not None and not held.leaving and self.in_touch()
 
     def check(self, user_id: str) -> None:
         """Raise ``NotHome`` unless this node ``serves`` the user (the writers' guard)."""
@@ -120,7 +120,7 @@ class Ownership:
         """The nodes alive as this node sees them (itself included while it may serve)."""
         now = anyio.current_time()
         others = [n for n, (_, seen) in self._seen.items() if now - seen < self._lease_seconds]
-        return sorted([*others, *([self.node] if self._may_serve() else [])])
+        return sorted([*others, *([self.node] if self.in_touch() else [])])
 
     @asynccontextmanager
     async def serving(
@@ -144,7 +144,7 @@ class Ownership:
                 held.idle.set()
 
     async def _admit(self, shard: int) -> _Held:
-        if not self._may_serve():
+        if not self.in_touch():
             raise NotHome(f"node {self.node} has lost touch with the object store")
         held = self._held.get(shard)
         if held is not None and not held.leaving:
@@ -248,7 +248,8 @@ class Ownership:
         seen = self._seen.get(node)
         return seen is not None and anyio.current_time() - seen[1] < self._lease_seconds
 
-    def _may_serve(self) -> bool:
+    def in_touch(self) -> bool:
+        """Whether this node's heartbeat was written recently enough for it to serve."""
         return anyio.current_time() - self._beat_at < self._serve_for
 
     async def _verify(self) -> None:
