@@ -34,46 +34,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import httpx
 from websockets.asyncio.client import connect
 
 from bench.common import free_port, machine, percentiles, write_result
+from tests.s3_server import bucket_client, moto_server
 from tests.test_deploy_files import _config_for_test, _haproxy_env, _mnemo_map
 
 _HAPROXY = "/usr/sbin/haproxy"
 _BUCKET = "mnemo-bench"
-
-
-@contextlib.contextmanager
-def _moto() -> Iterator[dict[str, str]]:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    env = {
-        "AWS_ENDPOINT": url,
-        "AWS_ALLOW_HTTP": "true",
-        "AWS_ACCESS_KEY_ID": "bench",
-        "AWS_SECRET_ACCESS_KEY": "bench",
-        "AWS_REGION": "us-east-1",
-    }
-    try:
-        _wait(url, process)
-        boto3.client(
-            "s3",
-            endpoint_url=url,
-            aws_access_key_id="bench",
-            aws_secret_access_key="bench",
-            region_name="us-east-1",
-        ).create_bucket(Bucket=_BUCKET)
-        yield env
-    finally:
-        process.kill()
-        process.wait(10)
 
 
 def _wait(url: str, process: subprocess.Popen[bytes], within: float = 60) -> None:
@@ -177,15 +146,6 @@ class _Load:
             self.errors += 1
 
 
-def _served(address: str, key: str) -> bool:
-    answer = httpx.get(
-        f"http://{address}/memory/long-term",
-        headers={"Authorization": f"Bearer {key}"},
-        timeout=30,
-    )
-    return answer.status_code == 200
-
-
 def _home(address: str, key: str) -> str:
     answer = httpx.get(
         f"http://{address}/memory/long-term",
@@ -193,6 +153,10 @@ def _home(address: str, key: str) -> str:
         timeout=30,
     )
     return answer.headers.get("Mnemo-Node", "") if answer.status_code == 200 else ""
+
+
+def _served(address: str, key: str) -> bool:
+    return bool(_home(address, key))
 
 
 def _first_search_ms(address: str, key: str) -> float:
@@ -211,7 +175,11 @@ def run_cluster(
     nodes: int, sessions: int, rates: list[float], seconds: float, cluster: bool
 ) -> dict[str, Any]:
     keys = {f"key-{n}": f"user-{n}" for n in range(sessions)}
-    with tempfile.TemporaryDirectory() as tmp, _moto() as s3, contextlib.ExitStack() as stack:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        moto_server(_BUCKET) as s3,
+        contextlib.ExitStack() as stack,
+    ):
         work = Path(tmp)
         map_file = work / "shards.map"
         made = _mnemo_map(map_file, keys)
@@ -283,7 +251,7 @@ def fetch_seconds(megabytes: int, tries: int = 3) -> dict[str, Any]:
     takes a user whose index is there, on a file of random bytes."""
     from server.cluster.objects import Objects
 
-    with tempfile.TemporaryDirectory() as tmp, _moto() as s3:
+    with tempfile.TemporaryDirectory() as tmp, moto_server(_BUCKET) as s3:
         source = Path(tmp) / "index.idx"
         source.write_bytes(os.urandom(megabytes << 20))
         objects = Objects(f"s3://{_BUCKET}/fetch", s3)
@@ -334,7 +302,11 @@ def big_user_move(messages: int) -> dict[str, Any]:
     bucket too), then their node killed: how long the other node takes to serve them,
     and their first searches there (the index fetched from the bucket and mapped)."""
     keys = {"key-big": "big"}
-    with tempfile.TemporaryDirectory() as tmp, _moto() as s3, contextlib.ExitStack() as stack:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        moto_server(_BUCKET) as s3,
+        contextlib.ExitStack() as stack,
+    ):
         work = Path(tmp)
         map_file = work / "shards.map"
         if _mnemo_map(map_file, keys).returncode:
@@ -370,13 +342,7 @@ def big_user_move(messages: int) -> dict[str, Any]:
             answer.raise_for_status()
         imported = time.monotonic() - began
         home = _home(address, "key-big")
-        bucket = boto3.client(
-            "s3",
-            endpoint_url=s3["AWS_ENDPOINT"],
-            aws_access_key_id="bench",
-            aws_secret_access_key="bench",
-            region_name="us-east-1",
-        )
+        bucket = bucket_client(s3)
         deadline = time.monotonic() + 600
         size = 0
         while not size:  # saved, then uploaded

@@ -5,20 +5,15 @@ the deleted text in the bucket."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import boto3
 import httpx
 import pytest
 
 from tests.harness import Client
-from tests.test_serve_process import _free_port, _serving
+from tests.s3_server import bucket_client, moto_server
+from tests.test_serve_process import _serving
 
 pytestmark = pytest.mark.anyio
 
@@ -28,49 +23,12 @@ _BUCKET = "mnemo-test"
 @pytest.fixture
 def s3() -> Iterator[dict[str, str]]:
     """moto's S3 server and the ``AWS_*`` variables that point LanceDB at it."""
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(url, timeout=1):
-                    break
-            except OSError:
-                assert process.poll() is None, "moto's server exited"
-                assert time.monotonic() < deadline, "moto's server did not start in 30 s"
-                time.sleep(0.1)
-        env = {
-            "AWS_ENDPOINT": url,
-            "AWS_ALLOW_HTTP": "true",
-            "AWS_ACCESS_KEY_ID": "test",
-            "AWS_SECRET_ACCESS_KEY": "test",
-            "AWS_REGION": "us-east-1",
-        }
-        _bucket(env).create_bucket(Bucket=_BUCKET)
+    with moto_server(_BUCKET) as env:
         yield env
-    finally:
-        process.kill()
-        process.wait(10)
-
-
-def _bucket(env: dict[str, str]) -> Any:
-    return boto3.client(
-        "s3",
-        endpoint_url=env["AWS_ENDPOINT"],
-        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-        region_name=env["AWS_REGION"],
-    )
 
 
 def _objects(env: dict[str, str]) -> dict[str, bytes]:
-    client = _bucket(env)
+    client = bucket_client(env)
     keys = [
         item["Key"]
         for page in client.get_paginator("list_objects_v2").paginate(Bucket=_BUCKET)
