@@ -97,8 +97,8 @@ class Ownership:
         self._seen: dict[str, tuple[str, float]] = {}
         self._beat_at = -float("inf")
         self._beats = 0
+        self._whoami = {"node": node, "pid": os.getpid(), "host": socket.gethostname()}
         self._ticket = 0
-        self.moves = 0
 
     # -- serving -------------------------------------------------------------
 
@@ -184,7 +184,6 @@ class Ownership:
             raise
         held = self._held[shard] = _Held(epoch, etag, anyio.current_time())
         self._asking.pop(shard, None)
-        self.moves += 1
         _log.info("took shard %d (epoch %d, was %s)", shard, epoch, holder)
         return held
 
@@ -222,8 +221,7 @@ class Ownership:
     async def _beat(self) -> None:
         started = anyio.current_time()
         self._beats += 1
-        body = {"node": self.node, "beat": self._beats, "pid": os.getpid()}
-        body["host"] = socket.gethostname()
+        body = {"beat": self._beats, **self._whoami}
         await self._objects.put(f"nodes/{self.node}", json.dumps(body).encode())
         paused = started - self._beat_at >= self._serve_for
         self._beat_at = started
