@@ -13,9 +13,12 @@ __all__ = [
     "CONTEXT_CHARS",
     "CONTEXT_FORMATS",
     "HEADING",
+    "KEY_CHARS",
     "RecalledBlock",
     "date_label",
     "format_recalled",
+    "key_text",
+    "key_text_of_stored",
     "said",
     "search_text",
 ]
@@ -40,6 +43,8 @@ class RecalledBlock:
 
 #: How much of the message before it a message's search text carries.
 CONTEXT_CHARS = 300
+#: How much of an assistant's message its vector is computed from (about 110 tokens).
+KEY_CHARS = 500
 
 
 def said(speaker: str, text: str) -> str:
@@ -64,10 +69,39 @@ def search_text(message: ArchivedMessage) -> str:
     Caroline...?") while their own words rarely do; and a short answer ("Yes, last
     week!") means what the message before it asked. One line, cleaned as indexed text is
     (``memory.text.indexed_text``)."""
-    text = f"[{date_label(message.at)}] {said(message.speaker, message.text)}"
-    if message.context:
-        text += f" (after {message.context[:CONTEXT_CHARS]})"
-    return indexed_text(text)
+    return _searched(message, message.text)
+
+
+def key_text(message: ArchivedMessage) -> str:
+    """What a message's vector is computed from: its search text, with an assistant's
+    message cut to its first ``KEY_CHARS`` characters (the whole of it stays in the
+    full-text index). An assistant's reply is found by what it answered and how it
+    opens; replies run long (224 tokens on average in LongMemEval, two thirds of them
+    past the embedder's 256), so embedding them whole took 82 % of an import's
+    embedding work for the assistant's words rather than the user's."""
+    if message.role != "assistant" or len(message.text) <= KEY_CHARS:
+        return search_text(message)
+    return _searched(message, message.text[:KEY_CHARS])
+
+
+def key_text_of_stored(message: ArchivedMessage, stored: str) -> str:
+    """``key_text`` of a message read back with its stored search text, which holds the
+    context the message no longer does: the same cut, the context kept."""
+    if message.role != "assistant" or len(message.text) <= KEY_CHARS:
+        return stored
+    head = _searched(message, message.text[:KEY_CHARS], context="")
+    tail = stored.rfind(" (after ")
+    return head + (stored[tail:] if tail >= len(head) else "")
+
+
+def _searched(message: ArchivedMessage, text: str, context: str | None = None) -> str:
+    """The search text of ``message`` with ``text`` said, after ``context`` (by default
+    the message's)."""
+    context = message.context if context is None else context
+    searched = f"[{date_label(message.at)}] {said(message.speaker, text)}"
+    if context:
+        searched += f" (after {context[:CONTEXT_CHARS]})"
+    return indexed_text(searched)
 
 
 def _line(message: ArchivedMessage, newer: datetime | None) -> str:

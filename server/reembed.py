@@ -23,6 +23,7 @@ from lancedb.index import BTree
 
 from actors.keys import key_vectors
 from actors.ports import Embedder
+from memory.recall import key_text_of_stored
 from server.adapters.lance_messages import EMBEDDER_KEY, message_of
 from server.adapters.lance_versions import VECTOR_TABLES, record_embedder, recorded_embedders
 
@@ -42,7 +43,10 @@ class ReembedError(Exception):
 async def _vectors(name: str, rows: list[dict[str, Any]], embedder: Embedder) -> list[list[float]]:
     if name == "messages":
         messages = [message_of(r) for r in rows]
-        return await key_vectors(embedder, messages, [r["search_text"] for r in rows])
+        stored = [
+            key_text_of_stored(m, r["search_text"]) for m, r in zip(messages, rows, strict=True)
+        ]
+        return await key_vectors(embedder, messages, stored)
     return await embedder.embed([r["content"] if "content" in r else _content(r) for r in rows])
 
 

@@ -118,25 +118,24 @@ async def test_onnx_embedder_ranks_a_paraphrase_above_an_unrelated_sentence(
     assert _cosine(query, paraphrase) > _cosine(query, unrelated) + 0.3
 
 
-async def test_onnx_embedder_embeds_a_batch_like_one_by_one(minilm: OnnxMiniLmEmbedder) -> None:
-    # Over one batch of 32, of mixed length, so sorting and restoring order both matter.
-    texts = [f"note {i}: we talked about tea and travel" + " again" * (i % 5) for i in range(31)]
+async def test_onnx_embedder_embeds_many_texts_on_two_workers_exactly_as_one_by_one() -> None:
+    # More than two chunks of 64, of mixed length, so workers share them and order matters.
+    texts = [f"note {i}: we talked about tea and travel" + " again" * (i % 5) for i in range(150)]
     texts += ["", "hi", "word " * 300]  # empty, tiny, and past the 256-token truncation
-    batch = await minilm.embed(texts)
-    for text, vector in zip(texts, batch, strict=True):
-        (single,) = minilm.embed_sync([text])
-        assert vector == pytest.approx(single, abs=1e-5)
+    embedder = OnnxMiniLmEmbedder(threads=2)
+    together = await embedder.embed(texts)
+    assert together == [embedder.embed_sync([text])[0] for text in texts]
 
 
 @pytest.fixture
 def loads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The ``threads`` of every model load from now on."""
+    """One entry for every model load from now on."""
     loads: list[int] = []
     load = onnx_embedder._load
 
-    def counted(threads: int) -> Any:
-        loads.append(threads)
-        return load(threads)
+    def counted() -> Any:
+        loads.append(1)
+        return load()
 
     monkeypatch.setattr(onnx_embedder, "_load", counted)
     return loads

@@ -23,7 +23,15 @@ from memory.json_bounds import (
 )
 from memory.keys import STATEMENT_WEIGHT, mixed, statement_text
 from memory.ratelimit import TokenBucket
-from memory.recall import CONTEXT_CHARS, HEADING, format_recalled, search_text
+from memory.recall import (
+    CONTEXT_CHARS,
+    HEADING,
+    KEY_CHARS,
+    format_recalled,
+    key_text,
+    key_text_of_stored,
+    search_text,
+)
 from memory.rules_extractor import extract_facts
 from memory.tokens import estimate_tokens, is_cjk
 from memory.working import (
@@ -190,6 +198,29 @@ def test_a_search_text_says_when_who_spoke_and_what_it_answered() -> None:
     assert len(text) == len(head) + CONTEXT_CHARS + 1
     alone = msgspec.structs.replace(answered, context="")
     assert search_text(alone) == "[8 May 2023] Caroline: Yes, last week!"
+
+
+def test_an_assistants_long_reply_is_keyed_by_its_opening_and_what_it_answered() -> None:
+    text = "Here are ten museums in Vienna. " + "The Albertina has prints. " * 40
+    reply = msgspec.structs.replace(
+        archived_turn(text, role="assistant", speaker="assistant"),
+        at=datetime(2023, 5, 8, 13, 56, tzinfo=UTC),
+        context="user: Which museums should I see in Vienna?",
+    )
+    key = key_text(reply)
+    assert key.startswith("[8 May 2023] assistant: Here are ten museums in Vienna.")
+    assert key.endswith("(after user: Which museums should I see in Vienna?)")
+    assert len(key) < len(search_text(reply)) - 400
+    assert len(key) <= len(search_text(reply)) - len(reply.text) + KEY_CHARS + 1
+    # Read back, the message has lost its context, which its stored search text keeps.
+    read_back = msgspec.structs.replace(reply, context="")
+    assert key_text_of_stored(read_back, search_text(reply)) == key
+    # The user's words, and short replies, are keyed by their whole search text.
+    said_by_user = msgspec.structs.replace(reply, role="user", speaker="Ann")
+    assert key_text(said_by_user) == search_text(said_by_user)
+    short = msgspec.structs.replace(reply, text="Try the Albertina.")
+    assert key_text(short) == search_text(short)
+    assert key_text_of_stored(short, "stored text") == "stored text"
 
 
 _CJK_RANGES = [

@@ -26,9 +26,10 @@ from anyio.abc import TaskStatus
 from lancedb.index import FTS, BTree
 
 from actors.errors import MnemoError
+from actors.keys import key_vectors
 from actors.ports import Embedder, Page, ScoredMessage, VectorSource
 from memory.projection import PROJECT_FROM
-from memory.recall import CONTEXT_CHARS, said, search_text
+from memory.recall import CONTEXT_CHARS, said
 from memory.search_index import SearchIndex
 from memory.text import indexed_text
 from schemas.records import ArchivedMessage, WorkingMemory
@@ -465,7 +466,7 @@ class LanceStore:
             answers = await self._answers_to(deleted)
             matrix = np.zeros((0, self._dim), dtype=np.float32)
             if answers:
-                vectors = await self._embedder.embed([search_text(m) for m in answers])
+                vectors = await key_vectors(self._embedder, answers)
                 matrix = np.asarray(vectors, dtype=np.float32).reshape(len(answers), self._dim)
             ids = [message_id, *(m.id for m in answers)]
             async with self._search.saver.writing([user_id]):
