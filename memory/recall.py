@@ -10,6 +10,7 @@ from memory.tokens import estimate_tokens
 from schemas.records import ArchivedMessage
 
 __all__ = [
+    "ALONE_CHARS",
     "CONTEXT_CHARS",
     "CONTEXT_FORMATS",
     "HEADING",
@@ -45,6 +46,9 @@ class RecalledBlock:
 CONTEXT_CHARS = 300
 #: How much of an assistant's message its vector is computed from (about 110 tokens).
 KEY_CHARS = 500
+#: A message of the user's longer than this stands on its own: its vector leaves out the
+#: message it answered.
+ALONE_CHARS = 300
 
 
 def said(speaker: str, text: str) -> str:
@@ -63,8 +67,9 @@ def date_label(at: datetime) -> str:
 
 
 def search_text(message: ArchivedMessage) -> str:
-    """What a message is found by (full-text index and embedding): when it was said, who
-    said it, what they said, and the message it answered. People ask about time ("in May
+    """What a message is found by in the full-text index, and what its vector is computed
+    from as ``key_text`` cuts it: when it was said, who said it, what they said, and the
+    message it answered. People ask about time ("in May
     2023"); conversations are about people: a question names them ("When did
     Caroline...?") while their own words rarely do; and a short answer ("Yes, last
     week!") means what the message before it asked. One line, cleaned as indexed text is
@@ -73,21 +78,34 @@ def search_text(message: ArchivedMessage) -> str:
 
 
 def key_text(message: ArchivedMessage) -> str:
-    """What a message's vector is computed from: its search text, with an assistant's
-    message cut to its first ``KEY_CHARS`` characters (the whole of it stays in the
-    full-text index). An assistant's reply is found by what it answered and how it
-    opens; replies run long (224 tokens on average in LongMemEval, two thirds of them
-    past the embedder's 256), so embedding them whole took 82 % of an import's
-    embedding work for the assistant's words rather than the user's."""
-    if message.role != "assistant" or len(message.text) <= KEY_CHARS:
+    """What a message's vector is computed from: its search text, except that
+
+    - an assistant's message is cut to its first ``KEY_CHARS`` characters (the whole of
+      it stays in the full-text index): an assistant's reply is found by what it
+      answered and how it opens; replies run long (224 tokens on average in
+      LongMemEval, two thirds of them past the embedder's 256), and embedding them
+      whole took 82 % of an import's embedding work;
+    - a message of the user's longer than ``ALONE_CHARS`` leaves out the message it
+      answered: a short answer means what it answered ("Yes, last week!"), a long one
+      says what it means, and the assistant's words would dilute the user's own."""
+    if message.role != "assistant":
+        if len(message.text) > ALONE_CHARS:
+            return _searched(message, message.text, context="")
+        return search_text(message)
+    if len(message.text) <= KEY_CHARS:
         return search_text(message)
     return _searched(message, message.text[:KEY_CHARS])
 
 
 def key_text_of_stored(message: ArchivedMessage, stored: str) -> str:
     """``key_text`` of a message read back with its stored search text, which holds the
-    context the message no longer does: the same cut, the context kept."""
-    if message.role != "assistant" or len(message.text) <= KEY_CHARS:
+    context the message no longer does: the same cuts, the context kept where
+    ``key_text`` keeps it."""
+    if message.role != "assistant":
+        if len(message.text) > ALONE_CHARS:
+            return _searched(message, message.text, context="")
+        return stored
+    if len(message.text) <= KEY_CHARS:
         return stored
     head = _searched(message, message.text[:KEY_CHARS], context="")
     tail = stored.rfind(" (after ")

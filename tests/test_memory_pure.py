@@ -24,6 +24,7 @@ from memory.json_bounds import (
 from memory.keys import STATEMENT_WEIGHT, mixed, statement_text
 from memory.ratelimit import TokenBucket
 from memory.recall import (
+    ALONE_CHARS,
     CONTEXT_CHARS,
     HEADING,
     KEY_CHARS,
@@ -215,12 +216,27 @@ def test_an_assistants_long_reply_is_keyed_by_its_opening_and_what_it_answered()
     # Read back, the message has lost its context, which its stored search text keeps.
     read_back = msgspec.structs.replace(reply, context="")
     assert key_text_of_stored(read_back, search_text(reply)) == key
-    # The user's words, and short replies, are keyed by their whole search text.
-    said_by_user = msgspec.structs.replace(reply, role="user", speaker="Ann")
-    assert key_text(said_by_user) == search_text(said_by_user)
+    # Short replies are keyed by their whole search text.
     short = msgspec.structs.replace(reply, text="Try the Albertina.")
     assert key_text(short) == search_text(short)
     assert key_text_of_stored(short, "stored text") == "stored text"
+
+
+def test_the_users_long_message_is_keyed_by_all_its_words_without_what_it_answered() -> None:
+    asked = "assistant: Anything else you would like to see?"
+    long = msgspec.structs.replace(
+        archived_turn("I went to the Albertina twice. " * 12), context=asked
+    )
+    assert len(long.text) > ALONE_CHARS
+    assert key_text(long) == "[12 March 2024] Ann: " + " ".join(long.text.split())
+    assert search_text(long).endswith(f"(after {asked})")  # the full-text index keeps it
+    read_back = msgspec.structs.replace(long, context="")
+    assert key_text_of_stored(read_back, search_text(long)) == key_text(long)
+    # A short one means what it answered, and keeps it.
+    short = msgspec.structs.replace(long, text="Yes, last week!")
+    assert key_text(short) == search_text(short)
+    assert key_text(short).endswith(f"(after {asked})")
+    assert key_text_of_stored(short, search_text(short)) == search_text(short)
 
 
 _CJK_RANGES = [
