@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -171,6 +171,43 @@ def _first_search_ms(address: str, key: str) -> float:
     return (time.monotonic() - began) * 1000
 
 
+def _start(
+    stack: contextlib.ExitStack,
+    work: Path,
+    s3: Mapping[str, str],
+    keys: Mapping[str, str],
+    nodes: int,
+    *,
+    cluster: bool,
+    extra: Mapping[str, str] | None = None,
+) -> tuple[dict[str, subprocess.Popen[bytes]], str]:
+    """``nodes`` servers on the bucket (cluster nodes when ``cluster``) behind HAProxy,
+    with the shard map of ``keys``; their processes by name, and the proxy's address."""
+    map_file = work / "shards.map"
+    made = _mnemo_map(map_file, dict(keys))
+    if made.returncode:
+        raise RuntimeError(made.stderr)
+    ports = [free_port() for _ in range(3)]
+    running: dict[str, subprocess.Popen[bytes]] = {}
+    for n in range(nodes):
+        name = f"n{n + 1}"
+        env = {
+            **s3,
+            "MNEMO_DATA_DIR": f"s3://{_BUCKET}/data",
+            "MNEMO_LOCAL_DIR": str(work / name),
+            "MNEMO_API_KEYS": ",".join(f"{k}:{u}" for k, u in keys.items()),
+            "MNEMO_EMBEDDER": "hash",
+            "MNEMO_PRELOAD_EMBEDDER": "false",
+            "MNEMO_OLLAMA_URL": f"http://127.0.0.1:{free_port()}",
+            "MNEMO_LLM_TIMEOUT": "1",
+            **(extra or {}),
+        }
+        if cluster:
+            env["MNEMO_NODE"] = name
+        running[name] = stack.enter_context(_node(env, ports[n]))
+    return running, stack.enter_context(_proxy(map_file, ports, work))
+
+
 def run_cluster(
     nodes: int, sessions: int, rates: list[float], seconds: float, cluster: bool
 ) -> dict[str, Any]:
@@ -180,29 +217,7 @@ def run_cluster(
         moto_server(_BUCKET) as s3,
         contextlib.ExitStack() as stack,
     ):
-        work = Path(tmp)
-        map_file = work / "shards.map"
-        made = _mnemo_map(map_file, keys)
-        if made.returncode:
-            raise RuntimeError(made.stderr)
-        ports = [free_port() for _ in range(3)]
-        running: dict[str, subprocess.Popen[bytes]] = {}
-        for n in range(nodes):
-            name = f"n{n + 1}"
-            env = {
-                **s3,
-                "MNEMO_DATA_DIR": f"s3://{_BUCKET}/data",
-                "MNEMO_LOCAL_DIR": str(work / name),
-                "MNEMO_API_KEYS": ",".join(f"{k}:{u}" for k, u in keys.items()),
-                "MNEMO_EMBEDDER": "hash",
-                "MNEMO_PRELOAD_EMBEDDER": "false",
-                "MNEMO_OLLAMA_URL": f"http://127.0.0.1:{free_port()}",
-                "MNEMO_LLM_TIMEOUT": "1",
-            }
-            if cluster:
-                env["MNEMO_NODE"] = name
-            running[name] = stack.enter_context(_node(env, ports[n]))
-        address = stack.enter_context(_proxy(map_file, ports, work))
+        running, address = _start(stack, Path(tmp), s3, keys, nodes, cluster=cluster)
         # Every user's first request takes their shard (a lease, the journal's fence, the
         # tables' latest versions): done before the measurement, as in a running cluster.
         with concurrent.futures.ThreadPoolExecutor(32) as pool:
@@ -307,27 +322,9 @@ def big_user_move(messages: int) -> dict[str, Any]:
         moto_server(_BUCKET) as s3,
         contextlib.ExitStack() as stack,
     ):
-        work = Path(tmp)
-        map_file = work / "shards.map"
-        if _mnemo_map(map_file, keys).returncode:
-            raise RuntimeError("mnemo cluster map failed")
-        ports = [free_port() for _ in range(3)]
-        running: dict[str, subprocess.Popen[bytes]] = {}
-        for n in range(2):
-            name = f"n{n + 1}"
-            env = {
-                **s3,
-                "MNEMO_DATA_DIR": f"s3://{_BUCKET}/data",
-                "MNEMO_LOCAL_DIR": str(work / name),
-                "MNEMO_API_KEYS": "key-big:big",
-                "MNEMO_EMBEDDER": "hash",
-                "MNEMO_PRELOAD_EMBEDDER": "false",
-                "MNEMO_OLLAMA_URL": f"http://127.0.0.1:{free_port()}",
-                "MNEMO_NODE": name,
-                "MNEMO_SAVE_INDEX_AFTER": "5",
-            }
-            running[name] = stack.enter_context(_node(env, ports[n]))
-        address = stack.enter_context(_proxy(map_file, ports, work))
+        running, address = _start(
+            stack, Path(tmp), s3, keys, 2, cluster=True, extra={"MNEMO_SAVE_INDEX_AFTER": "5"}
+        )
         auth = {"Authorization": "Bearer key-big"}
         began = time.monotonic()
         for first in range(0, messages, 5000):

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+import msgspec
+
 from memory.text import indexed_text
 from memory.tokens import estimate_tokens
 from schemas.records import ArchivedMessage
@@ -88,28 +90,29 @@ def key_text(message: ArchivedMessage) -> str:
     - a message of the user's longer than ``ALONE_CHARS`` leaves out the message it
       answered: a short answer means what it answered ("Yes, last week!"), a long one
       says what it means, and the assistant's words would dilute the user's own."""
-    if message.role != "assistant":
-        if len(message.text) > ALONE_CHARS:
-            return _searched(message, message.text, context="")
+    if _whole_key(message):
         return search_text(message)
-    if len(message.text) <= KEY_CHARS:
-        return search_text(message)
-    return _searched(message, message.text[:KEY_CHARS])
+    if message.role == "assistant":
+        return _searched(message, message.text[:KEY_CHARS])
+    return _searched(message, message.text, context="")
 
 
 def key_text_of_stored(message: ArchivedMessage, stored: str) -> str:
     """``key_text`` of a message read back with its stored search text, which holds the
     context the message no longer does: the same cuts, the context kept where
     ``key_text`` keeps it."""
-    if message.role != "assistant":
-        if len(message.text) > ALONE_CHARS:
-            return _searched(message, message.text, context="")
+    if _whole_key(message):
         return stored
-    if len(message.text) <= KEY_CHARS:
-        return stored
-    head = _searched(message, message.text[:KEY_CHARS], context="")
+    key = key_text(msgspec.structs.replace(message, context=""))
     tail = stored.rfind(" (after ")
-    return head + (stored[tail:] if tail >= len(head) else "")
+    keeps_context = message.role == "assistant" and tail >= len(key)
+    return key + stored[tail:] if keeps_context else key
+
+
+def _whole_key(message: ArchivedMessage) -> bool:
+    """Whether ``key_text`` is the whole search text of ``message``."""
+    limit = KEY_CHARS if message.role == "assistant" else ALONE_CHARS
+    return len(message.text) <= limit
 
 
 def _searched(message: ArchivedMessage, text: str, context: str | None = None) -> str:

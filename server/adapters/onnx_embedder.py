@@ -69,8 +69,8 @@ class _Model:
         hidden: npt.NDArray[np.float32] = self._session.run(["last_hidden_state"], feeds)[0]
         # Mean pooling, then L2 (sentence-transformers' Pooling + Normalize).
         pooled = hidden[0].mean(axis=0)
-        vector = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
-        return [float(x) for x in vector]
+        vector: list[float] = (pooled / max(float(np.linalg.norm(pooled)), 1e-12)).tolist()
+        return vector
 
 
 class OnnxMiniLmEmbedder:

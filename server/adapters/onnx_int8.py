@@ -79,10 +79,8 @@ def derived(source: bytes, source_sha256: str, agreement: Agreement) -> bytes | 
     except OSError:
         cached = None
     if cached is not None:
-        name = path.name.removesuffix(".onnx")
-        sidecar = path.with_name(name + ".sha256")
         try:
-            if sidecar.read_text().strip() == hashlib.sha256(cached).hexdigest():
+            if _sidecar(path).read_text().strip() == hashlib.sha256(cached).hexdigest():
                 return cached
         except OSError:
             pass
@@ -230,15 +228,19 @@ def worst_cosine(first: Sequence[Sequence[float]], second: Sequence[Sequence[flo
     return float((a * b).sum(axis=1).min())
 
 
+def _sidecar(path: Path) -> Path:
+    """The file beside a cached model that holds its sha256."""
+    return path.with_suffix(".sha256")
+
+
 def _store(path: Path, model: bytes) -> None:
     """Write the model and its sha256 beside it, each atomically; a cache that cannot be
     written is only logged (the model is derived again next time)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        name = path.name.removesuffix(".onnx")
         for target, data in (
             (path, model),
-            (path.with_name(name + ".sha256"), hashlib.sha256(model).hexdigest().encode()),
+            (_sidecar(path), hashlib.sha256(model).hexdigest().encode()),
         ):
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
             with os.fdopen(fd, "wb") as out:
