@@ -62,7 +62,10 @@ class _Run:
         return (self.docs[start:end], self.counts[start:end]) if end > start else None
 
     def nbytes(self) -> int:
-        return int(self.docs.nbytes + self.counts.nbytes + self.starts.nbytes)
+        """Bytes held in memory (postings left in a saved index's file, not NumPy arrays
+        here, do not count)."""
+        held = [a for a in (self.docs, self.counts, self.starts) if isinstance(a, np.ndarray)]
+        return sum(int(a.nbytes) for a in held)
 
 
 def _run_of(terms: npt.NDArray[np.int64], docs: Ints, counts: Ints) -> _Run:
@@ -163,10 +166,16 @@ class Postings:
         counts = np.frombuffer(b"".join(c.tobytes() for c in self._tail_counts.values()), np.int32)
         return _run_of(terms, docs.copy(), counts.copy())
 
-    def state(self) -> list[tuple[npt.NDArray[np.int64], Ints, Ints]]:
-        """The postings as runs of (starts, docs, counts), the tail as one more run;
+    def state(self, *, merged: bool = False) -> list[tuple[npt.NDArray[np.int64], Ints, Ints]]:
+        """The postings as runs of (starts, docs, counts), the tail as one more run, or
+        with ``merged`` all of them as one run (each term's postings in one stretch);
         ``restored`` makes the same postings from them. Only reads."""
         runs = [*self._runs, self._tail_as_run()] if self._tail_docs else self._runs
+        if merged and len(runs) > 1:
+            one = runs[0]
+            for run in runs[1:]:
+                one = _merged(one, run)
+            runs = [one]
         return [(run.starts, run.docs, run.counts) for run in runs]
 
     @classmethod
@@ -202,6 +211,8 @@ class Postings:
             )
         if not parts:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        if len(parts) == 1:
+            return parts[0][0].astype(np.int64), parts[0][1].astype(np.float32)
         docs = np.concatenate([d for d, _ in parts]).astype(np.int64)
         counts = np.concatenate([c for _, c in parts]).astype(np.float32)
         return docs, counts

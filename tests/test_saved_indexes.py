@@ -4,6 +4,7 @@ it first, and a save raced by a write is not put in place."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -213,7 +214,7 @@ def test_a_save_raced_by_a_write_is_not_put_in_place(tmp_path: Path) -> None:
     assert not any(tmp_path.iterdir())
 
 
-def _entry(dim: int, rows: int, seed: int, *, remove: bool = True) -> MessageEntry:
+def _entry(dim: int, rows: int, seed: int, *, remove: bool = True, pad: int = 0) -> MessageEntry:
     rng = np.random.default_rng(seed)
     entry = MessageEntry(dim)
     vectors = rng.normal(size=(rows, dim)).astype(np.float32)
@@ -232,7 +233,7 @@ def _entry(dim: int, rows: int, seed: int, *, remove: bool = True) -> MessageEnt
                 "turn": list(part),
                 "role": ["user" if i % 2 else "assistant" for i in part],
                 "speaker": ["user" if i % 2 else "assistant" for i in part],
-                "text": [f"text {i} 宝宝 \udcff" for i in part],
+                "text": [f"text {i} 宝宝 \udcff" + " more words" * pad for i in part],
                 "at": [float(1_000_000 + (i * 7919) % rows) for i in part],
                 "meta": [f'{{"n": {i}}}' for i in part],
                 "source_id": [f"src{i}" for i in part],
@@ -395,3 +396,39 @@ async def test_a_user_written_to_while_not_in_memory_is_loaded_and_saved_once_qu
         assert (await _ask(store, "item17", user="imported"))[0] == _text(17)
     finally:
         await store.aclose()
+
+
+def _mapped_bytes(path: Path) -> int:
+    """How much of ``path`` this process has in memory through its mappings."""
+    held, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if re.match(r"[0-9a-f]+-[0-9a-f]+ ", line):  # a mapping's first line
+            inside = line.endswith(str(path))
+        elif inside and line.startswith("Rss:"):
+            held += int(line.split()[1]) * 1024
+    return held
+
+
+def test_a_read_back_entry_reads_texts_and_postings_from_the_file_not_from_memory(
+    tmp_path: Path,
+) -> None:
+    dim = 16
+    entry = _entry(dim, 2_000, seed=6, remove=False, pad=100)
+    texts_bytes = 2_000 * 1_000
+    files = IndexFiles(tmp_path, embedder="hash", dim=dim)
+    files.open()
+    assert files.install("u1", files.write("u1", entry.saving()()), files.token("u1"))
+    back = MessageEntry.restored(dim, files.read("u1"))
+    path = files.path("u1")
+    size = path.stat().st_size
+    _same(back, entry, dim)  # every row, text and word read
+
+    # What stays mapped is the vectors, lengths, scopes and the strings' ends.
+    assert 0 < _mapped_bytes(path) < size - texts_bytes
+    # The file deleted (a write accepted), what was read from it still reads.
+    files.accept(["u1"])
+    assert not path.exists()
+    _same(back, entry, dim)
+    # Saved again from what was read back (the stored parts copied from the old file).
+    assert files.install("u1", files.write("u1", back.saving()()), files.token("u1"))
+    _same(MessageEntry.restored(dim, files.read("u1")), entry, dim)

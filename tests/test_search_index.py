@@ -220,9 +220,11 @@ def test_postings_hold_each_terms_documents_and_counts_however_they_were_added(
         postings.add(first, ids_arg, [len(words) for words in batch])
         first += len(batch)
     model = _model_of(batches)
+    merged = Postings.restored(postings.state(merged=True))  # as saved: one run
+    assert merged.runs <= 1
     for term in range(32):
-        assert _held(postings, term) == model.get(term, {})
-    assert len(postings) == sum(len(docs) for docs in model.values())
+        assert _held(postings, term) == _held(merged, term) == model.get(term, {})
+    assert len(postings) == len(merged) == sum(len(docs) for docs in model.values())
 
     gone = set(data.draw(st.lists(st.integers(0, max(first - 1, 0)), max_size=10)))
     moved = np.full(first, -1, dtype=np.int64)

@@ -16,8 +16,11 @@ or absent:
 A file is a header (JSON: the shape of the saved state, and where each array lies)
 and the arrays, each at a multiple of 64 bytes; lists of strings are stored as their
 UTF-8 text and where each string ends (``EncodedStrings``). A file is mapped, not read:
-the first search touches the pages it needs (the projected vectors, the postings of its
-words) and a message's text is decoded when it is shown.
+the first search touches the pages it needs (the projected vectors, the vectors of its
+candidates). What a search reads only a little of (texts, the postings of a few words:
+most of a file's bytes) is not mapped but read from the file when asked (``Stored``,
+marked ``OnDemand`` when saved): mapped, the kernel would bring each page in with the
+pages around it, and the process's resident memory would grow to most of the file.
 """
 
 from __future__ import annotations
@@ -27,22 +30,100 @@ import json
 import mmap
 import os
 import struct
+import weakref
 from abc import abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["FORMAT", "EncodedStrings", "IndexFiles", "StringColumn", "UnreadableIndex"]
+__all__ = [
+    "FORMAT",
+    "EncodedStrings",
+    "IndexFiles",
+    "OnDemand",
+    "Stored",
+    "StringColumn",
+    "UnreadableIndex",
+]
 
 _MAGIC = b"MNEMOIX\x00"
 #: The layout of ``MessageEntry.state()``; a file of another format is not read.
-FORMAT = 3
+FORMAT = 4
 _ALIGN = 64
 _SUFFIX = ".idx"
 _DTYPES = frozenset({"<f4", "<f8", "<i4", "<i8", "|b1", "|u1", "|i1"})
+
+
+class _File:
+    """An open saved index, closed once nothing read from it is left (the file may have
+    been deleted or replaced meanwhile: what was read stays readable)."""
+
+    __slots__ = ("__weakref__", "fd")
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        weakref.finalize(self, os.close, fd)
+
+    def read(self, offset: int, size: int) -> bytes:
+        chunks, done = [], 0
+        while done < size:
+            chunk = os.pread(self.fd, min(size - done, 1 << 30), offset + done)
+            if not chunk:
+                raise OSError(f"a saved index ended {size - done} bytes early")
+            chunks.append(chunk)
+            done += len(chunk)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+class OnDemand:
+    """Marks an array to save so that it is read back as ``Stored``, not mapped."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: npt.NDArray[Any] | Stored) -> None:
+        self.array = array
+
+
+class Stored:
+    """A one-dimensional array of a saved index, read from its file when a stretch of it
+    is asked for (``stored[a:b]`` is a new NumPy array), or whole by ``np.asarray``."""
+
+    __slots__ = ("_file", "_offset", "dtype", "shape")
+
+    def __init__(self, file: _File, offset: int, dtype: np.dtype[Any], length: int) -> None:
+        self._file, self._offset = file, offset
+        self.dtype, self.shape = dtype, (length,)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    @property
+    def nbytes(self) -> int:
+        return self.shape[0] * self.dtype.itemsize
+
+    def __getitem__(self, index: slice) -> npt.NDArray[Any]:
+        start, stop, step = index.indices(len(self))
+        if step != 1:
+            raise IndexError("a stored array is read in stretches")
+        stop = max(start, stop)
+        size = self.dtype.itemsize
+        raw = self._file.read(self._offset + start * size, (stop - start) * size)
+        return np.frombuffer(raw, dtype=self.dtype)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> npt.NDArray[Any]:
+        whole = self[:]
+        return whole if dtype is None else whole.astype(dtype)
+
+    def tobytes(self) -> bytes:
+        return self._file.read(self._offset, self.nbytes)
+
+    def chunks(self, size: int = 1 << 23) -> Iterator[bytes]:
+        """The array's bytes, ``size`` at a time."""
+        for start in range(0, self.nbytes, size):
+            yield self._file.read(self._offset + start, min(size, self.nbytes - start))
 
 
 class StringColumn(Sequence[str]):
@@ -70,11 +151,12 @@ class StringColumn(Sequence[str]):
 
 class EncodedStrings(StringColumn):
     """Strings as one UTF-8 buffer and where each ends (in bytes): each one is decoded
-    when it is read (a large user's texts load without making a string each)."""
+    when it is read (a large user's texts load without making a string each). Read from
+    a saved index, the buffer is ``Stored``."""
 
     __slots__ = ("data", "ends")
 
-    def __init__(self, data: npt.NDArray[np.uint8], ends: npt.NDArray[np.int64]) -> None:
+    def __init__(self, data: npt.NDArray[np.uint8] | Stored, ends: npt.NDArray[np.int64]) -> None:
         if len(ends) and (ends[-1] != len(data) or (np.diff(ends) < 0).any() or ends[0] < 0):
             raise ValueError("string ends do not match their text")
         self.data, self.ends = data, ends
@@ -124,7 +206,9 @@ class EncodedStrings(StringColumn):
 
     @property
     def nbytes(self) -> int:
-        return int(self.data.nbytes + self.ends.nbytes)
+        """The bytes held in memory (a stored buffer is not)."""
+        held = 0 if isinstance(self.data, Stored) else self.data.nbytes
+        return int(held + self.ends.nbytes)
 
 
 class UnreadableIndex(Exception):
@@ -184,7 +268,7 @@ class IndexFiles:
     def write(self, user_id: str, state: dict[str, Any]) -> Path:
         """Write ``state`` to a new temporary file, synced; returns its path (blocking:
         in a worker thread)."""
-        arrays: list[npt.NDArray[Any]] = []
+        arrays: list[npt.NDArray[Any] | Stored] = []
         tree = _flatten(state, arrays)
         offset, placed = 0, []
         for array in arrays:
@@ -206,7 +290,11 @@ class IndexFiles:
             out.write(_MAGIC + struct.pack("<Q", len(header)) + header)
             out.write(bytes(start - out.tell()))
             for array in arrays:
-                out.write(np.ascontiguousarray(array).data)
+                if isinstance(array, Stored):  # copied from the file it was read from
+                    for chunk in array.chunks():
+                        out.write(chunk)
+                else:
+                    out.write(np.ascontiguousarray(array).data)
                 out.write(bytes(_padded(array.nbytes) - array.nbytes))
             out.flush()
             os.fsync(out.fileno())
@@ -233,59 +321,66 @@ class IndexFiles:
 
     def read(self, user_id: str) -> dict[str, Any]:
         """The state saved for the user (blocking: in a worker thread); its arrays lie in a
-        private mapping of the file (writes to them stay in memory). Raises
-        ``UnreadableIndex``, and ``FileNotFoundError`` when there is none."""
+        private mapping of the file (writes to them stay in memory), or are ``Stored``.
+        Raises ``UnreadableIndex``, and ``FileNotFoundError`` when there is none."""
         path = self.directory / self._name(user_id)
-        with path.open("rb") as source:
-            try:
-                buffer = mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_COPY)
-            except ValueError as exc:  # an empty file
-                raise UnreadableIndex(f"{path}: {exc}") from exc
+        file = _File(os.open(path, os.O_RDONLY))
         try:
-            return self._parsed(buffer)
+            buffer = mmap.mmap(file.fd, 0, access=mmap.ACCESS_COPY)
+        except ValueError as exc:  # an empty file
+            raise UnreadableIndex(f"{path}: {exc}") from exc
+        try:
+            return _parsed(buffer, file, (FORMAT, self._embedder, self._dim))
         except (ValueError, KeyError, TypeError, IndexError, struct.error) as exc:
             raise UnreadableIndex(f"{path}: {exc}") from exc
 
-    def _parsed(self, buffer: mmap.mmap) -> dict[str, Any]:
-        if len(buffer) < len(_MAGIC) + 8 or buffer[: len(_MAGIC)] != _MAGIC:
-            raise ValueError("not a saved index")
-        (length,) = struct.unpack_from("<Q", buffer, len(_MAGIC))
-        header = json.loads(bytes(buffer[len(_MAGIC) + 8 : len(_MAGIC) + 8 + length]))
-        if (header["format"], header["embedder"], header["dim"]) != (
-            FORMAT,
-            self._embedder,
-            self._dim,
-        ):
-            raise ValueError(
-                f"format {header['format']} of {header['embedder']} ({header['dim']} "
-                f"dimensions), not {FORMAT} of {self._embedder} ({self._dim})"
-            )
-        start = _padded(len(_MAGIC) + 8 + length)
-        if start + int(header["data_bytes"]) != len(buffer):
-            raise ValueError("its size does not match its header")
-        arrays: list[npt.NDArray[Any]] = []
-        for dtype, shape, offset in header["arrays"]:
-            if dtype not in _DTYPES:
-                raise ValueError(f"unexpected array type {dtype}")
-            count = int(np.prod(shape, dtype=np.int64))
-            if offset < 0 or offset + count * np.dtype(dtype).itemsize > header["data_bytes"]:
-                raise ValueError("an array lies outside the file")
-            array = np.frombuffer(buffer, dtype=dtype, count=count, offset=start + offset)
-            arrays.append(array.reshape(shape))
-        state: dict[str, Any] = _unflatten(header["tree"], arrays)
-        return state
+
+def _parsed(buffer: mmap.mmap, file: _File, kind: tuple[int, str, int]) -> dict[str, Any]:
+    if len(buffer) < len(_MAGIC) + 8 or buffer[: len(_MAGIC)] != _MAGIC:
+        raise ValueError("not a saved index")
+    (length,) = struct.unpack_from("<Q", buffer, len(_MAGIC))
+    header = json.loads(bytes(buffer[len(_MAGIC) + 8 : len(_MAGIC) + 8 + length]))
+    if (header["format"], header["embedder"], header["dim"]) != kind:
+        raise ValueError(
+            f"format {header['format']} of {header['embedder']} ({header['dim']} "
+            f"dimensions), not {kind[0]} of {kind[1]} ({kind[2]})"
+        )
+    start = _padded(len(_MAGIC) + 8 + length)
+    if start + int(header["data_bytes"]) != len(buffer):
+        raise ValueError("its size does not match its header")
+
+    def array(number: int, *, stored: bool) -> npt.NDArray[Any] | Stored:
+        dtype, shape, offset = header["arrays"][number]
+        if dtype not in _DTYPES:
+            raise ValueError(f"unexpected array type {dtype}")
+        count = int(np.prod(shape, dtype=np.int64))
+        if offset < 0 or offset + count * np.dtype(dtype).itemsize > header["data_bytes"]:
+            raise ValueError("an array lies outside the file")
+        if stored:
+            if len(shape) != 1:
+                raise ValueError("a stored array of more than one dimension")
+            return Stored(file, start + offset, np.dtype(dtype), count)
+        mapped = np.frombuffer(buffer, dtype=dtype, count=count, offset=start + offset)
+        return mapped.reshape(shape)
+
+    state: dict[str, Any] = _unflatten(header["tree"], array)
+    return state
 
 
 def _padded(size: int) -> int:
     return -(-size // _ALIGN) * _ALIGN
 
 
-def _flatten(value: Any, arrays: list[npt.NDArray[Any]]) -> Any:
+def _flatten(value: Any, arrays: list[npt.NDArray[Any] | Stored]) -> Any:
     """``value`` as JSON, its arrays (and strings) replaced by their numbers in
-    ``arrays``. A non-empty list of strings is saved as ``EncodedStrings``."""
+    ``arrays``. A non-empty list of strings is saved as ``EncodedStrings``, whose text
+    is read back ``Stored``."""
     if isinstance(value, np.ndarray):
         arrays.append(value)
         return {"array": len(arrays) - 1}
+    if isinstance(value, OnDemand):
+        arrays.append(value.array)
+        return {"stored": len(arrays) - 1}
     if isinstance(value, dict):
         return {"dict": {key: _flatten(item, arrays) for key, item in value.items()}}
     if isinstance(value, list | tuple) and value and all(isinstance(v, str) for v in value):
@@ -300,18 +395,20 @@ def _flatten(value: Any, arrays: list[npt.NDArray[Any]]) -> Any:
     raise TypeError(f"cannot save a {type(value).__name__}")
 
 
-def _unflatten(node: dict[str, Any], arrays: list[npt.NDArray[Any]]) -> Any:
+def _unflatten(node: dict[str, Any], array: Callable[..., Any]) -> Any:
     (kind, value), *rest = node.items()
     if rest:
         raise ValueError("a node of two kinds")
     if kind == "array":
-        return arrays[value]
+        return array(value, stored=False)
+    if kind == "stored":
+        return array(value, stored=True)
     if kind == "dict":
-        return {key: _unflatten(item, arrays) for key, item in value.items()}
+        return {key: _unflatten(item, array) for key, item in value.items()}
     if kind == "list":
-        return [_unflatten(item, arrays) for item in value]
+        return [_unflatten(item, array) for item in value]
     if kind == "strings":
-        return EncodedStrings(arrays[value], arrays[value + 1])
+        return EncodedStrings(array(value, stored=True), array(value + 1, stored=False))
     if kind == "value":
         return value
     raise ValueError(f"unknown node {kind!r}")

@@ -19,7 +19,7 @@ from memory.postings import Postings
 from memory.projection import PROJECT_FROM
 from memory.search_index import EncodedTerms, SearchIndex
 from schemas.records import ArchivedMessage, Role
-from server.adapters.index_files import EncodedStrings, StringColumn
+from server.adapters.index_files import EncodedStrings, OnDemand, StringColumn
 
 __all__ = ["MessageEntry"]
 
@@ -134,7 +134,7 @@ class MessageEntry:
             for name, tail in out.pop("tails").items():
                 column = out[name]
                 out[name] = EncodedStrings.joined([column.head, EncodedStrings.of(tail)])
-            return _without_removed(out) if removed else out
+            return _postings_on_demand(_without_removed(out) if removed else out)
 
         return state
 
@@ -315,6 +315,17 @@ class MessageEntry:
 
 def _listed(values: Sequence[str]) -> list[str]:
     return values.to_list() if isinstance(values, EncodedStrings) else list(values)
+
+
+def _postings_on_demand(state: dict[str, Any]) -> dict[str, Any]:
+    """A search reads the postings of its few words: saved, they are read from the file
+    when asked (``Stored``) rather than mapped, each word's in one stretch."""
+    index = dict(state["index"])
+    runs = Postings.restored(index["postings"]).state(merged=True)
+    index["postings"] = [
+        (starts, OnDemand(docs), OnDemand(counts)) for starts, docs, counts in runs
+    ]
+    return {**state, "index": index}
 
 
 def _without_removed(state: dict[str, Any]) -> dict[str, Any]:
