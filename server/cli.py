@@ -9,6 +9,7 @@ import gc
 import logging
 import math
 import os
+import resource
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import version
@@ -101,6 +102,7 @@ def describe_start(settings: Settings) -> tuple[int, str]:
 def _run(settings: Settings, build_app: Callable[[Settings], Starlette]) -> int:
     configure_logging()
     _log.log(*describe_start(settings))
+    raise_open_files()
     app = build_app(settings)
     tune_gc(settings)
     config = uvicorn.Config(
@@ -129,6 +131,20 @@ def tune_gc(settings: Settings) -> None:
     gc.set_threshold(settings.gc_young, settings.gc_middle, gc.get_threshold()[2])
     gc.collect()
     gc.freeze()
+
+
+def raise_open_files() -> int:
+    """Raise the soft limit of open files to the hard one; returns the limit now. Each
+    connection is one, and so is each large user held in memory (their saved index
+    stays open): the usual soft limit of 1,024 would refuse the 1,025th."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft == resource.RLIM_INFINITY or soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError) as exc:  # e.g. an infinite hard limit some systems refuse
+            _log.warning("open files stay limited to %d: %s", soft, exc)
+            return soft
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

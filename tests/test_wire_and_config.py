@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import resource
 from pathlib import Path
 
 import msgspec
@@ -21,7 +22,7 @@ from schemas.wire import (
     encode_server,
 )
 from server.auth import bearer, user_for_token
-from server.cli import main, tune_gc
+from server.cli import main, raise_open_files, tune_gc
 from server.config import ConfigError, is_loopback, load_settings
 
 
@@ -200,6 +201,15 @@ def test_serve_tunes_the_garbage_collector_from_settings_and_freezes_what_is_loa
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+def test_serve_raises_the_soft_limit_of_open_files_to_the_hard_one() -> None:
+    before = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(before[1], 512), before[1]))
+        assert raise_open_files() == before[1] == resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, before)
 
 
 def test_garbage_collector_settings_must_be_positive() -> None:
