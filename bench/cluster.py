@@ -146,17 +146,24 @@ class _Load:
             self.errors += 1
 
 
-def _home(address: str, key: str) -> str:
-    answer = httpx.get(
+def _answer(address: str, key: str) -> httpx.Response:
+    return httpx.get(
         f"http://{address}/memory/long-term",
         headers={"Authorization": f"Bearer {key}"},
         timeout=30,
     )
+
+
+def _home(address: str, key: str) -> str:
+    """The node that served the user (a cluster node names itself), or ""."""
+    answer = _answer(address, key)
     return answer.headers.get("Mnemo-Node", "") if answer.status_code == 200 else ""
 
 
 def _served(address: str, key: str) -> bool:
-    return bool(_home(address, key))
+    """Whether the user is served (by a cluster node or a single server, which names no
+    node)."""
+    return _answer(address, key).status_code == 200
 
 
 def _first_search_ms(address: str, key: str) -> float:
