@@ -2,6 +2,7 @@
 and 3 nodes on an S3-compatible server, and what a dead node's users wait.
 
     python -m bench.cluster [--sessions 200] [--rates 50,100,200] [--seconds 20]
+                            [--journal bucket|volume]
 
 Everything is real and local: moto's S3 server (one process), ``mnemo serve`` nodes
 (``MNEMO_NODE``, hash embedder, the journal in the bucket), HAProxy from
@@ -12,7 +13,10 @@ The same load runs against one server that is not a cluster node (its journal a 
 file, its tables in the same bucket): the difference is what the journal in the object
 store costs an ``ack``. With 2 or 3 nodes, one is then killed with ``kill -9``: the
 time until every one of its users is served again, and each moved user's first search
-(a load from the object store) after it. Writes ``bench/results/cluster.json``.
+(a load from the object store) after it. ``--journal volume`` keeps the cluster's
+journal on a directory the nodes share (``MNEMO_JOURNAL_DIR``; here one of this
+machine's disk, standing in for a replicated volume) instead of the bucket. Writes
+``bench/results/cluster.json`` (``cluster-volume.json``).
 Everything shares this machine's cores, which the result names.
 """
 
@@ -216,15 +220,24 @@ def _start(
 
 
 def run_cluster(
-    nodes: int, sessions: int, rates: list[float], seconds: float, cluster: bool
+    nodes: int,
+    sessions: int,
+    rates: list[float],
+    seconds: float,
+    cluster: bool,
+    *,
+    volume: bool = False,
 ) -> dict[str, Any]:
+    """``volume``: the cluster's journal on a directory every node shares
+    (``MNEMO_JOURNAL_DIR``) instead of in the bucket."""
     keys = {f"key-{n}": f"user-{n}" for n in range(sessions)}
     with (
         tempfile.TemporaryDirectory() as tmp,
         moto_server(_BUCKET) as s3,
         contextlib.ExitStack() as stack,
     ):
-        running, address = _start(stack, Path(tmp), s3, keys, nodes, cluster=cluster)
+        extra = {"MNEMO_JOURNAL_DIR": str(Path(tmp) / "journal")} if volume and cluster else {}
+        running, address = _start(stack, Path(tmp), s3, keys, nodes, cluster=cluster, extra=extra)
         # Every user's first request takes their shard (a lease, the journal's fence, the
         # tables' latest versions): done before the measurement, as in a running cluster.
         with concurrent.futures.ThreadPoolExecutor(32) as pool:
@@ -233,6 +246,7 @@ def run_cluster(
         result: dict[str, Any] = {
             "nodes": nodes,
             "cluster": cluster,
+            "journal": "volume" if extra else "bucket" if cluster else "local file",
             "sessions": sessions,
             "runs": [asyncio.run(load.run(rate, seconds)) for rate in rates],
         }
@@ -380,6 +394,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--nodes", default="1,2,3")
     parser.add_argument(
+        "--journal",
+        choices=("bucket", "volume"),
+        default="bucket",
+        help="the cluster's journal in the bucket, or on a directory the nodes share "
+        "(MNEMO_JOURNAL_DIR; writes cluster-volume.json)",
+    )
+    parser.add_argument(
         "--fetch-mb",
         type=int,
         default=253,
@@ -400,7 +421,8 @@ def main() -> None:
     results: list[dict[str, Any]] = []
     plans = [(1, False)] + [(int(n), True) for n in args.nodes.split(",")]
     for nodes, cluster in plans:
-        result = run_cluster(nodes, args.sessions, rates, args.seconds, cluster)
+        volume = args.journal == "volume"
+        result = run_cluster(nodes, args.sessions, rates, args.seconds, cluster, volume=volume)
         results.append(result)
         label = f"{nodes} node{'s' * (nodes > 1)}" + (" (cluster)" if cluster else " (single)")
         for run in result["runs"]:
@@ -412,7 +434,7 @@ def main() -> None:
         if "kill_9" in result:
             print(f"{label}: kill -9 n1: {result['kill_9']}")
     path = write_result(
-        "cluster",
+        "cluster" if args.journal == "bucket" else "cluster-volume",
         {
             "machine": machine(),
             "setup": "moto S3 server, HAProxy 2.6 and every node on this machine's cores; "

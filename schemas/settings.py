@@ -50,6 +50,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: name). Set, the server runs as a cluster node: ``data_dir`` must be an ``s3://``
     #: URI, API keys must be configured, and users are served by one node at a time.
     node: str = ""
+    #: A cluster node's journal of acknowledged turns in this directory, which every
+    #: node mounts from a replicated filesystem (``server.cluster.volume``), instead of
+    #: in the bucket: an ``ack`` waits for a synced write there rather than a PUT.
+    journal_dir: str = ""
     #: Seconds a dead node's users wait before another node takes them over.
     lease_seconds: float = 10.0
     #: Seconds a node receives a user's requests before asking their home node for them.

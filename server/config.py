@@ -129,6 +129,8 @@ def _validate(settings: Settings) -> None:
             raise ConfigError(f"MNEMO_{name.upper()} must not be negative")
     if settings.node:
         _validate_node(settings)
+    elif settings.journal_dir:
+        raise ConfigError("MNEMO_JOURNAL_DIR is the journal of a cluster node: set MNEMO_NODE")
     kind = settings.embedder
     if kind not in ("onnx-minilm", "hash") and not kind.startswith("ollama:"):
         raise ConfigError(

@@ -52,13 +52,22 @@ def node_env(s3: dict[str, str], name: str, tmp_path: Path, **more: str) -> dict
 
 @contextlib.contextmanager
 def nodes(
-    s3: dict[str, str], tmp_path: Path, *names: str
+    s3: dict[str, str], tmp_path: Path, *names: str, **more: str
 ) -> Iterator[list[tuple[str, subprocess.Popen[bytes]]]]:
     with contextlib.ExitStack() as stack:
         yield [
-            stack.enter_context(_serving(tmp_path / "unused", **node_env(s3, n, tmp_path)))
+            stack.enter_context(_serving(tmp_path / "unused", **node_env(s3, n, tmp_path, **more)))
             for n in names
         ]
+
+
+@pytest.fixture(params=["bucket", "volume"])
+def journal(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
+    """Where the nodes keep their journal: the bucket, or a volume they all mount (here a
+    directory of this machine)."""
+    if request.param == "bucket":
+        return {}
+    return {"MNEMO_JOURNAL_DIR": str(tmp_path / "shared-journal")}
 
 
 def get(address: str, path: str, key: str) -> httpx.Response:
@@ -100,9 +109,9 @@ async def acked_turns(address: str, key: str, session: str, count: int) -> list[
 
 
 async def test_a_user_is_served_by_one_node_and_moves_with_every_acked_turn_when_it_dies(
-    s3: dict[str, str], tmp_path: Path
+    s3: dict[str, str], tmp_path: Path, journal: dict[str, str]
 ) -> None:
-    with nodes(s3, tmp_path, "n1", "n2") as [(one, first), (two, _)]:
+    with nodes(s3, tmp_path, "n1", "n2", **journal) as [(one, first), (two, _)]:
         said = await acked_turns(one, "key-alice", "s1", 5)
         health = get(one, "/healthz", "key-alice").json()["cluster"]
         assert (health["node"], health["shards"], health["alive"][0]) == ("n1", 1, "n1")
@@ -118,6 +127,8 @@ async def test_a_user_is_served_by_one_node_and_moves_with_every_acked_turn_when
         moved = until_served(two, "key-alice", within=15)
         assert exported_texts(two, "key-alice") == sorted([*said, *["noted"] * len(said)])
     assert moved > 1.0  # it waited for the dead node's lease
+    if journal:  # the shard's sequence is kept on the volume (its fence records)
+        assert list(Path(journal["MNEMO_JOURNAL_DIR"]).glob("journal/*/*"))
 
 
 async def test_a_node_asked_for_a_user_hands_them_over_and_closes_their_socket_with_1012(
@@ -138,9 +149,9 @@ async def test_a_node_asked_for_a_user_hands_them_over_and_closes_their_socket_w
 
 
 async def test_a_paused_owner_cannot_acknowledge_a_turn_after_another_node_fenced_it(
-    s3: dict[str, str], tmp_path: Path
+    s3: dict[str, str], tmp_path: Path, journal: dict[str, str]
 ) -> None:
-    with nodes(s3, tmp_path, "n1", "n2") as [(one, first), (two, _)]:
+    with nodes(s3, tmp_path, "n1", "n2", **journal) as [(one, first), (two, _)]:
         async with Client.connect(one, "s1", "key-alice") as client:
             assert (await client.receive())["type"] == "ready"
             await client.send(type="turn", id="t1", user="before the pause", assistant="ok")

@@ -14,10 +14,11 @@ from actors.errors import ArchiveUnavailable, NotHome
 from schemas.records import ArchivedMessage
 from server.adapters.journal import decode_record
 from server.cluster.indexes import RemoteIndexes
-from server.cluster.journal import Fenced, ShardJournal
+from server.cluster.journal import Fenced, JournalPlace, ShardJournal
 from server.cluster.objects import Objects, PreconditionFailed
 from server.cluster.ownership import Hooks, Ownership
 from server.cluster.shards import shard_of
+from server.cluster.volume import Volume
 from tests.test_object_store import _BUCKET, s3
 
 pytestmark = pytest.mark.anyio
@@ -29,6 +30,15 @@ _DIM = 4
 
 def _objects(env: dict[str, str]) -> Objects:
     return Objects(f"s3://{_BUCKET}/c", env)
+
+
+@pytest.fixture(params=["bucket", "volume"])
+def place(request: pytest.FixtureRequest, tmp_path: Path) -> JournalPlace:
+    """Where a cluster's journal lives: the bucket, or a shared volume (a directory)."""
+    if request.param == "volume":
+        return Volume(tmp_path / "journal-volume")
+    env: dict[str, str] = request.getfixturevalue("s3")
+    return _objects(env)
 
 
 def _message(user_id: str, n: int) -> ArchivedMessage:
@@ -64,11 +74,11 @@ async def test_conditional_writes_let_one_of_two_writers_create_or_replace_an_ob
 
 
 async def test_after_the_fence_the_old_owner_cannot_journal_and_the_new_one_has_every_acked_row(
-    s3: dict[str, str],
+    place: JournalPlace,
 ) -> None:
     fenced: list[int] = []
-    old = ShardJournal(_objects(s3), _DIM, fenced.append)
-    new = ShardJournal(_objects(s3), _DIM, lambda shard: None)
+    old = ShardJournal(place, _DIM, fenced.append)
+    new = ShardJournal(place, _DIM, lambda shard: None)
     shard = shard_of("ann")
     await old.open_shard(shard)
     acked = [_message("ann", n) for n in range(3)]
@@ -87,9 +97,9 @@ async def test_after_the_fence_the_old_owner_cannot_journal_and_the_new_one_has_
 
 
 async def test_rows_moved_into_the_table_leave_only_an_empty_record_holding_the_sequence(
-    s3: dict[str, str],
+    place: JournalPlace,
 ) -> None:
-    objects = _objects(s3)
+    objects = place
     journal = ShardJournal(objects, _DIM, lambda shard: None)
     shard = shard_of("bo")
     await journal.open_shard(shard)
@@ -107,6 +117,28 @@ async def test_rows_moved_into_the_table_leave_only_an_empty_record_holding_the_
     await other.open_shard(shard)
     keys = [item.key for item in await objects.keys(f"journal/{shard:04d}/")]
     assert keys == [left.key, f"journal/{shard:04d}/{int(left.key[-12:]) + 1:012d}"]
+
+
+async def test_a_journal_volume_creates_a_record_once_syncs_it_and_lists_no_half_written_one(
+    tmp_path: Path,
+) -> None:
+    volume = Volume(tmp_path)
+    assert await volume.keys("journal/0001/") == []
+    tag = await volume.put("journal/0001/000000000001", b"a", create=True)
+    with pytest.raises(PreconditionFailed):  # the fence: a name is created once
+        await volume.put("journal/0001/000000000001", b"b", create=True)
+    assert await volume.get("journal/0001/000000000001") == (b"a", tag)
+    (tmp_path / "journal/0001/.000000000002.1.tmp").write_bytes(b"torn")  # a crash's
+    emptied = await volume.put("journal/0001/000000000001", b"")  # a plain write replaces
+    assert [item.key for item in await volume.keys("journal/0001/")] == [
+        "journal/0001/000000000001"
+    ]
+    assert await volume.get("journal/0001/000000000001") == (b"", emptied)
+    await volume.delete("journal/0001/000000000001")
+    await volume.delete("journal/0001/000000000001")  # gone already: no error
+    assert await volume.get("journal/0001/000000000001") is None
+    with pytest.raises(ValueError, match="not a journal key"):
+        await volume.get("../outside")
 
 
 class _Shards:

@@ -130,6 +130,7 @@ def test_the_client_commands_variables_do_not_stop_the_server() -> None:
         ({"MNEMO_RANK_ASSISTANT_WEIGHT": "2"}, "MNEMO_RANK_ASSISTANT_WEIGHT must be between"),
         ({"MNEMO_RANK_SESSION_FREE": "-1"}, "MNEMO_RANK_SESSION_FREE must not be negative"),
         ({"MNEMO_CONSOLIDATION_SHARE": "0"}, "MNEMO_CONSOLIDATION_SHARE must be above 0"),
+        ({"MNEMO_JOURNAL_DIR": "/shared/journal"}, "MNEMO_JOURNAL_DIR is the journal of a"),
     ],
     ids=[
         "unknown",
@@ -144,6 +145,7 @@ def test_the_client_commands_variables_do_not_stop_the_server() -> None:
         "rank-weight-above-one",
         "negative-session-free",
         "no-consolidation-share",
+        "journal-dir-without-node",
     ],
 )
 def test_bad_settings_name_the_setting(environ: dict[str, str], message: str) -> None:

@@ -1,4 +1,5 @@
-"""A cluster's journal of acknowledged turns: objects in the store, fenced per shard.
+"""A cluster's journal of acknowledged turns: objects in the store (or files on a shared
+volume: ``server.cluster.volume``), fenced per shard.
 
 Each write batch of a shard becomes one object ``journal/<shard>/<sequence>``, written
 with ``If-None-Match: *``: an ``ack`` means the turn is in the object store and
@@ -19,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import anyio
 import msgspec
@@ -28,13 +30,26 @@ import numpy.typing as npt
 from actors.errors import ArchiveUnavailable
 from schemas.records import ArchivedMessage
 from server.adapters.journal import Segment, decode_record, encode_record
-from server.cluster.objects import Objects, ObjectStoreError, PreconditionFailed
+from server.cluster.objects import Listed, ObjectStoreError, PreconditionFailed
 from server.cluster.shards import shard_of
 
-__all__ = ["Fenced", "ShardJournal"]
+__all__ = ["Fenced", "JournalPlace", "ShardJournal"]
 
 _log = logging.getLogger("mnemo.cluster.journal")
 _EMPTY = encode_record([], np.zeros(0, np.float32))
+
+
+class JournalPlace(Protocol):
+    """Where the journal's records live: the bucket (``server.cluster.objects.Objects``)
+    or a shared volume (``server.cluster.volume.Volume``)."""
+
+    async def get(self, key: str) -> tuple[bytes, str] | None: ...
+
+    async def put(self, key: str, body: bytes, *, create: bool = False) -> str: ...
+
+    async def keys(self, prefix: str) -> list[Listed]: ...
+
+    async def delete(self, key: str) -> None: ...
 
 
 class Fenced(ArchiveUnavailable):
@@ -58,7 +73,7 @@ class ShardJournal:
     """The journal of the shards this node holds (``open_shard`` on taking one,
     ``forget_shard`` on losing it). Implements ``Journaling``."""
 
-    def __init__(self, objects: Objects, dim: int, fenced: Callable[[int], None]) -> None:
+    def __init__(self, objects: JournalPlace, dim: int, fenced: Callable[[int], None]) -> None:
         self._objects, self._dim, self._fenced = objects, dim, fenced
         self._logs: dict[int, _Log] = {}
         self._segments: list[Segment] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Protocol
 
 from anyio.abc import TaskGroup
@@ -13,7 +14,7 @@ from actors.registry import SessionRegistry
 from schemas.settings import Settings
 from server.adapters.index_saving import SharedIndexes
 from server.cluster.indexes import RemoteIndexes
-from server.cluster.journal import ShardJournal
+from server.cluster.journal import JournalPlace, ShardJournal
 from server.cluster.objects import Objects
 from server.cluster.ownership import Hooks, Ownership
 from server.cluster.shards import shard_of
@@ -35,7 +36,8 @@ class _Store(Protocol):
 
 class ClusterNode:
     """The node's ownership of shards (``ownership``) and its journal in the object
-    store (made by ``journal`` once the store knows its vectors' size)."""
+    store or on ``MNEMO_JOURNAL_DIR`` (made by ``journal`` once the store knows its
+    vectors' size)."""
 
     def __init__(self, settings: Settings, objects: Objects | None = None) -> None:
         self.objects = objects or Objects(f"{settings.data_dir.rstrip('/')}/cluster")
@@ -48,6 +50,11 @@ class ClusterNode:
             min_hold=settings.min_hold,
         )
         self.indexes = RemoteIndexes(self.objects, self.ownership.serves)
+        self._journal_place: JournalPlace = self.objects
+        if settings.journal_dir:
+            from server.cluster.volume import Volume
+
+            self._journal_place = Volume(Path(settings.journal_dir))
         self._journal: ShardJournal | None = None
         self._store: _Store | None = None
         self._sessions: SessionRegistry | None = None
@@ -55,7 +62,7 @@ class ClusterNode:
 
     def journal(self, dim: int) -> ShardJournal:
         """The store's journal (``LanceStore(journal=node.journal)``)."""
-        self._journal = ShardJournal(self.objects, dim, self._fenced)
+        self._journal = ShardJournal(self._journal_place, dim, self._fenced)
         return self._journal
 
     def keep(self, store: _Store) -> None:
