@@ -128,7 +128,7 @@ async def test_a_user_is_served_by_one_node_and_moves_with_every_acked_turn_when
         assert exported_texts(two, "key-alice") == sorted([*said, *["noted"] * len(said)])
     assert moved > 1.0  # it waited for the dead node's lease
     if journal:  # the shard's sequence is kept on the volume (its fence records)
-        assert list(Path(journal["MNEMO_JOURNAL_DIR"]).glob("journal/*/*"))
+        assert [p async for p in anyio.Path(journal["MNEMO_JOURNAL_DIR"]).glob("journal/*/*")]
 
 
 async def test_a_node_asked_for_a_user_hands_them_over_and_closes_their_socket_with_1012(
