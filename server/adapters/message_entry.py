@@ -19,7 +19,7 @@ from memory.postings import Postings
 from memory.projection import PROJECT_FROM
 from memory.search_index import EncodedTerms, SearchIndex
 from schemas.records import ArchivedMessage, Role
-from server.adapters.index_files import EncodedStrings, OnDemand, StringColumn
+from server.adapters.file_arrays import EncodedStrings, OnDemand, StringColumn
 
 __all__ = ["MessageEntry"]
 
