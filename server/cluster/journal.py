@@ -95,7 +95,9 @@ class ShardJournal:
                 await self._objects.put(fence, _EMPTY, create=True)
                 break
             except PreconditionFailed:
-                continue  # the old owner wrote once more: read that too
+                # The old owner wrote once more (or the listing lagged): read that too.
+                await anyio.sleep(0.05)
+                continue
         for key in listed:
             found = await self._objects.get(key)
             if found is None:

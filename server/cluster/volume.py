@@ -9,6 +9,11 @@ GlusterFS): a record is written to a temporary file, synced, and *linked* to its
 and ``link(2)`` fails if the name exists, on every node's view of the directory.
 What that buys is the ``ack``: a synced write to the volume instead of a PUT.
 
+A listing that lags behind (a client's cached view of the directory) cannot break the
+fence, only slow a take: a new owner that tries to create a record that exists lists
+again. So mount the volume without caching directory attributes for long (NFS:
+``actimeo=0`` or ``lookupcache=positive``).
+
 The leases, heartbeats and saved indexes stay in the bucket (they replace objects by
 ETag, which a filesystem cannot do atomically). Only ``create`` and plain writes are
 offered here.
@@ -17,6 +22,7 @@ offered here.
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 
 import anyio.to_thread
@@ -61,7 +67,8 @@ class Volume:
 
     def _put(self, key: str, body: bytes, create: bool) -> str:
         path = self._path(key)
-        scratch = path.with_name(f".{path.name}.{os.getpid()}.{id(body):x}.tmp")
+        # Unique across the nodes that share the directory (a pid is not).
+        scratch = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             with scratch.open("wb") as out:
