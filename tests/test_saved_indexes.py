@@ -4,6 +4,8 @@ it first, and a save raced by a write is not put in place."""
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -95,6 +97,33 @@ async def test_a_large_users_first_search_after_a_restart_reads_their_saved_inde
         assert [await _ask(store, q) for q in questions] == before
         hits = await store.search_messages("u1", "item17", _embedder.embed_one("item17"), k=40)
         assert _note(17) in [m for m, _ in hits]  # every field
+    finally:
+        await store.aclose()
+
+
+async def test_a_saved_index_that_cannot_be_read_mid_use_is_dropped_and_the_table_answers(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _store(tmp_path)
+    await store.open()
+    await put(store, *(_note(n) for n in range(40)))
+    before = await _ask(store, "sourdough item9")
+    await store.aclose()
+    [saved] = _saved_files(tmp_path)
+
+    store = _store(tmp_path)
+    await store.open()
+    try:
+        assert await _ask(store, "violin") != []  # loaded from the file
+
+        def failing(fd: int, size: int, offset: int) -> bytes:
+            raise OSError(errno.EIO, "Input/output error")
+
+        monkeypatch.setattr(os, "pread", failing)  # the disk fails under the file's texts
+        assert await _ask(store, "sourdough item9") == before
+        assert "their saved index cannot be read" in caplog.text
+        assert not saved.exists()
+        assert await _ask(store, "sourdough item9") == before  # and stays served
     finally:
         await store.aclose()
 

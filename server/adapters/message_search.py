@@ -357,6 +357,29 @@ class MessageSearch:
         text = query_text(text)
         await self._indexing.settled(user_id)
         held = await self._cache.get(user_id)
+        try:
+            return await self._search(held, user_id, text, vector, k, scope, mode, at)
+        except OSError as exc:
+            # A loaded saved index reads texts and postings from its file: if that fails
+            # (a disk error), the file goes and the user is read from the table.
+            _log.error("user %s: their saved index cannot be read: %s", user_id, exc)
+            self._cache.drop(user_id)
+            if self._files is not None:
+                self._files.discard(user_id)
+            held = await self._cache.get(user_id)
+            return await self._search(held, user_id, text, vector, k, scope, mode, at)
+
+    async def _search(
+        self,
+        held: MessageEntry,
+        user_id: str,
+        text: str,
+        vector: VectorSource,
+        k: int,
+        scope: str | None,
+        mode: SearchMode,
+        at: datetime | None,
+    ) -> list[ScoredMessage]:
         await held.project()
         depth = 2 * k
         assert self._analyzer is not None, "the store is not open"
