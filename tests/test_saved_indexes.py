@@ -77,6 +77,18 @@ def _saved_files(root: Path) -> list[Path]:
     return sorted((root / "indexes").glob("*.idx"))
 
 
+async def _saved_user(root: Path, notes: int, question: str) -> tuple[list[str], Path]:
+    """A store at ``root`` with ``notes`` notes of user u1, closed (their index saved): what
+    ``question`` found, and the saved file."""
+    store = _store(root)
+    await store.open()
+    await put(store, *(_note(n) for n in range(notes)))
+    found = await _ask(store, question)
+    await store.aclose()
+    [saved] = _saved_files(root)
+    return found, saved
+
+
 async def test_a_large_users_first_search_after_a_restart_reads_their_saved_index(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -104,12 +116,7 @@ async def test_a_large_users_first_search_after_a_restart_reads_their_saved_inde
 async def test_a_saved_index_that_cannot_be_read_mid_use_is_dropped_and_the_table_answers(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = _store(tmp_path)
-    await store.open()
-    await put(store, *(_note(n) for n in range(40)))
-    before = await _ask(store, "sourdough item9")
-    await store.aclose()
-    [saved] = _saved_files(tmp_path)
+    before, saved = await _saved_user(tmp_path, 40, "sourdough item9")
 
     store = _store(tmp_path)
     await store.open()
@@ -189,12 +196,7 @@ async def test_clearing_a_users_messages_deletes_their_saved_index(
 async def test_a_damaged_or_foreign_saved_index_is_deleted_and_the_table_read(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store = _store(tmp_path)
-    await store.open()
-    await put(store, *(_note(n) for n in range(20)))
-    expected = await _ask(store, "chess")
-    await store.aclose()
-    (saved,) = _saved_files(tmp_path)
+    expected, saved = await _saved_user(tmp_path, 20, "chess")
     data = bytearray(saved.read_bytes())
     saved.write_bytes(data[: len(data) // 2])  # cut short
     store = _store(tmp_path)
