@@ -138,7 +138,7 @@ def raise_open_files() -> int:
     connection is one, and so is each large user held in memory (their saved index
     stays open): the usual soft limit of 1,024 would refuse the 1,025th."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or soft == resource.RLIM_INFINITY or soft < hard:
+    if soft != hard:  # (a soft limit is never above the hard one)
         try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
         except (ValueError, OSError) as exc:  # e.g. an infinite hard limit some systems refuse
