@@ -51,7 +51,7 @@ import numpy.typing as npt
 from memory.when import TimeAnchor
 from schemas.settings import Ranking
 
-__all__ = ["Candidates", "Pick", "asks_assistant", "gathers", "rank"]
+__all__ = ["Candidates", "Pick", "asks_assistant", "full_text_query", "gathers", "rank"]
 
 _ASSISTANT = re.compile(
     r"\bdid you\b.{0,30}?\b(say|tell|suggest|recommend|mention|advise|propose|give|provide|"
@@ -94,6 +94,28 @@ def gathers(query: str) -> bool:
     B", "compared to", "一共", "先后")."""
     text = " ".join(query.casefold().split())
     return bool(_GATHERS.search(text)) or any(w in query for w in _GATHERS_CJK)
+
+
+#: The words of a question that gathers which say how to gather, not what: "how many",
+#: "the total number of", "in total", "on average".
+_HOW_TO_GATHER = re.compile(
+    r"\b(?:what is |what's )?(?:the )?(?:total (?:number|amount|count) of|number of)\b"
+    r"|\bin total\b|\btotal\b|\baltogether\b|\bcombined\b|\bin all\b"
+    r"|\bon average\b|\baverage\b|\bhow (?:many|much)(?: times)?\b",
+    re.IGNORECASE,
+)
+
+
+def full_text_query(query: str) -> str:
+    """What the full-text side of a search matches for ``query``: a question that
+    ``gathers`` without the words that say how to gather ("How many times did I bake
+    something in total?" matches "did I bake something?"). The messages that answer it
+    each state one part and never say "total"; other messages that do ("add a totals
+    row") would outrank them. The vector side keeps the whole question (measured: the
+    embedding of the shortened one found less)."""
+    if not gathers(query):
+        return query
+    return " ".join(_HOW_TO_GATHER.sub(" ", query).split()) or query
 
 
 def asks_assistant(query: str) -> bool:

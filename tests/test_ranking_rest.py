@@ -63,6 +63,7 @@ async def searched(
     *,
     k: int = 10,
     at: str | None = None,
+    mode: str = "hybrid",
     **knobs: float,
 ) -> list[dict[str, Any]]:
     """Import ``lines`` for a fresh user of a fresh server, ask ``query``: the hits."""
@@ -70,7 +71,7 @@ async def searched(
     async with serve(make_app(settings)) as address:
         reply = await post(address, jsonl([*lines, *filler()]))
         assert reply["errors"] == []
-        params: dict[str, Any] = {"q": query, "kind": "turns", "limit": k}
+        params: dict[str, Any] = {"q": query, "kind": "turns", "limit": k, "mode": mode}
         if at is not None:
             params["at"] = at
         async with http(address) as client:
@@ -353,3 +354,36 @@ async def test_the_query_time_defaults_to_now_and_a_bad_one_is_refused(
     async with serve(make_app(settings)) as address, http(address) as client:
         response = await client.get("/memory/search", params={"q": "dinner", "at": "soon"})
     assert response.status_code == 400
+
+
+SIBLINGS = [
+    said("tom", "My siblings: Tom is the oldest, a doctor", session="a", at="2024-01-10T18:00:00Z"),
+    said("ana", "Ana, the youngest of my siblings, moved", session="b", at="2024-02-10T18:00:00Z"),
+    *(
+        said(f"sheet{n}", text, session=f"sheet{n}", at=f"2024-03-0{n}T10:00:00Z")
+        for n, text in enumerate(
+            [
+                "What is the total number of rows in the table?",
+                "Add a totals row: the total number of people in each column",
+                "Now what is the number of columns in total?",
+            ],
+            1,
+        )
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("mode", "best"),
+    [("hybrid", {"tom", "ana"}), ("keyword", {"sheet"})],
+    ids=["hybrid", "keyword"],
+)
+async def test_a_question_that_gathers_is_matched_by_what_it_gathers_not_by_total(
+    tmp_path: Path, fake: FakeOllama, mode: str, best: set[str]
+) -> None:
+    # The messages that answer a count each state one part and never say "total"; a
+    # keyword search still matches every word asked for.
+    hits = await searched(
+        tmp_path, fake, SIBLINGS, "What is the total number of siblings I have?", mode=mode
+    )
+    assert {hit["source_id"][:5] for hit in hits[:2]} == best

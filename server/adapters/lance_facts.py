@@ -21,6 +21,7 @@ from actors.ports import FactHit, VectorSource, resolve
 from memory.facts import Stored, Vector
 from memory.formats import newest_notes
 from memory.keywords import extract_keywords
+from memory.ranking import full_text_query
 from memory.stats import fact_stats, in_scope
 from memory.text import query_text
 from schemas.records import AppNote, Fact, Progress, UserProfile
@@ -339,12 +340,14 @@ class LanceFacts:
         user_filter(user_id)
         text = query_text(text)
         held = await self._indexed(user_id)
+        # A keyword search matches the words asked for, all of them.
+        words = full_text_query(text) if mode == "hybrid" else text
         ranked = await hybrid_ranks(
             held.index,
             vector,
-            functools.partial(self._analyzer.query_or_none, text),
+            functools.partial(self._analyzer.query_or_none, words),
             held.texts,
-            lambda: extract_keywords(text),
+            lambda: extract_keywords(words),
             depth=k,
             scope=scope,
             mode=mode,

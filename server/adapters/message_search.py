@@ -27,7 +27,7 @@ from anyio.abc import TaskStatus
 from actors.ports import ScoredMessage, VectorSource
 from memory.keywords import extract_keywords
 from memory.projection import PROJECT_FROM
-from memory.ranking import Candidates, asks_assistant, gathers, rank
+from memory.ranking import Candidates, asks_assistant, full_text_query, gathers, rank
 from memory.recall import search_text
 from memory.scoring import rrf_score
 from memory.search_index import EncodedTerms, SearchIndex
@@ -383,12 +383,14 @@ class MessageSearch:
         await held.project()
         depth = 2 * k
         assert self._analyzer is not None, "the store is not open"
+        # A keyword search matches the words asked for, all of them.
+        words = full_text_query(text) if mode == "hybrid" else text
         ranked = await hybrid_ranks(
             held.index,
             vector,
-            functools.partial(self._analyzer.query_or_none, text),
+            functools.partial(self._analyzer.query_or_none, words),
             held.texts,
-            lambda: extract_keywords(text),
+            lambda: extract_keywords(words),
             depth=depth,
             scope=scope,
             mode=mode,
