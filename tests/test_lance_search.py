@@ -253,3 +253,32 @@ async def test_a_message_is_indexed_as_one_clean_line_of_at_most_one_mib(
     assert indexed[2].endswith("茶")
     hits = await store.search_messages("u1", "cake", _embedder.embed_one("cake"), k=1)
     assert [m.text for m, _ in hits] == ["green\x00 tea\t\tand\n\ncake  "]  # the text as said
+
+
+async def test_a_message_stored_twice_is_found_once_and_deleted_whole(
+    store: LanceStore, tmp_path: Path
+) -> None:
+    # Two cluster nodes moving the same journaled rows into the table at once can store
+    # a row twice (docs/scaling.md): a user loaded from such a table holds it once.
+    await put(store, message(1, "secret plan alpha"), message(2, "secret plan beta"))
+    await store.aclose()
+    db = await lancedb.connect_async(tmp_path / "db")
+    table = await db.open_table("messages")
+    await table.add(await table.query().where("turn = 1").to_arrow())
+    assert await table.count_rows("turn = 1") == 2
+    reopened = LanceStore(tmp_path / "db", embedder=_embedder)
+    await reopened.open()
+    try:
+        assert sorted(await _found(reopened, "secret plan")) == [
+            "secret plan alpha",
+            "secret plan beta",
+        ]
+        assert await reopened.delete_message("u1", message(1, "").id)
+        assert await _found(reopened, "secret plan") == ["secret plan beta"]
+    finally:
+        await reopened.aclose()
+    table.close()
+    table = await db.open_table("messages")
+    assert await table.count_rows("turn = 1") == 0
+    table.close()
+    db.close()

@@ -183,9 +183,13 @@ class MessageEntry:
         terms: Sequence[Sequence[str]] | EncodedTerms,
     ) -> None:
         """Add rows given column by column (``id``, ``at`` as epoch seconds, ``meta`` as
-        JSON text, ...); rows whose id is already held are skipped."""
+        JSON text, ...); rows whose id is already held, or came earlier in ``columns``,
+        are skipped (two cluster nodes moving the same journaled rows into the table at
+        once can store a row twice)."""
         ids = columns["id"]
-        fresh = [i for i, ident in enumerate(ids) if ident not in self.positions]
+        held = self.positions
+        first_of = {ident: i for i, ident in reversed(list(enumerate(ids)))}
+        fresh = [i for i, ident in enumerate(ids) if ident not in held and first_of[ident] == i]
         if not fresh:
             return
         if len(fresh) < len(ids):
