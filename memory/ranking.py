@@ -48,10 +48,11 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from memory.tokens import is_cjk
 from memory.when import TimeAnchor
 from schemas.settings import Ranking
 
-__all__ = ["Candidates", "Pick", "asks_assistant", "full_text_query", "gathers", "rank"]
+__all__ = ["Candidates", "Pick", "asks_assistant", "full_text_query", "gathers", "named_in", "rank"]
 
 _ASSISTANT = re.compile(
     r"\bdid you\b.{0,30}?\b(say|tell|suggest|recommend|mention|advise|propose|give|provide|"
@@ -118,6 +119,23 @@ def full_text_query(query: str) -> str:
     return " ".join(_HOW_TO_GATHER.sub(" ", query).split()) or query
 
 
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def named_in(query: str) -> Callable[[str], bool]:
+    """Whether ``query`` names a speaker: their first name as a word of it ("What did
+    Caroline paint?" names "Caroline Smith"), or inside it for a name in CJK script."""
+    words = frozenset(_WORD.findall(query.casefold()))
+
+    def names(speaker: str) -> bool:
+        first = speaker.split()[0].casefold() if speaker.strip() else ""
+        if not first:
+            return False
+        return first in words or (is_cjk(first[0]) and first in query)
+
+    return names
+
+
 def asks_assistant(query: str) -> bool:
     """Whether ``query`` asks what the assistant said ("what did you suggest...",
     "remind me of your recommendation", "你建议...")."""
@@ -149,6 +167,8 @@ class Candidates:
     session: Callable[[int], str]
     #: Cosine similarities between positions (a square matrix, in the order given).
     similarities: Callable[[Sequence[int]], npt.NDArray[np.float32]]
+    #: Who said a position ("Caroline", "assistant").
+    speaker: Callable[[int], str] = lambda _: ""
 
 
 def rank(
@@ -159,6 +179,7 @@ def rank(
     about_assistant: bool,
     several: bool,
     k: int,
+    named: Callable[[str], bool] = lambda _: False,
     tie: Callable[[int], tuple[float, int]],
 ) -> list[Pick]:
     """The ``k`` best positions with their scores, reordered as the module docstring says
@@ -168,6 +189,7 @@ def rank(
     if not scores:
         return []
     _weigh_speakers(scores, found, knobs, about_assistant)
+    _weigh_named(scores, found, knobs, named)
     _weigh_time(scores, found, knobs, anchor)
     echo = "user" if about_assistant else "assistant"
     newer: dict[int, int] = {}
@@ -187,6 +209,22 @@ def _weigh_speakers(
     for position in scores:
         if found.role(position) == other:
             scores[position] *= weight
+
+
+def _weigh_named(
+    scores: dict[int, float], found: Candidates, knobs: Ranking, named: Callable[[str], bool]
+) -> None:
+    """When the query names exactly one of the people among the candidates, the others'
+    turns weigh ``named_weight``; the assistant is not a person here (step 1 weighs it)."""
+    if knobs.named_weight == 1.0:
+        return
+    people = {found.speaker(p) for p in scores if found.role(p) != "assistant"}
+    asked = {person for person in people if named(person)}
+    if len(asked) != 1 or len(people) < 2:
+        return
+    for position in scores:
+        if found.role(position) != "assistant" and found.speaker(position) not in asked:
+            scores[position] *= knobs.named_weight
 
 
 def _weigh_time(

@@ -25,6 +25,7 @@ class Ranking(msgspec.Struct, frozen=True, kw_only=True):
     ``supersede_similarity``) turns its step off. Set as ``Settings.rank_*``."""
 
     assistant_weight: float = 0.5
+    named_weight: float = 0.8
     outside_span_weight: float = 0.7
     span_slack: float = 0.5
     recent_weight: float = 0.0
@@ -245,6 +246,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: A question about the user ranks the assistant's replies at this share of their
     #: score (a question about what the assistant said, the user's turns); 1.0: off.
     rank_assistant_weight: float = _RANKING.assistant_weight
+    #: A question that names one of the people whose turns are stored ("What did
+    #: Caroline paint?") ranks the other people's turns at this share of their score;
+    #: 1.0: off.
+    rank_named_weight: float = _RANKING.named_weight
     #: A query anchored in time ("last month", "三天前") ranks messages said outside that
     #: span at this share of their score; 1.0: off ...
     rank_outside_span_weight: float = _RANKING.outside_span_weight
@@ -282,6 +287,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
         """The ``rank_*`` knobs as one value."""
         return Ranking(
             assistant_weight=self.rank_assistant_weight,
+            named_weight=self.rank_named_weight,
             outside_span_weight=self.rank_outside_span_weight,
             span_slack=self.rank_span_slack,
             recent_weight=self.rank_recent_weight,

@@ -107,6 +107,7 @@ def _validate(settings: Settings) -> None:
             raise ConfigError(f"MNEMO_{name.upper()} must be positive")
     shares = (
         "rank_assistant_weight",
+        "rank_named_weight",
         "rank_outside_span_weight",
         "rank_recent_weight",
         "rank_session_decay",

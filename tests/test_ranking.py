@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from memory.ranking import Candidates, Pick, rank
+from memory.ranking import Candidates, Pick, named_in, rank
 from memory.when import TimeAnchor
 from schemas.settings import Ranking
 
@@ -412,3 +412,10 @@ def test_equal_scores_are_ordered_by_the_tie_order() -> None:
     for several in (False, True):
         picks = ranked(rows, Ranking(), several=several, tie=latest_first)
         assert picks == [(2, 1.0, None), (1, 1.0, None), (0, 1.0, None)]
+
+
+def test_a_question_names_a_speaker_by_first_name_or_by_a_cjk_name_inside_it() -> None:
+    assert named_in("What did Caroline paint?")("Caroline Smith")
+    assert not named_in("What did Carol paint?")("Caroline")
+    assert named_in("小明上周去哪了?")("小明")
+    assert not named_in("What did you paint?")("assistant")

@@ -21,6 +21,7 @@ pytestmark = pytest.mark.anyio
 #: Every step off but the one a test turns on.
 NEUTRAL = {
     "rank_assistant_weight": 1.0,
+    "rank_named_weight": 1.0,
     "rank_outside_span_weight": 1.0,
     "rank_recent_weight": 0.0,
     "rank_supersede_similarity": 2.0,
@@ -387,3 +388,25 @@ async def test_a_question_that_gathers_is_matched_by_what_it_gathers_not_by_tota
         tmp_path, fake, SIBLINGS, "What is the total number of siblings I have?", mode=mode
     )
     assert {hit["source_id"][:5] for hit in hits[:2]} == best
+
+
+PAINTERS = [
+    said("ann", "I painted a lake at sunrise", session="art", at="2024-01-10T18:00:00Z"),
+    {
+        **said("bob", "", session="art", at="2024-01-10T18:01:00Z"),
+        "speaker": "Bob",
+        "role": "other",
+        "text": "Ann, what did you paint? What did Ann paint, Ann? I paint rarely",
+    },
+]
+
+
+async def test_a_question_naming_a_person_ranks_that_persons_turns_first(
+    tmp_path: Path, fake: FakeOllama
+) -> None:
+    # Bob's question repeats every word of it; the knob is what puts Ann's answer first.
+    query = "What did Ann paint?"
+    named = NEUTRAL | {"rank_named_weight": 0.8}
+    on = await ranked(tmp_path / "on", fake, PAINTERS, query, **named)
+    off = await ranked(tmp_path / "off", fake, PAINTERS, query, **NEUTRAL)
+    assert (first_of(on, "ann", "bob"), first_of(off, "ann", "bob")) == ("ann", "bob")

@@ -296,6 +296,9 @@ class MessageEntry:
     def role(self, position: int) -> str:
         return self._strings["role"][position]
 
+    def speaker(self, position: int) -> str:
+        return self._strings["speaker"][position]
+
     def session(self, position: int) -> str:
         return self._strings["session_id"][position]
 

@@ -27,7 +27,7 @@ from anyio.abc import TaskStatus
 from actors.ports import ScoredMessage, VectorSource
 from memory.keywords import extract_keywords
 from memory.projection import PROJECT_FROM
-from memory.ranking import Candidates, asks_assistant, full_text_query, gathers, rank
+from memory.ranking import Candidates, asks_assistant, full_text_query, gathers, named_in, rank
 from memory.recall import search_text
 from memory.scoring import rrf_score
 from memory.search_index import EncodedTerms, SearchIndex
@@ -417,11 +417,12 @@ class MessageSearch:
         )
         dense = {p: r for r, p in enumerate(ranked.dense, 1)}
         best = rank(
-            Candidates(scores, held.at, held.role, held.session, held.index.pairwise),
+            Candidates(scores, held.at, held.role, held.session, held.index.pairwise, held.speaker),
             knobs=knobs,
             anchor=anchor_of(text, at or datetime.now(UTC), slack=knobs.span_slack),
             about_assistant=about_assistant,
             several=gathers(text),
+            named=named_in(text),
             k=k,
             # Seed 002: equal scores by vector rank, then position.
             tie=lambda p: (dense.get(p, depth + 1), p),
