@@ -201,18 +201,22 @@ async def test_a_live_nodes_user_is_refused_asked_for_handed_over_and_taken_when
     assert b_shards.taken == [shard]
 
 
-async def test_a_node_does_not_take_a_user_from_a_node_it_has_not_watched_for_a_lease(
-    s3: dict[str, str],
+@pytest.mark.parametrize("watched", [0.0, 4.2], ids=["not-for-a-lease", "for-a-lease"])
+async def test_a_node_does_not_take_a_user_from_a_node_it_has_not_listed_yet(
+    s3: dict[str, str], watched: float
 ) -> None:
+    # A node unseen for a lease of watching is dead, but one may have started since the
+    # last listing: it is listed again before its shard is taken.
     a_shards, b_shards = _Shards(), _Shards()
     a = Ownership(_objects(s3), "a", Hooks(a_shards.take, a_shards.settle), lease_seconds=4)
     b = Ownership(_objects(s3), "b", Hooks(b_shards.take, b_shards.settle), lease_seconds=4)
     async with anyio.create_task_group() as tg:
         await tg.start(b.run)  # b lists the heartbeats: a has none yet
-        await tg.start(a.run)  # a starts after b's listing
+        await anyio.sleep(watched)
+        await tg.start(a.run)  # a starts after b's listing, writes its heartbeat
         async with a.serving("flo"):
             pass
-        # b's next listing is 0.8 s away: a is unknown to it, not dead.
+        # b's next listing is up to 0.8 s away: a is unknown to it, not dead.
         with pytest.raises(NotHome, match="home is node a"):
             async with b.serving("flo"):
                 pass

@@ -168,6 +168,10 @@ class Ownership:
         found = await self._objects.get(key)
         lease = _decode(found[0]) if found is not None else {}
         holder = lease.get("node")
+        if isinstance(holder, str) and holder != self.node and holder not in self._seen:
+            # A node writes its heartbeat before it takes a shard: one taken by a node
+            # this node has not listed was taken after its last listing. List now.
+            self._observe(await self._objects.keys("nodes/"))
         if isinstance(holder, str) and holder != self.node and self._is_alive(holder):
             await self._ask(shard, holder)
             raise NotHome(f"this user's home is node {holder}")
