@@ -20,7 +20,13 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["KEYWORD_SCAN_CHARS", "expresses_preference", "extract_keywords", "mentions_personal"]
+__all__ = [
+    "KEYWORD_SCAN_CHARS",
+    "expresses_preference",
+    "extract_keywords",
+    "is_stop_word",
+    "mentions_personal",
+]
 
 _ENGLISH_STOP_WORDS = frozenset(
     """
@@ -42,6 +48,12 @@ _ENGLISH_STOP_WORDS = frozenset(
     hi hello hey ok okay yeah yep nope vs e.g i.e http https www
     """.split()
 )
+
+
+def is_stop_word(word: str) -> bool:
+    """Whether ``word`` (any case) is an English function word ("will", "may", "me")."""
+    return word.casefold() in _ENGLISH_STOP_WORDS
+
 
 #: Pronouns, particles and function words that separate Chinese content words.
 _CHINESE_STOP_WORDS = frozenset(

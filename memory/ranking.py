@@ -48,6 +48,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from memory.keywords import is_stop_word
 from memory.tokens import is_cjk
 from memory.when import TimeAnchor
 from schemas.settings import Ranking
@@ -124,14 +125,22 @@ _WORD = re.compile(r"[^\W\d_]+")
 
 def named_in(query: str) -> Callable[[str], bool]:
     """Whether ``query`` names a speaker: their first name as a word of it ("What did
-    Caroline paint?" names "Caroline Smith"), or inside it for a name in CJK script."""
-    words = frozenset(_WORD.findall(query.casefold()))
+    Caroline paint?" names "Caroline Smith"), or inside it for a name in CJK script. A
+    name that is also a function word ("Will", "May") names them only capitalized and
+    not first: "What will I do?" and "May I ask..." name nobody."""
+    found = _WORD.findall(query)
+    words = frozenset(word.casefold() for word in found)
+    proper = frozenset(found[1:])
 
     def names(speaker: str) -> bool:
-        first = speaker.split()[0].casefold() if speaker.strip() else ""
+        first = speaker.split()[0] if speaker.strip() else ""
         if not first:
             return False
-        return first in words or (is_cjk(first[0]) and first in query)
+        if is_cjk(first[0]):
+            return first in query
+        if is_stop_word(first):
+            return first[:1].upper() + first[1:].casefold() in proper
+        return first.casefold() in words
 
     return names
 

@@ -419,3 +419,6 @@ def test_a_question_names_a_speaker_by_first_name_or_by_a_cjk_name_inside_it() -
     assert not named_in("What did Carol paint?")("Caroline")
     assert named_in("小明上周去哪了?")("小明")
     assert not named_in("What did you paint?")("assistant")
+    assert not named_in("What will I paint?")("Will")
+    assert not named_in("May I see what Bob painted?")("May")
+    assert named_in("What did Will paint?")("Will Smith")
