@@ -51,7 +51,7 @@ import numpy.typing as npt
 from memory.keywords import is_stop_word
 from memory.tokens import is_cjk
 from memory.when import TimeAnchor
-from schemas.settings import Ranking
+from schemas.settings import Ranking, SearchMode
 
 __all__ = ["Candidates", "Pick", "asks_assistant", "full_text_query", "gathers", "named_in", "rank"]
 
@@ -108,14 +108,15 @@ _HOW_TO_GATHER = re.compile(
 )
 
 
-def full_text_query(query: str) -> str:
-    """What the full-text side of a search matches for ``query``: a question that
-    ``gathers`` without the words that say how to gather ("How many times did I bake
-    something in total?" matches "did I bake something?"). The messages that answer it
-    each state one part and never say "total"; other messages that do ("add a totals
-    row") would outrank them. The vector side keeps the whole question (measured: the
-    embedding of the shortened one found less)."""
-    if not gathers(query):
+def full_text_query(query: str, mode: SearchMode) -> str:
+    """What the full-text side of a ``mode`` search matches for ``query``: in a hybrid
+    search, a question that ``gathers`` without the words that say how to gather ("How
+    many times did I bake something in total?" matches "did I bake something?"). The
+    messages that answer it each state one part and never say "total"; other messages
+    that do ("add a totals row") would outrank them. The vector side keeps the whole
+    question (measured: the embedding of the shortened one found less). A keyword search
+    matches the words asked for, all of them."""
+    if mode != "hybrid" or not gathers(query):
         return query
     return " ".join(_HOW_TO_GATHER.sub(" ", query).split()) or query
 

@@ -205,8 +205,8 @@ async def test_a_live_nodes_user_is_refused_asked_for_handed_over_and_taken_when
 async def test_a_node_does_not_take_a_user_from_a_node_it_has_not_listed_yet(
     s3: dict[str, str], watched: float
 ) -> None:
-    # A node unseen for a lease of watching is dead, but one may have started since the
-    # last listing: it is listed again before its shard is taken.
+    # A node missing from the last listing may have started since: the heartbeats are
+    # listed again before its shard is taken, however long b has been watching.
     a_shards, b_shards = _Shards(), _Shards()
     a = Ownership(_objects(s3), "a", Hooks(a_shards.take, a_shards.settle), lease_seconds=4)
     b = Ownership(_objects(s3), "b", Hooks(b_shards.take, b_shards.settle), lease_seconds=4)

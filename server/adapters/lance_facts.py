@@ -340,8 +340,7 @@ class LanceFacts:
         user_filter(user_id)
         text = query_text(text)
         held = await self._indexed(user_id)
-        # A keyword search matches the words asked for, all of them.
-        words = full_text_query(text) if mode == "hybrid" else text
+        words = full_text_query(text, mode)
         ranked = await hybrid_ranks(
             held.index,
             vector,

@@ -187,9 +187,11 @@ class MessageEntry:
         are skipped (two cluster nodes moving the same journaled rows into the table at
         once can store a row twice)."""
         ids = columns["id"]
-        held = self.positions
-        first_of = {ident: i for i, ident in reversed(list(enumerate(ids)))}
-        fresh = [i for i, ident in enumerate(ids) if ident not in held and first_of[ident] == i]
+        held, fresh, batch = self.positions, [], set()
+        for i, ident in enumerate(ids):
+            if ident not in held and ident not in batch:
+                batch.add(ident)
+                fresh.append(i)
         if not fresh:
             return
         if len(fresh) < len(ids):

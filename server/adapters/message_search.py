@@ -383,8 +383,7 @@ class MessageSearch:
         await held.project()
         depth = 2 * k
         assert self._analyzer is not None, "the store is not open"
-        # A keyword search matches the words asked for, all of them.
-        words = full_text_query(text) if mode == "hybrid" else text
+        words = full_text_query(text, mode)
         ranked = await hybrid_ranks(
             held.index,
             vector,

@@ -8,9 +8,9 @@ clocks are ever compared. A node that has not written its heartbeat for
 stops serving; the others wait ``lease_seconds`` of their own before they take its
 shards, so the two never overlap while the clocks run at about the same rate.
 
-A node whose heartbeat an observer has not listed yet counts as alive until the
-observer has watched the heartbeats for ``lease_seconds`` (a node that started just
-after the observer's last listing is not dead).
+A node writes its heartbeat before it takes any shard, so a lease held by a node
+missing from the observer's last listing was taken after it: the observer lists the
+heartbeats again before deciding.
 
 A shard's lease ``leases/<shard>`` names its node and an epoch. A node takes a lease
 that names nobody, a dead node or itself, with a conditional write (``If-Match`` on
@@ -99,8 +99,6 @@ class Ownership:
         self._asking: dict[int, _Asking] = {}
         #: Other nodes: their heartbeat's ETag and when (our clock) we saw it change.
         self._seen: dict[str, tuple[str, float]] = {}
-        #: When (our clock) this node first listed the heartbeats.
-        self._watching_since: float | None = None
         self._beat_at = -float("inf")
         self._beats = 0
         self._whoami = {"node": node, "pid": os.getpid(), "host": socket.gethostname()}
@@ -243,8 +241,6 @@ class Ownership:
 
     def _observe(self, listed: list[Listed]) -> None:
         now = anyio.current_time()
-        if self._watching_since is None:
-            self._watching_since = now
         current: dict[str, tuple[str, float]] = {}
         for item in listed:
             name, etag = item.key.rsplit("/", 1)[1], item.etag
@@ -255,14 +251,8 @@ class Ownership:
         self._seen = current
 
     def _is_alive(self, node: str) -> bool:
-        now = anyio.current_time()
         seen = self._seen.get(node)
-        if seen is None:
-            # No heartbeat of it listed yet: it may have started after this node's last
-            # listing. Only a node watched for a whole lease without one is dead.
-            since = self._watching_since
-            return since is None or now - since < self._lease_seconds
-        return now - seen[1] < self._lease_seconds
+        return seen is not None and anyio.current_time() - seen[1] < self._lease_seconds
 
     def in_touch(self) -> bool:
         """Whether this node's heartbeat was written recently enough for it to serve."""
