@@ -3,7 +3,7 @@
 Pure: it reorders scored candidates (positions of one user's index) by what
 they are — when they were said, by whom, in which session — and by what the
 query asks (``memory.when`` for its time, ``asks_assistant`` for its speaker).
-Four steps, each a knob of ``schemas.settings.Ranking`` (its neutral value
+Five steps, each a knob of ``schemas.settings.Ranking`` (its neutral value
 turns it off):
 
 1. speakers: a question about the user ranks the assistant's replies at
@@ -12,11 +12,15 @@ turns it off):
    the assistant said ("you suggested...") ranks the user's turns that way
    instead. Other speakers (``role`` ``other``: people in an imported
    conversation) are never weighed.
-2. time: a query anchored in a span ("last month", "三天前") ranks what was
+2. answers: a question asking for an amount ("how many...", "多少") ranks the
+   messages that state no number at ``answer_weight`` of their score, and one asking
+   when ("when did...", "how many days ago...", "什么时候") those that name no time
+   (``memory.answers``): the message that answers says the number or the time.
+3. time: a query anchored in a span ("last month", "三天前") ranks what was
    said outside it at ``outside_span_weight``; one that asks what is true now
    ("currently", "最近") weighs the older candidates down, linearly to
    ``1 - recent_weight`` for the oldest.
-3. the latest word: in the ``supersede_depth`` best sessions (those that answer
+4. the latest word: in the ``supersede_depth`` best sessions (those that answer
    the query: the older and the newer statement of a fact both do), each
    session's statement is its best message not of the speaker step 1 weighs
    down (not the assistant's reply repeating the user, for a question about
@@ -28,7 +32,7 @@ turns it off):
    with ``supersede_present_only``, only for a question about the present: one
    in the past tense ("when did I...", "what was...") asks about an event or an
    earlier state, which the newest mention does not replace.
-4. sessions: for a question that gathers what several conversations said
+5. sessions: for a question that gathers what several conversations said
    (``gathers``: "how many... in total", "which did I do first, A or B", "what
    is the order of...", "compared to"), the final order is picked greedily,
    each pick's score multiplied by ``session_decay`` for every message of its
@@ -48,6 +52,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from memory.answers import AnswerKind, states
 from memory.keywords import is_stop_word
 from memory.tokens import is_cjk
 from memory.when import TimeAnchor
@@ -179,6 +184,8 @@ class Candidates:
     similarities: Callable[[Sequence[int]], npt.NDArray[np.float32]]
     #: Who said a position ("Caroline", "assistant").
     speaker: Callable[[int], str] = lambda _: ""
+    #: What a position says (its message's text).
+    text: Callable[[int], str] = lambda _: ""
 
 
 def rank(
@@ -190,16 +197,18 @@ def rank(
     several: bool,
     k: int,
     named: Callable[[str], bool] = lambda _: False,
+    asked: AnswerKind | None = None,
     tie: Callable[[int], tuple[float, int]],
 ) -> list[Pick]:
     """The ``k`` best positions with their scores, reordered as the module docstring says
-    (``several``: the query ``gathers``); equal scores are ordered by ``tie``
-    (ascending)."""
+    (``several``: the query ``gathers``; ``asked``: the kind of answer it asks for);
+    equal scores are ordered by ``tie`` (ascending)."""
     scores = dict(found.scores)
     if not scores:
         return []
     _weigh_speakers(scores, found, knobs, about_assistant)
     _weigh_named(scores, found, knobs, named)
+    _weigh_answers(scores, found, knobs, asked)
     _weigh_time(scores, found, knobs, anchor)
     echo = "user" if about_assistant else "assistant"
     newer: dict[int, int] = {}
@@ -235,6 +244,17 @@ def _weigh_named(
     for position in scores:
         if found.role(position) != "assistant" and found.speaker(position) not in asked:
             scores[position] *= knobs.named_weight
+
+
+def _weigh_answers(
+    scores: dict[int, float], found: Candidates, knobs: Ranking, asked: AnswerKind | None
+) -> None:
+    """Messages that do not state the kind of answer asked for weigh ``answer_weight``."""
+    if asked is None or knobs.answer_weight == 1.0:
+        return
+    for position in scores:
+        if not states(asked, found.text(position)):
+            scores[position] *= knobs.answer_weight
 
 
 def _weigh_time(

@@ -26,6 +26,7 @@ class Ranking(msgspec.Struct, frozen=True, kw_only=True):
 
     assistant_weight: float = 0.5
     named_weight: float = 0.8
+    answer_weight: float = 0.9
     outside_span_weight: float = 0.7
     span_slack: float = 0.5
     recent_weight: float = 0.0
@@ -250,6 +251,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: Caroline paint?") ranks the other people's turns at this share of their score;
     #: 1.0: off.
     rank_named_weight: float = _RANKING.named_weight
+    #: A question asking for an amount ("how many...") ranks the messages that state no
+    #: number at this share of their score; one asking when ("when did...", "how many
+    #: days ago..."), those that name no time; 1.0: off.
+    rank_answer_weight: float = _RANKING.answer_weight
     #: A query anchored in time ("last month", "三天前") ranks messages said outside that
     #: span at this share of their score; 1.0: off ...
     rank_outside_span_weight: float = _RANKING.outside_span_weight
@@ -288,6 +293,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
         return Ranking(
             assistant_weight=self.rank_assistant_weight,
             named_weight=self.rank_named_weight,
+            answer_weight=self.rank_answer_weight,
             outside_span_weight=self.rank_outside_span_weight,
             span_slack=self.rank_span_slack,
             recent_weight=self.rank_recent_weight,

@@ -108,6 +108,7 @@ def _validate(settings: Settings) -> None:
     shares = (
         "rank_assistant_weight",
         "rank_named_weight",
+        "rank_answer_weight",
         "rank_outside_span_weight",
         "rank_recent_weight",
         "rank_session_decay",

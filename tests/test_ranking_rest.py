@@ -22,6 +22,7 @@ pytestmark = pytest.mark.anyio
 NEUTRAL = {
     "rank_assistant_weight": 1.0,
     "rank_named_weight": 1.0,
+    "rank_answer_weight": 1.0,
     "rank_outside_span_weight": 1.0,
     "rank_recent_weight": 0.0,
     "rank_supersede_similarity": 2.0,
@@ -410,3 +411,50 @@ async def test_a_question_naming_a_person_ranks_that_persons_turns_first(
     on = await ranked(tmp_path / "on", fake, PAINTERS, query, **named)
     off = await ranked(tmp_path / "off", fake, PAINTERS, query, **NEUTRAL)
     assert (first_of(on, "ann", "bob"), first_of(off, "ann", "bob")) == ("ann", "bob")
+
+
+ANSWERS = {
+    "amount": [
+        said(
+            "says", "We adopted 2 cats from the shelter", session="pets", at="2024-01-10T18:00:00Z"
+        ),
+        said(
+            "around",
+            "My cats, oh my cats: do I have the laziest cats? The cats sleep all day",
+            session="naps",
+            at="2024-01-12T18:00:00Z",
+        ),
+    ],
+    "time": [
+        said(
+            "says",
+            "I flew to Lisbon last May with my sister",
+            session="trip",
+            at="2024-06-02T18:00:00Z",
+        ),
+        said(
+            "around",
+            "Did I go to Lisbon for the food? I did go to Lisbon for the tiles of Lisbon",
+            session="tiles",
+            at="2024-06-04T18:00:00Z",
+        ),
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("kind", "query"),
+    [("amount", "How many cats do I have?"), ("time", "When did I go to Lisbon?")],
+    ids=["how-many", "when"],
+)
+async def test_a_question_asking_how_many_or_when_ranks_the_turn_that_says_it_first(
+    tmp_path: Path, fake: FakeOllama, kind: str, query: str
+) -> None:
+    # The other turn repeats the question's words; the knob is what puts the turn that
+    # states the number (the time) first.
+    lines = ANSWERS[kind]
+    on = await ranked(
+        tmp_path / "on", fake, lines, query, **(NEUTRAL | {"rank_answer_weight": 0.6})
+    )
+    off = await ranked(tmp_path / "off", fake, lines, query, **NEUTRAL)
+    assert (first_of(on, "says", "around"), first_of(off, "says", "around")) == ("says", "around")

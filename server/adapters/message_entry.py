@@ -298,6 +298,10 @@ class MessageEntry:
     def role(self, position: int) -> str:
         return self._strings["role"][position]
 
+    def text(self, position: int) -> str:
+        """What the message at ``position`` says."""
+        return self._strings["text"][position]
+
     def speaker(self, position: int) -> str:
         return self._strings["speaker"][position]
 

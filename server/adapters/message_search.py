@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 from anyio.abc import TaskStatus
 
 from actors.ports import ScoredMessage, VectorSource
+from memory.answers import asked_kind
 from memory.keywords import extract_keywords
 from memory.projection import PROJECT_FROM
 from memory.ranking import Candidates, asks_assistant, full_text_query, gathers, named_in, rank
@@ -416,12 +417,21 @@ class MessageSearch:
         )
         dense = {p: r for r, p in enumerate(ranked.dense, 1)}
         best = rank(
-            Candidates(scores, held.at, held.role, held.session, held.index.pairwise, held.speaker),
+            Candidates(
+                scores,
+                held.at,
+                held.role,
+                held.session,
+                held.index.pairwise,
+                held.speaker,
+                held.text,
+            ),
             knobs=knobs,
             anchor=anchor_of(text, at or datetime.now(UTC), slack=knobs.span_slack),
             about_assistant=about_assistant,
             several=gathers(text),
             named=named_in(text),
+            asked=asked_kind(text),
             k=k,
             # Seed 002: equal scores by vector rank, then position.
             tie=lambda p: (dense.get(p, depth + 1), p),

@@ -1,0 +1,50 @@
+"""What kind of answer a question asks for, and whether a text states one (``memory.answers``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.answers import AnswerKind, asked_kind, states
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("How many hours have I spent playing games in total?", "amount"),
+        ("What is the total number of siblings I have?", "amount"),
+        ("How long have I had my cat, Luna?", "amount"),
+        ("我一共养了几只猫", "amount"),
+        ("我每个月花多少钱", "amount"),
+        ("When did Caroline go to the support group?", "time"),
+        ("What time do I wake up on Saturdays?", "time"),
+        ("How many days ago did I attend the baking class?", "time"),
+        ("How many months have passed since the charity run?", "time"),
+        ("我什么时候搬到上海的", "time"),
+        ("What did Ann paint?", None),
+        ("Who did I go to the concert with?", None),
+        ("我喜欢什么颜色", None),
+    ],
+)
+def test_a_question_asks_for_an_amount_a_time_or_neither(
+    question: str, kind: AnswerKind | None
+) -> None:
+    assert asked_kind(question) == kind
+
+
+@pytest.mark.parametrize(
+    ("text", "amount", "time"),
+    [
+        ("I have 3 sisters", True, False),
+        ("I have two brothers and a dog", True, False),
+        ("我有两只猫", True, False),
+        ("I went there yesterday", False, True),
+        ("We met last Saturday at the market", False, True),
+        ("I started in 2019", True, True),
+        ("I wake up at 6am on weekdays", True, True),
+        ("我上个月搬家了", False, True),
+        ("我三月份去了北京", True, True),
+        ("I painted a lake at sunrise", False, False),
+    ],
+)
+def test_a_text_states_a_number_a_time_or_neither(text: str, amount: bool, time: bool) -> None:
+    assert (states("amount", text), states("time", text)) == (amount, time)
