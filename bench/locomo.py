@@ -135,6 +135,7 @@ def run(address: str, samples: list[dict[str, Any]]) -> dict[str, Any]:
     mnemo: dict[str, list[dict[str, float]]] = {}
     bm25: dict[str, list[dict[str, float]]] = {}
     search_ms: list[float] = []
+    per_question: list[dict[str, Any]] = []
     import_seconds = 0.0
     for index, sample in enumerate(samples):
         key = f"k{index}"
@@ -158,6 +159,15 @@ def run(address: str, samples: list[dict[str, Any]]) -> dict[str, Any]:
             found = [str((hit.get("meta") or {}).get("dia_id")) for hit in hits]
             name = _CATEGORIES[category]
             mnemo.setdefault(name, []).append(score(found, qa["evidence"]))
+            per_question.append(
+                {
+                    "sample": sample["sample_id"],
+                    "question": qa["question"],
+                    "category": name,
+                    "evidence": qa["evidence"],
+                    "found": found,
+                }
+            )
             ranked = [ids[i] for i in baseline.rank(qa["question"], 20)]
             bm25.setdefault(name, []).append(score(ranked, qa["evidence"]))
     mnemo["overall"] = [s for name in _CATEGORIES.values() for s in mnemo.get(name, [])]
@@ -170,6 +180,7 @@ def run(address: str, samples: list[dict[str, Any]]) -> dict[str, Any]:
         "search_ms": percentiles(search_ms),
         "mnemo": _table(mnemo),
         "bm25": _table(bm25),
+        "per_question": per_question,
     }
 
 

@@ -35,7 +35,7 @@ _ASKS_TIME = re.compile(
     re.IGNORECASE,
 )
 _ASKS_AMOUNT = re.compile(
-    r"\b(?:how (?:many|much|long|old)|total number|in total|average)\b"
+    r"\b(?:how (?:many(?! times\b)|much|long|old)|total number|in total|average)\b"
     r"|多少|多久|多长|平均|总共|一共|几[个次天年岁本只位件种]",
     re.IGNORECASE,
 )
@@ -62,6 +62,8 @@ _TIME = re.compile(
 def asked_kind(question: str) -> AnswerKind | None:
     """The kind of answer ``question`` asks for, or None (a "what", "why", "who"...).
 
+    "How many times..." asks to count occasions, each told without a number ("I baked
+    a cake on Sunday"): None.
     A time distance ("How many days ago...", "How many months have passed since...") asks
     when: the message that answers it says when the thing happened, not how long ago."""
     if _ASKS_TIME.search(question):

@@ -20,6 +20,7 @@ from memory.answers import AnswerKind, asked_kind, states
         ("How many days ago did I attend the baking class?", "time"),
         ("How many months have passed since the charity run?", "time"),
         ("我什么时候搬到上海的", "time"),
+        ("How many times did I bake something this month?", None),
         ("What did Ann paint?", None),
         ("Who did I go to the concert with?", None),
         ("我喜欢什么颜色", None),
