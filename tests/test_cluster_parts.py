@@ -5,14 +5,18 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import anyio
+import lancedb
 import numpy as np
 import pytest
 
 from actors.errors import ArchiveUnavailable, NotHome
 from schemas.records import ArchivedMessage
 from server.adapters.journal import decode_record
+from server.adapters.lance_common import PurgeGate
+from server.adapters.lance_messages import JournaledMessages, messages_schema
 from server.cluster.indexes import RemoteIndexes
 from server.cluster.journal import Fenced, JournalPlace, ShardJournal
 from server.cluster.objects import Objects, PreconditionFailed
@@ -94,6 +98,40 @@ async def test_after_the_fence_the_old_owner_cannot_journal_and_the_new_one_has_
     assert all(s.maybe_stored for s in new.pending())
     await new.append([_message("ann", 11)], _vectors(1))
     assert len([m for s in new.pending() for m in s.rows]) == 4
+
+
+async def test_two_nodes_moving_the_same_rows_at_once_leave_each_row_stored_once(
+    place: JournalPlace, tmp_path: Path
+) -> None:
+    # The new owner checks which replayed rows the table lacks; the old owner's move of
+    # the same rows lands right after that check, so both append them: the new owner's
+    # move deletes the copies it made.
+    schema = messages_schema(_DIM, "hash")
+    db = await lancedb.connect_async(tmp_path / "db")
+    await db.create_table("messages", schema=schema)
+    shard = shard_of("cy")
+    old_journal = ShardJournal(place, _DIM, lambda shard: None)
+    await old_journal.open_shard(shard)
+    old = JournaledMessages(await db.open_table("messages"), schema, PurgeGate(), old_journal)
+    await old.append([_message("cy", n) for n in range(3)], _vectors(3))
+    new_journal = ShardJournal(place, _DIM, lambda shard: None)
+    await new_journal.open_shard(shard)
+    new = JournaledMessages(await db.open_table("messages"), schema, PurgeGate(), new_journal)
+    check = new._not_stored
+
+    async def old_lands_after_the_check(*args: Any) -> Any:
+        kept = await check(*args)
+        await old.flush()
+        return kept
+
+    new._not_stored = old_lands_after_the_check  # type: ignore[method-assign]
+    assert await new.flush() == 3
+    table = await db.open_table("messages")
+    assert sorted(row["id"] for row in await table.query().select(["id"]).to_list()) == [
+        "m0",
+        "m1",
+        "m2",
+    ]
 
 
 async def test_rows_moved_into_the_table_leave_only_an_empty_record_holding_the_sequence(

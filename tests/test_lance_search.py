@@ -255,6 +255,31 @@ async def test_a_message_is_indexed_as_one_clean_line_of_at_most_one_mib(
     assert [m.text for m, _ in hits] == ["green\x00 tea\t\tand\n\ncake  "]  # the text as said
 
 
+@pytest.mark.parametrize(("limit", "offset"), [(10, 0), (2, 0), (1, 1), (1, 2)])
+async def test_a_message_stored_twice_is_listed_once_and_stored_once_again(
+    store: LanceStore, tmp_path: Path, limit: int, offset: int
+) -> None:
+    # The copies list as neighbours, maybe across a page's edge: the listing deletes
+    # all but one and lists the rest as they were.
+    await put(store, *(message(n, f"note {n}") for n in (1, 2, 3)))
+    await store.aclose()
+    db = await lancedb.connect_async(tmp_path / "db")
+    table = await db.open_table("messages")
+    await table.add(await table.query().where("turn = 2").to_arrow())
+    assert await table.count_rows("turn = 2") == 2
+    reopened = LanceStore(tmp_path / "db", embedder=_embedder)
+    await reopened.open()
+    try:
+        messages, total = await reopened.list_messages("u1", limit=limit, offset=offset)
+    finally:
+        await reopened.aclose()
+    assert ([m.turn for m in messages], total) == ([3, 2, 1][offset : offset + limit], 3)
+    await table.checkout_latest()
+    assert await table.count_rows("turn = 2") == 1
+    table.close()
+    db.close()
+
+
 async def test_a_message_stored_twice_is_found_once_and_deleted_whole(
     store: LanceStore, tmp_path: Path
 ) -> None:

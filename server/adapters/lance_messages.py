@@ -9,6 +9,7 @@ the conversions between rows and ``ArchivedMessage``.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -43,6 +44,7 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+_log = logging.getLogger("mnemo.store")
 #: The column of a message's analyzed terms (see ``messages_schema``).
 TERMS_COLUMN = "terms"
 EMBEDDER_KEY = b"mnemo.embedder"
@@ -253,6 +255,9 @@ class JournaledMessages:
                 if rows:
                     table = self._table_of(rows, matrix, await self._terms(rows))
                     await self._gate.read(functools.partial(self._add, table, len(rows)))
+                if rows and segment.maybe_stored:
+                    # Another node may have moved the same rows at the same time.
+                    await self._drop_copies_of(rows)
                 await self._journal.discard(segment)
                 moved_all = True
             finally:
@@ -309,6 +314,38 @@ class JournaledMessages:
                 stored |= {(user_id, i) for i in found}
         keep = [n for n, m in enumerate(rows) if (m.user_id, m.id) not in stored]
         return [rows[n] for n in keep], matrix[keep]
+
+    async def _drop_copies_of(self, rows: Sequence[ArchivedMessage]) -> None:
+        for user_id in {m.user_id for m in rows}:
+            ids = [m.id for m in rows if m.user_id == user_id]
+            for start in range(0, len(ids), _IDS_PER_QUERY):
+                await self.drop_copies(user_id, ids[start : start + _IDS_PER_QUERY])
+
+    async def drop_copies(self, user_id: str, ids: Sequence[str]) -> int:
+        """Delete every copy but the first of the user's rows ``ids`` that the table holds
+        more than once; returns how many went. Two nodes moving the same journaled rows
+        into the table at once can both append them (docs/scaling.md). The first copy (by
+        row address: a compaction keeps the order, and a delete of an address it
+        rewrote matches nothing) stays, so no row is ever lost, whoever repairs. Raises
+        ``ArchiveUnavailable``."""
+        where = f"{user_filter(user_id)} AND id IN {quote_all(ids)}"
+        try:
+            found = await self._gate.read(
+                self.table.query().where(where).select(["id"]).with_row_id().to_list
+            )
+            kept: set[str] = set()
+            copies: list[int] = []
+            for row in sorted(found, key=lambda row: int(row["_rowid"])):
+                if row["id"] in kept:
+                    copies.append(int(row["_rowid"]))
+                kept.add(row["id"])
+            if copies:
+                addresses = ", ".join(map(str, copies))
+                await self.table.delete(f"{where} AND _rowid IN ({addresses})")
+                _log.warning("user %s: %d rows stored twice, copies deleted", user_id, len(copies))
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise ArchiveUnavailable(f"repair of rows stored twice failed: {exc}") from exc
+        return len(copies)
 
     async def stored_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
         """Which of ``ids`` the table holds for this user (journaled ones not counted)."""

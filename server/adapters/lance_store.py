@@ -9,6 +9,7 @@ calls ``optimize()`` on a schedule.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -376,17 +377,26 @@ class LanceStore:
         where = user_filter(user_id)
 
         async def read(limit: int, offset: int) -> Page:
-            total = int(await self._gate.read(lambda: self._messages.count_rows(where)))
-            rows = await self._gate.read(
-                self._messages.query()
-                .where(where)
-                .select(COLUMNS)
-                .order_by(NEWEST_FIRST)
-                .limit(limit)
-                .offset(offset)
-                .to_list
-            )
-            return [message_of(r) for r in rows], total
+            # One row more on each side: a row stored twice (two nodes moving it at once)
+            # lists as two equal neighbours, maybe across the page's edge; such copies
+            # are deleted and the page read again.
+            start = max(0, offset - 1)
+            for _ in range(2):
+                total = int(await self._gate.read(lambda: self._messages.count_rows(where)))
+                rows = await self._gate.read(
+                    self._messages.query()
+                    .where(where)
+                    .select(COLUMNS)
+                    .order_by(NEWEST_FIRST)
+                    .limit(limit + 1 + offset - start)
+                    .offset(start)
+                    .to_list
+                )
+                ids = [row["id"] for row in rows]
+                twice = {b for a, b in itertools.pairwise(ids) if a == b}
+                if not twice or not await self._messages_table.drop_copies(user_id, [*twice]):
+                    break
+            return [message_of(r) for r in rows[offset - start : offset - start + limit]], total
 
         if not self._messages_table.pending(user_id):
             page, pending = await self._messages_table.consistent(
