@@ -4,6 +4,7 @@ the same answers cold and warm, prefix matching and the keyword fallback."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -255,6 +256,29 @@ async def test_a_message_is_indexed_as_one_clean_line_of_at_most_one_mib(
     assert [m.text for m, _ in hits] == ["green\x00 tea\t\tand\n\ncake  "]  # the text as said
 
 
+@asynccontextmanager
+async def _stored_twice(
+    store: LanceStore, tmp_path: Path, turn: int
+) -> AsyncIterator[tuple[LanceStore, Any]]:
+    """``store`` closed, its message ``turn`` added to the table again (as two cluster
+    nodes moving the same journaled rows at once can: docs/scaling.md), and the store
+    opened again; with the table."""
+    await store.aclose()
+    db = await lancedb.connect_async(tmp_path / "db")
+    table = await db.open_table("messages")
+    await table.add(await table.query().where(f"turn = {turn}").to_arrow())
+    assert await table.count_rows(f"turn = {turn}") == 2
+    reopened = LanceStore(tmp_path / "db", embedder=_embedder)
+    await reopened.open()
+    try:
+        yield reopened, table
+    finally:
+        await reopened.aclose()
+        await table.checkout_latest()
+        table.close()
+        db.close()
+
+
 @pytest.mark.parametrize(("limit", "offset"), [(10, 0), (2, 0), (1, 1), (1, 2)])
 async def test_a_message_stored_twice_is_listed_once_and_stored_once_again(
     store: LanceStore, tmp_path: Path, limit: int, offset: int
@@ -262,48 +286,24 @@ async def test_a_message_stored_twice_is_listed_once_and_stored_once_again(
     # The copies list as neighbours, maybe across a page's edge: the listing deletes
     # all but one and lists the rest as they were.
     await put(store, *(message(n, f"note {n}") for n in (1, 2, 3)))
-    await store.aclose()
-    db = await lancedb.connect_async(tmp_path / "db")
-    table = await db.open_table("messages")
-    await table.add(await table.query().where("turn = 2").to_arrow())
-    assert await table.count_rows("turn = 2") == 2
-    reopened = LanceStore(tmp_path / "db", embedder=_embedder)
-    await reopened.open()
-    try:
+    async with _stored_twice(store, tmp_path, 2) as (reopened, table):
         messages, total = await reopened.list_messages("u1", limit=limit, offset=offset)
-    finally:
-        await reopened.aclose()
-    assert ([m.turn for m in messages], total) == ([3, 2, 1][offset : offset + limit], 3)
-    await table.checkout_latest()
-    assert await table.count_rows("turn = 2") == 1
-    table.close()
-    db.close()
+        assert ([m.turn for m in messages], total) == ([3, 2, 1][offset : offset + limit], 3)
+        await table.checkout_latest()
+        assert await table.count_rows("turn = 2") == 1
 
 
 async def test_a_message_stored_twice_is_found_once_and_deleted_whole(
     store: LanceStore, tmp_path: Path
 ) -> None:
-    # Two cluster nodes moving the same journaled rows into the table at once can store
-    # a row twice (docs/scaling.md): a user loaded from such a table holds it once.
+    # A user loaded from such a table holds the message once.
     await put(store, message(1, "secret plan alpha"), message(2, "secret plan beta"))
-    await store.aclose()
-    db = await lancedb.connect_async(tmp_path / "db")
-    table = await db.open_table("messages")
-    await table.add(await table.query().where("turn = 1").to_arrow())
-    assert await table.count_rows("turn = 1") == 2
-    reopened = LanceStore(tmp_path / "db", embedder=_embedder)
-    await reopened.open()
-    try:
+    async with _stored_twice(store, tmp_path, 1) as (reopened, table):
         assert sorted(await _found(reopened, "secret plan")) == [
             "secret plan alpha",
             "secret plan beta",
         ]
         assert await reopened.delete_message("u1", message(1, "").id)
         assert await _found(reopened, "secret plan") == ["secret plan beta"]
-    finally:
-        await reopened.aclose()
-    table.close()
-    table = await db.open_table("messages")
-    assert await table.count_rows("turn = 1") == 0
-    table.close()
-    db.close()
+        await table.checkout_latest()
+        assert await table.count_rows("turn = 1") == 0
