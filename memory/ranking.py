@@ -55,7 +55,7 @@ import numpy.typing as npt
 from memory.answers import AnswerKind, states
 from memory.keywords import is_stop_word
 from memory.tokens import is_cjk
-from memory.when import TimeAnchor
+from memory.when import TimeAnchor, without_relative_time
 from schemas.settings import Ranking, SearchMode
 
 __all__ = ["Candidates", "Pick", "asks_assistant", "full_text_query", "gathers", "named_in", "rank"]
@@ -114,16 +114,27 @@ _HOW_TO_GATHER = re.compile(
 
 
 def full_text_query(query: str, mode: SearchMode) -> str:
-    """What the full-text side of a ``mode`` search matches for ``query``: in a hybrid
-    search, a question that ``gathers`` without the words that say how to gather ("How
-    many times did I bake something in total?" matches "did I bake something?"). The
-    messages that answer it each state one part and never say "total"; other messages
-    that do ("add a totals row") would outrank them. The vector side keeps the whole
-    question (measured: the embedding of the shortened one found less). A keyword search
-    matches the words asked for, all of them."""
-    if mode != "hybrid" or not gathers(query):
+    """What the full-text side of a ``mode`` search matches for ``query``. In a hybrid
+    search:
+
+    - without the words that place it relative to its own time ("in the past two
+      weeks", "last Saturday": ``memory.when.without_relative_time``): the time anchor
+      weighs what was said then; a message that says the same words ("for the past two
+      weeks") is not about that time;
+    - a question that ``gathers``, also without the words that say how to gather ("How
+      many times did I bake something in total?" matches "did I bake something?"):
+      the messages that answer it each state one part and never say "total"; other
+      messages that do ("add a totals row") would outrank them.
+
+    The vector side keeps the whole question (measured: the embedding of the shortened
+    one found less, or the same). A keyword search matches the words asked for, all of
+    them."""
+    if mode != "hybrid":
         return query
-    return " ".join(_HOW_TO_GATHER.sub(" ", query).split()) or query
+    words = without_relative_time(query) or query
+    if not gathers(query):
+        return words
+    return " ".join(_HOW_TO_GATHER.sub(" ", words).split()) or words
 
 
 _WORD = re.compile(r"[^\W\d_]+")

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-__all__ = ["TimeAnchor", "anchor_of"]
+__all__ = ["TimeAnchor", "anchor_of", "without_relative_time"]
 
 _DAY = 86400.0
 _UNITS = {"day": 1.0, "week": 7.0, "month": 30.0, "year": 365.0}
@@ -188,3 +188,21 @@ def anchor_of(query: str, now: datetime, *, slack: float = 0.5) -> TimeAnchor:
     if span is None:
         return TimeAnchor(recent=recent, past=past)
     return TimeAnchor(span[0], span[1], recent=recent, past=past)
+
+
+#: "How many days ago...", "how long ago...": the distance asked for.
+_ASKED_AGO = re.compile(r"\bhow (?:many (?:days|weeks|months|years)|long) ago\b")
+_RELATIVE = (_ASKED_AGO, _AGO, _PAST, _LAST, _THIS, _WEEKDAY)
+_BACK_WORDS = re.compile("|".join(re.escape(word) for word in _BACK))
+
+
+def without_relative_time(query: str) -> str:
+    """``query`` (casefolded) without the words that place it relative to its own time
+    ("two weeks ago", "in the past month", "last Saturday", "yesterday", "三天前",
+    "上个月"): they anchor it (``anchor_of``), they are not what it is about, and a
+    message that says them ("for the past two weeks") is not about the same time. A
+    date or a month ("in May 2023") stays: it can match when a message was said."""
+    text = " ".join(query.casefold().split())
+    for pattern in (*_RELATIVE, _CJK_AGO, _BACK_WORDS):
+        text = pattern.sub(" ", text)
+    return " ".join(text.split())

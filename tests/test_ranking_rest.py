@@ -391,6 +391,36 @@ async def test_a_question_that_gathers_is_matched_by_what_it_gathers_not_by_tota
     assert {hit["source_id"][:5] for hit in hits[:2]} == best
 
 
+BAKING = [
+    said("bread", "I baked sourdough bread on Tuesday", session="a", at="2024-05-21T18:00:00Z"),
+    said(
+        "water",
+        "I have tracked my water for the past two weeks, two bottles a day",
+        session="b",
+        at="2024-05-22T18:00:00Z",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("mode", "first"), [("hybrid", "bread"), ("keyword", "water")], ids=["hybrid", "keyword"]
+)
+async def test_a_question_is_not_matched_by_the_words_that_place_it_in_time(
+    tmp_path: Path, fake: FakeOllama, mode: str, first: str
+) -> None:
+    # "in the past two weeks" anchors the question in time; the turn that says the same
+    # words is not about that time. A keyword search still matches every word asked for.
+    order = await ranked(
+        tmp_path,
+        fake,
+        BAKING,
+        "What did I bake in the past two weeks?",
+        at="2024-05-30T12:00:00Z",
+        mode=mode,
+    )
+    assert first_of(order, "bread", "water") == first
+
+
 PAINTERS = [
     said("ann", "I painted a lake at sunrise", session="art", at="2024-01-10T18:00:00Z"),
     {

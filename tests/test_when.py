@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from memory.ranking import asks_assistant, gathers
-from memory.when import TimeAnchor, anchor_of
+from memory.when import TimeAnchor, anchor_of, without_relative_time
 
 NOW = datetime(2024, 3, 18, 12, tzinfo=UTC)
 
@@ -236,3 +236,22 @@ def test_a_query_naming_a_span_still_says_whether_it_asks_what_is_true_now(
     anchor = anchor_of(query, NOW)
     assert anchor.spans
     assert (anchor.recent, anchor.past) == (recent, past)
+
+
+@pytest.mark.parametrize(
+    ("query", "left"),
+    [
+        ("How many times did I bake in the past two weeks?", "how many times did i bake ?"),
+        ("Who did I go with to the concert last Saturday?", "who did i go with to the concert ?"),
+        ("Which book did I finish a week ago?", "which book did i finish ?"),
+        ("How many days ago did I attend the class?", "did i attend the class?"),
+        ("What did I cook yesterday", "what did i cook"),
+        ("我上个月去了哪里", "我 去了哪里"),
+        ("我三天前买了什么", "我 买了什么"),
+        ("What did Caroline do in May 2023?", "what did caroline do in may 2023?"),
+    ],
+)
+def test_the_words_that_place_a_query_relative_to_its_time_are_taken_out(
+    query: str, left: str
+) -> None:
+    assert without_relative_time(query) == left
