@@ -204,11 +204,12 @@ async def test_hybrid_search_fuses_ranks_by_rrf_k_60_ties_going_to_the_better_ve
     store: LanceStore,
 ) -> None:
     # seed 002: 1/(60 + semantic_rank) + 1/(60 + keyword_rank), a missing rank = limit + 1
-    # (each side is searched 2k deep), ordered by rrf_score desc then semantic_rank asc.
+    # (each side is searched 2k deep, at least 60), ordered by rrf_score desc then
+    # semantic_rank asc.
     names = await _kiwis(store)
     hits = await store.search_messages("u1", "kiwi", _unit(1.0, 0.0), k=3)
     assert [names[m.id] for m, _ in hits] == ["D", "A", "C"]  # D and A tie; D is nearer
-    depth = 2 * 3
+    depth = max(2 * 3, 60)
     rrf = {"D": 1 / 61 + 1 / 62, "A": 1 / 62 + 1 / 61, "C": 1 / 63 + 1 / (60 + depth + 1)}
     score = {names[m.id]: s for m, s in hits}
     assert score["D"] == score["A"]

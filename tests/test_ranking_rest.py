@@ -488,3 +488,50 @@ async def test_a_question_asking_how_many_or_when_ranks_the_turn_that_says_it_fi
     )
     off = await ranked(tmp_path / "off", fake, lines, query, **NEUTRAL)
     assert (first_of(on, "says", "around"), first_of(off, "says", "around")) == ("says", "around")
+
+
+MANY = [
+    said(
+        f"m{n}",
+        f"{topic} {detail}",
+        session=f"s{n % 7}",
+        at=f"2024-0{1 + n % 9}-1{n % 10}T10:00:00Z",
+    )
+    for n, (topic, detail) in enumerate(
+        (topic, detail)
+        for topic in (
+            "I went hiking",
+            "My sister visited",
+            "We cooked pasta",
+            "I bought a bike",
+            "The garden needs water",
+            "My cat was sick",
+        )
+        for detail in (
+            "in the mountains with friends",
+            "last weekend and it rained",
+            "after work on a Tuesday",
+            "with my sister and her dog",
+            "and the bike had a flat tyre",
+            "near the lake by the garden",
+        )
+    )
+]
+
+
+@pytest.mark.parametrize("query", ["my sister and the bike", "hiking near the lake"])
+async def test_a_search_ranks_its_first_hits_the_same_however_many_it_asks_for(
+    tmp_path: Path, fake: FakeOllama, query: str
+) -> None:
+    # A chat's context asks for 8; each side's list goes as deep for it as for 30.
+    settings = settings_for(tmp_path, fake.url, api_keys={"ka": "ann"})
+    async with serve(make_app(settings)) as address:
+        assert (await post(address, jsonl(MANY)))["errors"] == []
+        orders = []
+        async with http(address) as client:
+            for limit in (5, 30):
+                params = {"q": query, "kind": "turns", "limit": limit}
+                response = await client.get("/memory/search", params=params)
+                assert response.status_code == 200, response.text
+                orders.append([hit["source_id"] for hit in response.json()["hits"]])
+    assert orders[0] == orders[1][:5]
