@@ -52,13 +52,16 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from memory.answers import AnswerKind, states
+from memory.answers import AnswerKind, holds
 from memory.keywords import is_stop_word
 from memory.tokens import is_cjk
 from memory.when import TimeAnchor, without_relative_time
 from schemas.settings import Ranking, SearchMode
 
 __all__ = ["Candidates", "Pick", "asks_assistant", "full_text_query", "gathers", "named_in", "rank"]
+
+#: How many of the best candidates ``_weigh_answers`` reads, at least.
+ANSWER_READ = 60
 
 _ASSISTANT = re.compile(
     r"\bdid you\b.{0,30}?\b(say|tell|suggest|recommend|mention|advise|propose|give|provide|"
@@ -195,8 +198,8 @@ class Candidates:
     similarities: Callable[[Sequence[int]], npt.NDArray[np.float32]]
     #: Who said a position ("Caroline", "assistant").
     speaker: Callable[[int], str] = lambda _: ""
-    #: What a position says (its message's text).
-    text: Callable[[int], str] = lambda _: ""
+    #: What a position's message states (``memory.answers.stated``'s bits).
+    stated: Callable[[int], int] = lambda _: 0
 
 
 def rank(
@@ -219,7 +222,7 @@ def rank(
         return []
     _weigh_speakers(scores, found, knobs, about_assistant)
     _weigh_named(scores, found, knobs, named)
-    _weigh_answers(scores, found, knobs, asked)
+    _weigh_answers(scores, found, knobs, asked, k)
     _weigh_time(scores, found, knobs, anchor)
     echo = "user" if about_assistant else "assistant"
     newer: dict[int, int] = {}
@@ -258,13 +261,16 @@ def _weigh_named(
 
 
 def _weigh_answers(
-    scores: dict[int, float], found: Candidates, knobs: Ranking, asked: AnswerKind | None
+    scores: dict[int, float], found: Candidates, knobs: Ranking, asked: AnswerKind | None, k: int
 ) -> None:
-    """Messages that do not state the kind of answer asked for weigh ``answer_weight``."""
+    """Messages that do not state the kind of answer asked for weigh ``answer_weight``.
+    Only the best ``max(2k, ANSWER_READ)`` are read for it (each message once: a turn's
+    text takes ~30 us); the rest weigh as if they did not."""
     if asked is None or knobs.answer_weight == 1.0:
         return
+    read = set(heapq.nlargest(max(2 * k, ANSWER_READ), scores, key=scores.__getitem__))
     for position in scores:
-        if not states(asked, found.text(position)):
+        if position not in read or not holds(found.stated(position), asked):
             scores[position] *= knobs.answer_weight
 
 

@@ -15,6 +15,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from memory.answers import stated
 from memory.postings import Postings
 from memory.projection import PROJECT_FROM
 from memory.search_index import EncodedTerms, SearchIndex
@@ -77,6 +78,8 @@ class MessageEntry:
         self._next = array("i")
         self._last: dict[str, int] = {}
         self._relink = False
+        #: ``stated`` of each position, 0 until read (one byte a message).
+        self._kinds = bytearray()
         self._text_bytes = 0
         #: Indexed without terms (the analyzer failed): used once, then reloaded.
         self.degraded = False
@@ -283,6 +286,7 @@ class MessageEntry:
             self._strings[name] = [values[p] for p in keep]  # (decodes encoded texts)
         self._turns = array("i", [self._turns[p] for p in keep])
         self._at = array("d", [self._at[p] for p in keep])
+        self._kinds = bytearray(self._kinds[p] if p < len(self._kinds) else 0 for p in keep)
         self.positions = {ident: p for p, ident in enumerate(self.ids)}
         self._relink_all()
 
@@ -298,9 +302,15 @@ class MessageEntry:
     def role(self, position: int) -> str:
         return self._strings["role"][position]
 
-    def text(self, position: int) -> str:
-        """What the message at ``position`` says."""
-        return self._strings["text"][position]
+    def stated(self, position: int) -> int:
+        """What the message at ``position`` states (``memory.answers.stated``'s bits),
+        read from its text the first time it is asked for, and kept."""
+        kinds = self._kinds
+        if position >= len(kinds):
+            kinds.extend(bytes(len(self.ids) - len(kinds)))
+        if not kinds[position]:
+            kinds[position] = stated(self._strings["text"][position])
+        return kinds[position]
 
     def speaker(self, position: int) -> str:
         return self._strings["speaker"][position]

@@ -431,7 +431,7 @@ class MessageSearch:
                 held.session,
                 held.index.pairwise,
                 held.speaker,
-                held.text,
+                held.stated,
             ),
             knobs=knobs,
             anchor=anchor_of(text, at or datetime.now(UTC), slack=knobs.span_slack),
