@@ -4,9 +4,13 @@ A question asking for an amount ("How many hours...", "the total number of...",
 "多少") is answered by a message that states one: a number, in digits or in words. A
 question asking when ("When did...", "What time...", "How many days ago...", "什么时候")
 is answered by a message that names a time: a date, a weekday, a month, "yesterday",
-"last week". In the dev conversations the project measures with, 78 % of the turns that
-answer an amount question state a number (36 % of the other turns ranked beside them),
-and 80 % of the turns that answer a "when" question name a time (14 % of all turns).
+"last week". A question asking which one by name ("Which book...", "What is the name
+of...", "哪本") is answered by a message that names it: a capitalized word inside a
+sentence, or a quoted title. In the dev conversations the project measures with, 78 %
+of the turns that answer an amount question state a number (36 % of the other turns
+ranked beside them), 80 % of the turns that answer a "when" question name a time (14 %
+of all turns), and 69 % of those that answer a "which" or "what is the name" question
+name something other than the two people talking (11 % of all turns).
 Pure, English and Chinese.
 """
 
@@ -18,8 +22,9 @@ from typing import Literal
 
 __all__ = ["AMOUNT", "READ", "TIME", "AnswerKind", "asked_kind", "holds", "stated", "states"]
 
-#: ``amount``: a number is asked for; ``time``: when something happened.
-AnswerKind = Literal["amount", "time"]
+#: ``amount``: a number is asked for; ``time``: when something happened; ``name``: which
+#: one, by its name (a book's title, a place, a brand, a person).
+AnswerKind = Literal["amount", "time", "name"]
 
 _NUMBER_WORDS = (
     "one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
@@ -38,6 +43,16 @@ _ASKS_TIME = re.compile(
 _ASKS_AMOUNT = re.compile(
     r"\b(?:how (?:many(?! times\b)|much|long|old)|total number|in total|average)\b"
     r"|多少|多久|多长|平均|总共|一共|几[个次天年岁本只位件种]",
+    re.IGNORECASE,
+)
+_ASKS_NAME = re.compile(
+    r"^\W*(?:which\b|what (?:is|was|'s) the name\b|what (?:"
+    + "|".join(
+        "book movie film game song band show restaurant city country company brand team "
+        "dish artist author album podcast app series novel play store shop".split()
+    )
+    + r")s?\b)|\b(?:called|named?)\b"
+    r"|叫什么|什么名字|哪个|哪家|哪本|哪部|哪首|哪位",
     re.IGNORECASE,
 )
 _MONTHS = (
@@ -64,6 +79,8 @@ _TIME_DIGITS = re.compile(
     r"\d(?<!\w\d)(?:\d{3}|\d?(?::\d\d)?\s*(?:am|pm)|\d?(?:st|nd|rd|th))\b", re.IGNORECASE
 )
 _CJK = re.compile("[\u3400-\u9fff]")
+#: A name: a capitalized word inside a sentence, or something quoted or titled.
+_NAMED = re.compile(r"(?<=[a-z,;:] )[A-Z][a-zA-Z]+|\"[^\"]+\"|\u201c[^\u201d]+\u201d|《[^》]+》")
 _CJK_TIME = re.compile(
     "昨天|今天|明天|前天|后天|今晚|周末|星期|礼拜|早上|上午|中午|下午|晚上|最近|以前|之前|之后"
     rf"|[上下这本今去前]个?(?:周|月|年)|[\d{_CJK_NUMERALS}]+(?:月|号|日|年|点)"
@@ -71,8 +88,8 @@ _CJK_TIME = re.compile(
 _PAIRED = frozenset((*_TIME_PAIRS, "old"))
 _YEARS = frozenset(("year", "years"))
 #: ``stated``'s bits.
-AMOUNT, TIME, READ = 1, 2, 4
-_BITS: dict[AnswerKind, int] = {"amount": AMOUNT, "time": TIME}
+AMOUNT, TIME, READ, NAME = 1, 2, 4, 8
+_BITS: dict[AnswerKind, int] = {"amount": AMOUNT, "time": TIME, "name": NAME}
 
 
 def asked_kind(question: str) -> AnswerKind | None:
@@ -86,12 +103,15 @@ def asked_kind(question: str) -> AnswerKind | None:
         return "time"
     if _ASKS_AMOUNT.search(question):
         return "amount"
+    if _ASKS_NAME.search(question):
+        return "name"
     return None
 
 
-def states(kind: AnswerKind, text: str) -> bool:
-    """Whether ``text`` states an answer of ``kind``: a number, or a time."""
-    return bool(stated(text) & _BITS[kind])
+def states(kind: AnswerKind, text: str, people: frozenset[str] = frozenset()) -> bool:
+    """Whether ``text`` states an answer of ``kind``: a number, a time, or a name (not one
+    of ``people``'s)."""
+    return bool(stated(text, people) & _BITS[kind])
 
 
 def holds(flags: int, kind: AnswerKind) -> bool:
@@ -99,10 +119,13 @@ def holds(flags: int, kind: AnswerKind) -> bool:
     return bool(flags & _BITS[kind])
 
 
-def stated(text: str) -> int:
+def stated(text: str, people: frozenset[str] = frozenset()) -> int:
     """What ``text`` states, as bits: ``AMOUNT`` (a number in digits or in words, "3",
     "two", "两"), ``TIME`` (a month, a weekday, "yesterday", "last week", a year, "7am",
-    "the 15th", "上个月"), and ``READ`` always (a message's bits are kept once read)."""
+    "the 15th", "上个月"), ``NAME`` (a capitalized word inside a sentence that is not one
+    of ``people``, the names of those talking, who are named all the time: "Thanks,
+    John!"; or a quoted or titled name: "The Nightingale", 《三体》), and ``READ`` always
+    (a message's bits are kept once read)."""
     words = _WORD.findall(text.casefold())
     present = set(words)
     digits = _DIGIT.search(text) is not None
@@ -112,6 +135,8 @@ def stated(text: str) -> int:
         flags |= AMOUNT
     if _time(text, words, present, digits, cjk):
         flags |= TIME
+    if any(match.group() not in people for match in _NAMED.finditer(text)):
+        flags |= NAME
     return flags
 
 

@@ -14,8 +14,9 @@ turns it off):
    conversation) are never weighed.
 2. answers: a question asking for an amount ("how many...", "多少") ranks the
    messages that state no number at ``answer_weight`` of their score, and one asking
-   when ("when did...", "how many days ago...", "什么时候") those that name no time
-   (``memory.answers``): the message that answers says the number or the time.
+   when ("when did...", "how many days ago...", "什么时候") those that name no time,
+   and one asking which by name ("which book...") those that name nothing
+   (``memory.answers``): the message that answers says the number, time or name.
 3. time: a query anchored in a span ("last month", "三天前") ranks what was
    said outside it at ``outside_span_weight``; one that asks what is true now
    ("currently", "最近") weighs the older candidates down, linearly to

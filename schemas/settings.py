@@ -253,7 +253,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     rank_named_weight: float = _RANKING.named_weight
     #: A question asking for an amount ("how many...") ranks the messages that state no
     #: number at this share of their score; one asking when ("when did...", "how many
-    #: days ago..."), those that name no time; 1.0: off.
+    #: days ago..."), those that name no time; one asking which by name ("which
+    #: book..."), those that name nothing; 1.0: off.
     rank_answer_weight: float = _RANKING.answer_weight
     #: A query anchored in time ("last month", "三天前") ranks messages said outside that
     #: span at this share of their score; 1.0: off ...

@@ -21,6 +21,11 @@ from memory.answers import AnswerKind, asked_kind, states
         ("How many months have passed since the charity run?", "time"),
         ("我什么时候搬到上海的", "time"),
         ("How many times did I bake something this month?", None),
+        ("Which book did I finish a week ago?", "name"),
+        ("What is the name of my cat?", "name"),
+        ("What books has Melanie read?", "name"),
+        ("我读的是哪本书", "name"),
+        ("Which day did we meet?", "time"),
         ("What did Ann paint?", None),
         ("Who did I go to the concert with?", None),
         ("我喜欢什么颜色", None),
@@ -49,3 +54,19 @@ def test_a_question_asks_for_an_amount_a_time_or_neither(
 )
 def test_a_text_states_a_number_a_time_or_neither(text: str, amount: bool, time: bool) -> None:
     assert (states("amount", text), states("time", text)) == (amount, time)
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("I just finished The Nightingale by Kristin Hannah", True),
+        ('I loved "the little prince" as a kid', True),
+        ("我在读《三体》", True),
+        ("Thanks, John! That means a lot", False),  # John is one of the people talking
+        ("Thanks, Maria! We adopted Luna last year", True),
+        ("I read a lovely book about the sea", False),
+        ("Books are great. I read every night", False),  # capitals that start a sentence
+    ],
+)
+def test_a_text_names_something_other_than_the_people_talking(text: str, named: bool) -> None:
+    assert states("name", text, frozenset({"John", "Maria"})) is named

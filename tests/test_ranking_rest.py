@@ -455,6 +455,17 @@ ANSWERS = {
             at="2024-01-12T18:00:00Z",
         ),
     ],
+    "name": [
+        said(
+            "says", "On holiday I read Middlemarch twice", session="read", at="2024-06-02T18:00:00Z"
+        ),
+        said(
+            "around",
+            "Did I read a book on holiday? I read a book a day on holiday, any book",
+            session="beach",
+            at="2024-06-04T18:00:00Z",
+        ),
+    ],
     "time": [
         said(
             "says",
@@ -474,10 +485,14 @@ ANSWERS = {
 
 @pytest.mark.parametrize(
     ("kind", "query"),
-    [("amount", "How many cats do I have?"), ("time", "When did I go to Lisbon?")],
-    ids=["how-many", "when"],
+    [
+        ("amount", "How many cats do I have?"),
+        ("time", "When did I go to Lisbon?"),
+        ("name", "Which book did I read on holiday?"),
+    ],
+    ids=["how-many", "when", "which"],
 )
-async def test_a_question_asking_how_many_or_when_ranks_the_turn_that_says_it_first(
+async def test_a_question_asking_how_many_when_or_which_ranks_the_turn_that_says_it_first(
     tmp_path: Path, fake: FakeOllama, kind: str, query: str
 ) -> None:
     # The other turn repeats the question's words; the knob is what puts the turn that

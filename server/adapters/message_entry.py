@@ -80,6 +80,8 @@ class MessageEntry:
         self._relink = False
         #: ``stated`` of each position, 0 until read (one byte a message).
         self._kinds = bytearray()
+        self._people_words: frozenset[str] = frozenset()
+        self._people_of = -1
         self._text_bytes = 0
         #: Indexed without terms (the analyzer failed): used once, then reloaded.
         self.degraded = False
@@ -302,6 +304,15 @@ class MessageEntry:
     def role(self, position: int) -> str:
         return self._strings["role"][position]
 
+    def _people(self) -> frozenset[str]:
+        """The words of the speakers' names ("Caroline", "Jon"), as of the last message
+        added."""
+        if self._people_of != len(self.ids):
+            speakers = set(self._strings["speaker"])
+            self._people_words = frozenset(w for speaker in speakers for w in speaker.split())
+            self._people_of = len(self.ids)
+        return self._people_words
+
     def stated(self, position: int) -> int:
         """What the message at ``position`` states (``memory.answers.stated``'s bits),
         read from its text the first time it is asked for, and kept."""
@@ -309,7 +320,7 @@ class MessageEntry:
         if position >= len(kinds):
             kinds.extend(bytes(len(self.ids) - len(kinds)))
         if not kinds[position]:
-            kinds[position] = stated(self._strings["text"][position])
+            kinds[position] = stated(self._strings["text"][position], self._people())
         return kinds[position]
 
     def speaker(self, position: int) -> str:
