@@ -23,6 +23,7 @@ from memory.answers import AnswerKind, asked_kind, states
         ("How many times did I bake something this month?", None),
         ("Which book did I finish a week ago?", "name"),
         ("What is the name of my cat?", "name"),
+        ("Where did Caroline move from?", "name"),
         ("What books has Melanie read?", "name"),
         ("我读的是哪本书", "name"),
         ("Which day did we meet?", "time"),
