@@ -20,7 +20,18 @@ import itertools
 import re
 from typing import Literal
 
-__all__ = ["AMOUNT", "READ", "TIME", "AnswerKind", "asked_kind", "holds", "stated", "states"]
+__all__ = [
+    "AMOUNT",
+    "FIRST_PERSON",
+    "NAME",
+    "READ",
+    "TIME",
+    "AnswerKind",
+    "asked_kind",
+    "bit_of",
+    "stated",
+    "states",
+]
 
 #: ``amount``: a number is asked for; ``time``: when something happened; ``name``: which
 #: one, by its name (a book's title, a place, a brand, a person), or where.
@@ -88,7 +99,8 @@ _CJK_TIME = re.compile(
 _PAIRED = frozenset((*_TIME_PAIRS, "old"))
 _YEARS = frozenset(("year", "years"))
 #: ``stated``'s bits.
-AMOUNT, TIME, READ, NAME = 1, 2, 4, 8
+AMOUNT, TIME, READ, NAME, FIRST_PERSON = 1, 2, 4, 8, 16
+_FIRST_PERSON = frozenset("i my mine myself we our ours us".split())
 _BITS: dict[AnswerKind, int] = {"amount": AMOUNT, "time": TIME, "name": NAME}
 
 
@@ -114,9 +126,9 @@ def states(kind: AnswerKind, text: str, people: frozenset[str] = frozenset()) ->
     return bool(stated(text, people) & _BITS[kind])
 
 
-def holds(flags: int, kind: AnswerKind) -> bool:
-    """Whether ``stated``'s ``flags`` say an answer of ``kind`` is stated."""
-    return bool(flags & _BITS[kind])
+def bit_of(kind: AnswerKind) -> int:
+    """``stated``'s bit for an answer of ``kind``."""
+    return _BITS[kind]
 
 
 def stated(text: str, people: frozenset[str] = frozenset()) -> int:
@@ -124,8 +136,9 @@ def stated(text: str, people: frozenset[str] = frozenset()) -> int:
     "two", "两"), ``TIME`` (a month, a weekday, "yesterday", "last week", a year, "7am",
     "the 15th", "上个月"), ``NAME`` (a capitalized word inside a sentence that is not one
     of ``people``, the names of those talking, who are named all the time: "Thanks,
-    John!"; or a quoted or titled name: "The Nightingale", 《三体》), and ``READ`` always
-    (a message's bits are kept once read)."""
+    John!"; or a quoted or titled name: "The Nightingale", 《三体》), ``FIRST_PERSON``
+    (its speaker speaks of themselves: "I", "my", "we", "我"), and ``READ`` always (a
+    message's bits are kept once read)."""
     words = _WORD.findall(text.casefold())
     present = set(words)
     digits = _DIGIT.search(text) is not None
@@ -137,6 +150,8 @@ def stated(text: str, people: frozenset[str] = frozenset()) -> int:
         flags |= TIME
     if any(match.group() not in people for match in _NAMED.finditer(text)):
         flags |= NAME
+    if not _FIRST_PERSON.isdisjoint(present) or (cjk and "我" in text):
+        flags |= FIRST_PERSON
     return flags
 
 

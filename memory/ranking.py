@@ -17,6 +17,10 @@ turns it off):
    when ("when did...", "how many days ago...", "什么时候") those that name no time,
    and one asking which by name ("which book...") those that name nothing
    (``memory.answers``): the message that answers says the number, time or name.
+   A question about a person (not what the assistant said) ranks people's messages
+   that say nothing of their speaker (no "I", "my", "we", "我": a task pasted in, an
+   exercise, a question about the other) at ``first_person_weight``: what a person
+   did is told by that person speaking of themselves.
 3. time: a query anchored in a span ("last month", "三天前") ranks what was
    said outside it at ``outside_span_weight``; one that asks what is true now
    ("currently", "最近") weighs the older candidates down, linearly to
@@ -53,7 +57,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from memory.answers import AnswerKind, holds
+from memory.answers import FIRST_PERSON, AnswerKind, bit_of
 from memory.keywords import is_stop_word
 from memory.tokens import is_cjk
 from memory.when import TimeAnchor, without_relative_time
@@ -61,7 +65,7 @@ from schemas.settings import Ranking, SearchMode
 
 __all__ = ["Candidates", "Pick", "asks_assistant", "full_text_query", "gathers", "named_in", "rank"]
 
-#: How many of the best candidates ``_weigh_answers`` reads, at least.
+#: How many of the best candidates ``_weigh_statements`` reads, at least.
 ANSWER_READ = 60
 
 _ASSISTANT = re.compile(
@@ -199,8 +203,9 @@ class Candidates:
     similarities: Callable[[Sequence[int]], npt.NDArray[np.float32]]
     #: Who said a position ("Caroline", "assistant").
     speaker: Callable[[int], str] = lambda _: ""
-    #: What a position's message states (``memory.answers.stated``'s bits).
-    stated: Callable[[int], int] = lambda _: 0
+    #: What a position's message states (``memory.answers.stated``'s bits); by default
+    #: everything, so candidates that cannot be read are not weighed by it.
+    stated: Callable[[int], int] = lambda _: -1
 
 
 def rank(
@@ -223,7 +228,7 @@ def rank(
         return []
     _weigh_speakers(scores, found, knobs, about_assistant)
     _weigh_named(scores, found, knobs, named)
-    _weigh_answers(scores, found, knobs, asked, k)
+    _weigh_statements(scores, found, knobs, asked, about_assistant, k)
     _weigh_time(scores, found, knobs, anchor)
     echo = "user" if about_assistant else "assistant"
     newer: dict[int, int] = {}
@@ -261,18 +266,32 @@ def _weigh_named(
             scores[position] *= knobs.named_weight
 
 
-def _weigh_answers(
-    scores: dict[int, float], found: Candidates, knobs: Ranking, asked: AnswerKind | None, k: int
+def _weigh_statements(
+    scores: dict[int, float],
+    found: Candidates,
+    knobs: Ranking,
+    asked: AnswerKind | None,
+    about_assistant: bool,
+    k: int,
 ) -> None:
-    """Messages that do not state the kind of answer asked for weigh ``answer_weight``.
-    Only the best ``max(2k, ANSWER_READ)`` are read for it (each message once: a turn's
-    text takes ~30 us); the rest weigh as if they did not."""
-    if asked is None or knobs.answer_weight == 1.0:
+    """Messages that do not state the kind of answer asked for weigh ``answer_weight``;
+    for a question about a person, people's messages that say nothing of their speaker
+    (no "I", "my", "we", "我") weigh ``first_person_weight``. Only the best ``max(2k,
+    ANSWER_READ)`` are read for it (each message once: a turn's text takes ~30 us); the
+    rest weigh as if they stated nothing."""
+    checks: list[tuple[int, float, bool]] = []  # (bit, weight, people's messages only)
+    if asked is not None and knobs.answer_weight != 1.0:
+        checks.append((bit_of(asked), knobs.answer_weight, False))
+    if not about_assistant and knobs.first_person_weight != 1.0:
+        checks.append((FIRST_PERSON, knobs.first_person_weight, True))
+    if not checks:
         return
     read = set(heapq.nlargest(max(2 * k, ANSWER_READ), scores, key=scores.__getitem__))
     for position in scores:
-        if position not in read or not holds(found.stated(position), asked):
-            scores[position] *= knobs.answer_weight
+        bits = found.stated(position) if position in read else 0
+        for bit, weight, people_only in checks:
+            if not bits & bit and not (people_only and found.role(position) == "assistant"):
+                scores[position] *= weight
 
 
 def _weigh_time(

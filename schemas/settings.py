@@ -27,6 +27,7 @@ class Ranking(msgspec.Struct, frozen=True, kw_only=True):
     assistant_weight: float = 0.5
     named_weight: float = 0.8
     answer_weight: float = 0.9
+    first_person_weight: float = 0.9
     outside_span_weight: float = 0.7
     span_slack: float = 0.5
     recent_weight: float = 0.0
@@ -256,6 +257,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: days ago..."), those that name no time; one asking which by name ("which
     #: book..."), those that name nothing; 1.0: off.
     rank_answer_weight: float = _RANKING.answer_weight
+    #: A question about a person (not about what the assistant said) ranks people's
+    #: messages that say nothing of their speaker (no "I", "my", "we", "我") at this
+    #: share of their score; 1.0: off.
+    rank_first_person_weight: float = _RANKING.first_person_weight
     #: A query anchored in time ("last month", "三天前") ranks messages said outside that
     #: span at this share of their score; 1.0: off ...
     rank_outside_span_weight: float = _RANKING.outside_span_weight
@@ -295,6 +300,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
             assistant_weight=self.rank_assistant_weight,
             named_weight=self.rank_named_weight,
             answer_weight=self.rank_answer_weight,
+            first_person_weight=self.rank_first_person_weight,
             outside_span_weight=self.rank_outside_span_weight,
             span_slack=self.rank_span_slack,
             recent_weight=self.rank_recent_weight,

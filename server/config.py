@@ -109,6 +109,7 @@ def _validate(settings: Settings) -> None:
         "rank_assistant_weight",
         "rank_named_weight",
         "rank_answer_weight",
+        "rank_first_person_weight",
         "rank_outside_span_weight",
         "rank_recent_weight",
         "rank_session_decay",

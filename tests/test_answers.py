@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.answers import AnswerKind, asked_kind, states
+from memory.answers import FIRST_PERSON, AnswerKind, asked_kind, stated, states
 
 
 @pytest.mark.parametrize(
@@ -71,3 +71,17 @@ def test_a_text_states_a_number_a_time_or_neither(text: str, amount: bool, time:
 )
 def test_a_text_names_something_other_than_the_people_talking(text: str, named: bool) -> None:
     assert states("name", text, frozenset({"John", "Maria"})) is named
+
+
+@pytest.mark.parametrize(
+    ("text", "first"),
+    [
+        ("I'm 32, so I'm in my 30s", True),
+        ("We went to the lake", True),
+        ("我去了北京", True),
+        ("Write an expression for how many goals Alexa scored", False),
+        ("Give me the same table as above, but add a totals row", False),  # "me": a request
+    ],
+)
+def test_a_text_in_which_its_speaker_speaks_of_themselves(text: str, first: bool) -> None:
+    assert bool(stated(text) & FIRST_PERSON) is first

@@ -23,6 +23,7 @@ NEUTRAL = {
     "rank_assistant_weight": 1.0,
     "rank_named_weight": 1.0,
     "rank_answer_weight": 1.0,
+    "rank_first_person_weight": 1.0,
     "rank_outside_span_weight": 1.0,
     "rank_recent_weight": 0.0,
     "rank_supersede_similarity": 2.0,
@@ -389,6 +390,29 @@ async def test_a_question_that_gathers_is_matched_by_what_it_gathers_not_by_tota
         tmp_path, fake, SIBLINGS, "What is the total number of siblings I have?", mode=mode
     )
     assert {hit["source_id"][:5] for hit in hits[:2]} == best
+
+
+PASTED = [
+    said("mine", "On Sundays I paint lakes", session="art", at="2024-01-10T18:00:00Z"),
+    said(
+        "task",
+        "Write a poem: what do painters paint on Sundays? They paint, paint, paint",
+        session="poem",
+        at="2024-01-12T18:00:00Z",
+    ),
+]
+
+
+async def test_a_question_about_the_user_ranks_their_own_words_above_a_task_pasted_in(
+    tmp_path: Path, fake: FakeOllama
+) -> None:
+    # The task repeats the question's words but says nothing of its speaker; the knob
+    # is what puts the user's own statement first.
+    query = "What do I paint on Sundays?"
+    first_person = NEUTRAL | {"rank_first_person_weight": 0.6}
+    on = await ranked(tmp_path / "on", fake, PASTED, query, **first_person)
+    off = await ranked(tmp_path / "off", fake, PASTED, query, **NEUTRAL)
+    assert (first_of(on, "mine", "task"), first_of(off, "mine", "task")) == ("mine", "task")
 
 
 BAKING = [
