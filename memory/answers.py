@@ -29,6 +29,7 @@ __all__ = [
     "AnswerKind",
     "asked_kind",
     "bit_of",
+    "in_first_person",
     "stated",
     "states",
 ]
@@ -101,6 +102,7 @@ _YEARS = frozenset(("year", "years"))
 #: ``stated``'s bits.
 AMOUNT, TIME, READ, NAME, FIRST_PERSON = 1, 2, 4, 8, 16
 _FIRST_PERSON = frozenset("i my mine myself we our ours us".split())
+_ASKING_SELF = _FIRST_PERSON | {"me"}
 _BITS: dict[AnswerKind, int] = {"amount": AMOUNT, "time": TIME, "name": NAME}
 
 
@@ -118,6 +120,13 @@ def asked_kind(question: str) -> AnswerKind | None:
     if _ASKS_NAME.search(question):
         return "name"
     return None
+
+
+def in_first_person(question: str) -> bool:
+    """Whether ``question`` speaks in the first person ("what do I...", "my sister",
+    "我"): it is about the one asking."""
+    words = set(_WORD.findall(question.casefold()))
+    return not _ASKING_SELF.isdisjoint(words) or "我" in question
 
 
 def states(kind: AnswerKind, text: str, people: frozenset[str] = frozenset()) -> bool:

@@ -17,7 +17,8 @@ turns it off):
    when ("when did...", "how many days ago...", "什么时候") those that name no time,
    and one asking which by name ("which book...") those that name nothing
    (``memory.answers``): the message that answers says the number, time or name.
-   A question about a person (not what the assistant said) ranks people's messages
+   A question about a person (in the first person, or naming one of the people;
+   not about what the assistant said) ranks people's messages
    that say nothing of their speaker (no "I", "my", "we", "我": a task pasted in, an
    exercise, a question about the other) at ``first_person_weight``: what a person
    did is told by that person speaking of themselves.
@@ -218,17 +219,20 @@ def rank(
     k: int,
     named: Callable[[str], bool] = lambda _: False,
     asked: AnswerKind | None = None,
+    first_person: bool = False,
     tie: Callable[[int], tuple[float, int]],
 ) -> list[Pick]:
     """The ``k`` best positions with their scores, reordered as the module docstring says
-    (``several``: the query ``gathers``; ``asked``: the kind of answer it asks for);
+    (``several``: the query ``gathers``; ``asked``: the kind of answer it asks for;
+    ``first_person``: it speaks in the first person, ``memory.answers.in_first_person``);
     equal scores are ordered by ``tie`` (ascending)."""
     scores = dict(found.scores)
     if not scores:
         return []
     _weigh_speakers(scores, found, knobs, about_assistant)
     _weigh_named(scores, found, knobs, named)
-    _weigh_statements(scores, found, knobs, asked, about_assistant, k)
+    about_person = not about_assistant and (first_person or _names_someone(found, named))
+    _weigh_statements(scores, found, knobs, asked, about_person, k)
     _weigh_time(scores, found, knobs, anchor)
     echo = "user" if about_assistant else "assistant"
     newer: dict[int, int] = {}
@@ -248,6 +252,10 @@ def _weigh_speakers(
     for position in scores:
         if found.role(position) == other:
             scores[position] *= weight
+
+
+def _names_someone(found: Candidates, named: Callable[[str], bool]) -> bool:
+    return any(named(found.speaker(p)) for p in found.scores if found.role(p) != "assistant")
 
 
 def _weigh_named(
@@ -271,18 +279,20 @@ def _weigh_statements(
     found: Candidates,
     knobs: Ranking,
     asked: AnswerKind | None,
-    about_assistant: bool,
+    about_person: bool,
     k: int,
 ) -> None:
     """Messages that do not state the kind of answer asked for weigh ``answer_weight``;
-    for a question about a person, people's messages that say nothing of their speaker
+    for a question about a person (``about_person``: in the first person, or naming one
+    of the people whose messages were found; not about what the assistant said),
+    people's messages that say nothing of their speaker
     (no "I", "my", "we", "我") weigh ``first_person_weight``. Only the best ``max(2k,
     ANSWER_READ)`` are read for it (each message once: a turn's text takes ~30 us); the
     rest weigh as if they stated nothing."""
     checks: list[tuple[int, float, bool]] = []  # (bit, weight, people's messages only)
     if asked is not None and knobs.answer_weight != 1.0:
         checks.append((bit_of(asked), knobs.answer_weight, False))
-    if not about_assistant and knobs.first_person_weight != 1.0:
+    if about_person and knobs.first_person_weight != 1.0:
         checks.append((FIRST_PERSON, knobs.first_person_weight, True))
     if not checks:
         return

@@ -257,7 +257,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: days ago..."), those that name no time; one asking which by name ("which
     #: book..."), those that name nothing; 1.0: off.
     rank_answer_weight: float = _RANKING.answer_weight
-    #: A question about a person (not about what the assistant said) ranks people's
+    #: A question about a person (in the first person, or naming one; not about what
+    #: the assistant said) ranks people's
     #: messages that say nothing of their speaker (no "I", "my", "we", "我") at this
     #: share of their score; 1.0: off.
     rank_first_person_weight: float = _RANKING.first_person_weight

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.answers import FIRST_PERSON, AnswerKind, asked_kind, stated, states
+from memory.answers import FIRST_PERSON, AnswerKind, asked_kind, in_first_person, stated, states
 
 
 @pytest.mark.parametrize(
@@ -85,3 +85,17 @@ def test_a_text_names_something_other_than_the_people_talking(text: str, named: 
 )
 def test_a_text_in_which_its_speaker_speaks_of_themselves(text: str, first: bool) -> None:
     assert bool(stated(text) & FIRST_PERSON) is first
+
+
+@pytest.mark.parametrize(
+    ("question", "first"),
+    [
+        ("What do I paint on Sundays?", True),
+        ("Can you remind me of the restaurant?", True),
+        ("我上周去了哪里", True),
+        ("What did Caroline paint?", False),
+        ("sit", False),
+    ],
+)
+def test_a_question_in_the_first_person_is_about_the_one_asking(question: str, first: bool) -> None:
+    assert in_first_person(question) is first

@@ -403,16 +403,20 @@ PASTED = [
 ]
 
 
+@pytest.mark.parametrize(
+    ("query", "first"),
+    [("What do I paint on Sundays?", "mine"), ("painters paint on Sundays", "task")],
+    ids=["about-the-user", "about-nobody"],
+)
 async def test_a_question_about_the_user_ranks_their_own_words_above_a_task_pasted_in(
-    tmp_path: Path, fake: FakeOllama
+    tmp_path: Path, fake: FakeOllama, query: str, first: str
 ) -> None:
     # The task repeats the question's words but says nothing of its speaker; the knob
-    # is what puts the user's own statement first.
-    query = "What do I paint on Sundays?"
+    # is what puts the user's own statement first, for a question about the user only.
     first_person = NEUTRAL | {"rank_first_person_weight": 0.6}
     on = await ranked(tmp_path / "on", fake, PASTED, query, **first_person)
     off = await ranked(tmp_path / "off", fake, PASTED, query, **NEUTRAL)
-    assert (first_of(on, "mine", "task"), first_of(off, "mine", "task")) == ("mine", "task")
+    assert (first_of(on, "mine", "task"), first_of(off, "mine", "task")) == (first, "task")
 
 
 BAKING = [

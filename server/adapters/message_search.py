@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from anyio.abc import TaskStatus
 
 from actors.ports import ScoredMessage, VectorSource
-from memory.answers import asked_kind
+from memory.answers import asked_kind, in_first_person
 from memory.keywords import extract_keywords
 from memory.projection import PROJECT_FROM
 from memory.ranking import Candidates, asks_assistant, full_text_query, gathers, named_in, rank
@@ -439,6 +439,7 @@ class MessageSearch:
             several=gathers(text),
             named=named_in(text),
             asked=asked_kind(text),
+            first_person=in_first_person(text),
             k=k,
             # Seed 002: equal scores by vector rank, then position.
             tie=lambda p: (dense.get(p, depth + 1), p),
