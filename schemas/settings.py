@@ -258,9 +258,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: book..."), those that name nothing; 1.0: off.
     rank_answer_weight: float = _RANKING.answer_weight
     #: A question about a person (in the first person, or naming one; not about what
-    #: the assistant said) ranks people's
-    #: messages that say nothing of their speaker (no "I", "my", "we", "我") at this
-    #: share of their score; 1.0: off.
+    #: the assistant said) ranks people's messages that say nothing of their speaker
+    #: (no "I", "my", "we", "我") at this share of their score; 1.0: off.
     rank_first_person_weight: float = _RANKING.first_person_weight
     #: A query anchored in time ("last month", "三天前") ranks messages said outside that
     #: span at this share of their score; 1.0: off ...
