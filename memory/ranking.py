@@ -66,9 +66,6 @@ from schemas.settings import Ranking, SearchMode
 
 __all__ = ["Candidates", "Pick", "asks_assistant", "full_text_query", "gathers", "named_in", "rank"]
 
-#: How many of the best candidates ``_weigh_statements`` reads, at least.
-ANSWER_READ = 60
-
 _ASSISTANT = re.compile(
     r"\bdid you\b.{0,30}?\b(say|tell|suggest|recommend|mention|advise|propose|give|provide|"
     r"list|explain|write|answer|share|offer|describe|call|name)\b"
@@ -255,7 +252,8 @@ def _weigh_speakers(
 
 
 def _names_someone(found: Candidates, named: Callable[[str], bool]) -> bool:
-    return any(named(found.speaker(p)) for p in found.scores if found.role(p) != "assistant")
+    people = {found.speaker(p) for p in found.scores if found.role(p) != "assistant"}
+    return any(named(person) for person in people)
 
 
 def _weigh_named(
@@ -286,9 +284,10 @@ def _weigh_statements(
     for a question about a person (``about_person``: in the first person, or naming one
     of the people whose messages were found; not about what the assistant said),
     people's messages that say nothing of their speaker
-    (no "I", "my", "we", "我") weigh ``first_person_weight``. Only the best ``max(2k,
-    ANSWER_READ)`` are read for it (each message once: a turn's text takes ~30 us); the
-    rest weigh as if they stated nothing."""
+    (no "I", "my", "we", "我") weigh ``first_person_weight``. Only the best ``2k`` are
+    read for it (each message once: a turn's text takes ~30 us); the rest weigh as if
+    they stated nothing, which keeps them below every message read: whatever one
+    states, it keeps at least the share that nothing stated leaves."""
     checks: list[tuple[int, float, bool]] = []  # (bit, weight, people's messages only)
     if asked is not None and knobs.answer_weight != 1.0:
         checks.append((bit_of(asked), knobs.answer_weight, False))
@@ -296,7 +295,7 @@ def _weigh_statements(
         checks.append((FIRST_PERSON, knobs.first_person_weight, True))
     if not checks:
         return
-    read = set(heapq.nlargest(max(2 * k, ANSWER_READ), scores, key=scores.__getitem__))
+    read = set(heapq.nlargest(2 * k, scores, key=scores.__getitem__))
     for position in scores:
         bits = found.stated(position) if position in read else 0
         for bit, weight, people_only in checks:
