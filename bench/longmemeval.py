@@ -18,7 +18,9 @@ computes it. Questions whose id ends in ``_abs``, and questions with no user
 evidence turn (turn level), are not scored. ``served_turn_recall_all@5`` keeps the
 assistant's hits in their places: what a context block of five turns would hold.
 Knowledge-update rates (``longmemeval-dev-ku-labels.json``): the current evidence
-session ranked above the stale one, and in the top 5.
+session ranked above the stale one, and in the top 5 (the benchmark's); and the same
+for their evidence turns (``KUt``): which of the two statements a context block of a
+few turns shows first.
 
 The baseline is plain BM25 (k1 1.2, b 0.75, lower-cased word tokens) over the same
 haystack: a session is its user turns joined, a turn one user turn.
@@ -142,12 +144,27 @@ def _rank_of(ranked: Sequence[str], item: str) -> int:
     return ranked.index(item) if item in ranked else len(ranked) + 1_000_000
 
 
-def ku_rates(sessions: Sequence[str], label: dict[str, Any]) -> dict[str, float]:
+def ku_rates(
+    sessions: Sequence[str], turns: Sequence[str], label: dict[str, Any]
+) -> dict[str, float]:
+    """The knowledge-update rates of a ranking of sessions and one of user turns: the
+    benchmark's, by session (the current evidence session ranked above the stale one,
+    and in the top 5), and the same by turn (the best-ranked of the current statement's
+    turns above the best-ranked of the stale one's, and in the top 5): which statement a
+    context block of the first few turns shows first."""
     current = _rank_of(sessions, label["current_session_id"])
     stale = _rank_of(sessions, label["stale_session_id"])
+
+    def best(session: str, indexes: Sequence[int]) -> int:
+        return min(_rank_of(turns, turn_id(session, i)) for i in indexes)
+
+    current_turn = best(label["current_session_id"], label["current_turn_idx"])
+    stale_turn = best(label["stale_session_id"], label["stale_turn_idx"])
     return {
         "current_above_stale": float(current < stale),
         "current_in_top5": float(current < 5),
+        "current_turn_above_stale": float(current_turn < stale_turn),
+        "current_turn_in_top5": float(current_turn < 5),
     }
 
 
@@ -251,8 +268,8 @@ def run(
         )
         label = labels.get(record["question_id"])
         if label is not None:
-            scored["ku"] = ku_rates(sessions_of(turns), label)
-            baseline["ku"] = ku_rates(base_sessions, label)
+            scored["ku"] = ku_rates(sessions_of(turns), turns, label)
+            baseline["ku"] = ku_rates(base_sessions, base_turns, label)
         for table, values in ((mnemo, scored), (bm25, baseline)):
             _merge(values, table.setdefault(qtype, {}))
             _merge(values, table.setdefault("overall", {}))
@@ -307,6 +324,8 @@ _COLUMNS = (
     ("turn", "served_recall_all@5", "srvT@5"),
     ("ku", "current_above_stale", "KU>st"),
     ("ku", "current_in_top5", "KU@5"),
+    ("ku", "current_turn_above_stale", "KUt>st"),
+    ("ku", "current_turn_in_top5", "KUt@5"),
 )
 
 
