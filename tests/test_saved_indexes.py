@@ -360,6 +360,43 @@ def test_a_saved_entry_reads_back_the_same_without_its_removed_messages(tmp_path
     assert [again.neighbours(p) for p in range(300)] == [whole.neighbours(p) for p in range(300)]
 
 
+def test_what_each_message_states_is_saved_so_a_loaded_user_reads_no_text_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dim = 16
+    entry = _entry(dim, 400, seed=6)
+    for n, text in enumerate(["I ran 5 km on Monday", "We met Anna", "nothing here"]):
+        entry.add(
+            {
+                "id": [f"said{n}"],
+                "session_id": ["s1"],
+                "scope": ["global"],
+                "turn": [n],
+                "role": ["user"],
+                "speaker": ["user"],
+                "text": [text],
+                "at": [2e6 + n],
+                "meta": ["{}"],
+                "source_id": [""],
+            },
+            np.ones((1, dim), dtype=np.float32) / np.sqrt(dim),
+            [["said"]],
+        )
+    entry.stated(entry.positions["said0"])  # one read before the save, the rest by it
+    expected = {ident: entry.stated(p) for ident, p in entry.positions.items()}
+    files = IndexFiles(tmp_path, embedder="hash", dim=dim)
+    files.open()
+    assert files.install("u1", files.write("u1", entry.saving()()), files.token("u1"))
+    back = MessageEntry.restored(dim, files.read("u1"))
+
+    def unread(*_: object) -> int:
+        raise AssertionError("a message's text was read to learn what it states")
+
+    monkeypatch.setattr("server.adapters.message_entry.stated", unread)
+    assert {ident: back.stated(p) for ident, p in back.positions.items()} == expected
+    assert expected["said0"] != expected["said2"]  # a number, a time, a name against none
+
+
 async def test_changed_indexes_are_saved_in_the_background_once_quiet(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -43,7 +43,7 @@ __all__ = ["FORMAT", "IndexFiles", "UnreadableIndex"]
 
 _MAGIC = b"MNEMOIX\x00"
 #: The layout of ``MessageEntry.state()``; a file of another format is not read.
-FORMAT = 4
+FORMAT = 5
 _ALIGN = 64
 _SUFFIX = ".idx"
 _DTYPES = frozenset({"<f4", "<f8", "<i4", "<i8", "|b1", "|u1", "|i1"})

@@ -78,7 +78,8 @@ class MessageEntry:
         self._next = array("i")
         self._last: dict[str, int] = {}
         self._relink = False
-        #: ``stated`` of each position, 0 until read (one byte a message).
+        #: ``stated`` of each position, 0 until read (one byte a message); a saved index
+        #: holds every message's, so a search of a loaded user reads no text for them.
         self._kinds = bytearray()
         self._people_words: frozenset[str] = frozenset()
         self._people_of = -1
@@ -132,13 +133,16 @@ class MessageEntry:
             "prev": np.frombuffer(self._prev, dtype=np.int32).copy(),
             "next": np.frombuffer(self._next, dtype=np.int32).copy(),
             "relink": self._relink,
+            "kinds": bytes(self._kinds),
         }
+        people = self._people()
 
         def state() -> dict[str, Any]:
             out = dict(captured)
             for name, tail in out.pop("tails").items():
                 column = out[name]
                 out[name] = EncodedStrings.joined([column.head, EncodedStrings.of(tail)])
+            out["kinds"] = _all_stated(out["kinds"], out["text"], people)
             return _postings_on_demand(_without_removed(out) if removed else out)
 
         return state
@@ -168,6 +172,7 @@ class MessageEntry:
         entry._prev = array("i", state["prev"].astype(np.int32).tobytes())
         entry._next = array("i", state["next"].astype(np.int32).tobytes())
         entry._relink = bool(state["relink"])
+        entry._kinds = bytearray(np.asarray(state["kinds"], dtype=np.uint8).tobytes())
         if not entry._relink:
             # Each session's newest live message is the one with none after it.
             sessions = entry._strings["session_id"]
@@ -347,6 +352,19 @@ class MessageEntry:
         )
 
 
+def _all_stated(
+    kinds: bytes, texts: Sequence[str], people: frozenset[str]
+) -> npt.NDArray[np.uint8]:
+    """``stated`` of every message, the ones not read yet read now (the saver's worker
+    thread: ~30 us a message, once per message)."""
+    out = np.zeros(len(texts), dtype=np.uint8)
+    known = np.frombuffer(kinds, dtype=np.uint8)[: len(texts)]
+    out[: len(known)] = known
+    for position in np.flatnonzero(out == 0).tolist():
+        out[position] = stated(texts[position], people)
+    return out
+
+
 def _listed(values: Sequence[str]) -> list[str]:
     return values.to_list() if isinstance(values, EncodedStrings) else list(values)
 
@@ -402,6 +420,7 @@ def _without_removed(state: dict[str, Any]) -> dict[str, Any]:
         else:
             out[name] = [values[p] for p in kept]
     out["turn"], out["at"] = state["turn"][keep], state["at"][keep]
+    out["kinds"] = state["kinds"][keep]
     out["prev"] = out["next"] = np.full(len(kept), -1, dtype=np.int32)
     out["relink"] = True
     return out
