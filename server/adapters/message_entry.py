@@ -135,7 +135,7 @@ class MessageEntry:
             "relink": self._relink,
             "kinds": bytes(self._kinds),
         }
-        people = self._people()
+        people, kinds = self._people(), self._kinds
 
         def state() -> dict[str, Any]:
             out = dict(captured)
@@ -143,6 +143,10 @@ class MessageEntry:
                 column = out[name]
                 out[name] = EncodedStrings.joined([column.head, EncodedStrings.of(tail)])
             out["kinds"] = _all_stated(out["kinds"], out["text"], people)
+            # Kept by the entry too, so the next save does not read those texts again (a
+            # compaction since the capture gave the entry a new array: this one is let go).
+            held = min(len(kinds), len(out["kinds"]))
+            kinds[:held] = out["kinds"][:held].tobytes()
             return _postings_on_demand(_without_removed(out) if removed else out)
 
         return state
