@@ -8,7 +8,8 @@ from collections.abc import Awaitable, Callable
 import anyio
 from anyio.abc import TaskStatus
 
-from actors.errors import MnemoError
+from actors.audit import ACTING_FOR
+from actors.errors import MnemoError, NotHome
 from actors.mailbox import SessionDeps
 from actors.registry import SessionRegistry
 from memory.prompts import Exchange
@@ -90,8 +91,14 @@ class Sweeper:
         for progress in pending:
             if self._registry.get(progress.user_id, progress.session_id) is not None:
                 continue
-            if await self._retry(progress):
-                done += 1
+            acting = ACTING_FOR.set(progress.user_id)  # a cluster node: only its users
+            try:
+                if await self._retry(progress):
+                    done += 1
+            except NotHome:
+                pass  # another node's user: theirs to retry
+            finally:
+                ACTING_FOR.reset(acting)
         self.retried += done
         return done
 
@@ -158,8 +165,13 @@ async def _each_user(
         return 0
     changed = 0
     for user_id in user_ids:
+        acting = ACTING_FOR.set(user_id)  # a cluster node writes only the users it serves
         try:
             changed += await sweep(user_id)
+        except NotHome:
+            pass  # another node's user: theirs to sweep
         except MnemoError as exc:
             _log.warning("decay sweep of the %s of user %s failed: %s", what, user_id, exc)
+        finally:
+            ACTING_FOR.reset(acting)
     return changed

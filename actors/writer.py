@@ -22,7 +22,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from actors.audit import ACTING_FOR, CHANGED_BY
 from actors.channels import receive, send
-from actors.errors import ArchiveUnavailable, MnemoError, Rejected
+from actors.errors import ArchiveUnavailable, MnemoError, NotHome, Rejected
 from actors.events import EventBus
 from actors.keys import key_vectors
 from actors.ports import Embedder, Store
@@ -95,11 +95,12 @@ class ArchiveWriter:
         flush_rows: int = 2000,
         events: EventBus | None = None,
         name: str = "archive",
-        guard: Callable[[str], None] | None = None,
+        guard: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self._store, self._embedder = store, embedder
-        #: Raises ``NotHome`` for a user a cluster node no longer serves: checked right
-        #: before each call that writes for a user runs.
+        #: Raises ``NotHome`` for a user a cluster node no longer serves (and fences a
+        #: user it serves, once): awaited right before each call that writes for a user
+        #: runs, and for each working-memory snapshot.
         self._guard = guard
         #: ``store.*`` events carry ``writer=name`` (``archive`` or ``facts``).
         self._events, self.name = events or EventBus(), name
@@ -319,7 +320,7 @@ class ArchiveWriter:
             token = CHANGED_BY.set(op.changed_by)
             try:
                 if self._guard is not None and op.user_id is not None:
-                    self._guard(op.user_id)  # a cluster node no longer serving: NotHome
+                    await self._guard(op.user_id)  # a cluster node no longer serving: NotHome
                 op.result = await op.fn()
             except MnemoError as exc:
                 op.error = exc
@@ -463,6 +464,10 @@ class ArchiveWriter:
         items = [(user, memory) for (user, _), memory in self._working.items()]
         self._working.clear()
         forgotten, self._forgotten = list(self._forgotten), {}
+        if self._guard is not None:  # another node's users are theirs to write
+            items = [i for i in items if await self._home(i[0])]
+            forgotten = [f for f in forgotten if await self._home(f[0])]
+        # (A user whose fencing failed stays: the write fails too, and all are tried again.)
         purge, self._purge_wanted = self._purge_wanted or bool(forgotten), False
         waiters, self._working_waiters = self._working_waiters, []
         started = anyio.current_time()
@@ -495,6 +500,17 @@ class ArchiveWriter:
                 except MnemoError as exc:
                     _log.warning("coalesced write failed: %s", exc)
         self._mark_dirty()
+
+    async def _home(self, user_id: str) -> bool:
+        """Whether this node still writes ``user_id``'s memory (a cluster's guard)."""
+        assert self._guard is not None
+        try:
+            await self._guard(user_id)
+        except NotHome:
+            return False
+        except MnemoError as exc:
+            _log.warning("could not fence a user before their snapshot: %s", exc)
+        return True
 
     def _mark_dirty(self) -> None:
         """Count a write: every LanceDB write adds a fragment and a version, which slow

@@ -120,7 +120,7 @@ def create_app(
         metrics = Metrics(lambda: len(live[0].live()) if live else 0)
         events.listen(metrics.observe)
         stop_timing_gc = metrics.time_gc()
-        guard = cluster.ownership.check if cluster is not None else None
+        guard = cluster.ownership.fence if cluster is not None else None
         writer = ArchiveWriter(
             store,
             embedder,

@@ -172,6 +172,55 @@ async def test_a_paused_owner_cannot_acknowledge_a_turn_after_another_node_fence
         assert "before the pause" in texts
 
 
+async def test_a_node_that_missed_losing_a_user_cannot_change_their_memory_once_fenced(
+    s3: dict[str, str], tmp_path: Path
+) -> None:
+    # n1's lease is 60 s (a heartbeat every 12 s), n2's 2 s: n2 counts n1 dead between
+    # two of its heartbeats and takes alice, while n1 goes on counting itself her home,
+    # as a node does whose write passed its check just before it froze.
+    long_lease = node_env(s3, "n1", tmp_path, MNEMO_LEASE_SECONDS="60")
+    patient = node_env(s3, "n2", tmp_path, MNEMO_HANDOVER_AFTER="60")
+    with (
+        _serving(tmp_path / "unused", **long_lease) as (one, _),
+        _serving(tmp_path / "unused", **patient) as (two, _),
+    ):
+        kept, other = (
+            _created(one, "key-alice", text)
+            for text in ["my locker code is 4471", "I live in Oslo"]
+        )
+        until_served(two, "key-alice", within=30)
+        assert get(one, "/healthz", "key-alice").json()["cluster"]["shards"] == 1
+        # n1's late writes: a delete and an edit, both past its (stale) check. The table
+        # refuses the delete, so n1 answers 421 and gives alice up.
+        async with httpx.AsyncClient(
+            base_url=f"http://{one}", headers={"Authorization": "Bearer key-alice"}, timeout=30
+        ) as late:
+            deleted = await late.delete(f"/memory/long-term/{other}")
+            edit = {"content": "my code is 0000"}
+            edited = await late.patch(f"/memory/long-term/{kept}", json=edit)
+        assert deleted.json()["error"]["message"].startswith("a newer node"), deleted.text
+        assert (deleted.status_code, edited.status_code) == (421, 421)
+        with anyio.fail_after(5):
+            while get(one, "/healthz", "key-alice").json()["cluster"]["shards"]:
+                await anyio.sleep(0.1)
+        await anyio.sleep(1.5)  # a node reads the tables' latest version at most 1 s late
+        found = get(two, f"/memory/long-term/{kept}", "key-alice")
+        assert found.json()["content"] == "my locker code is 4471"
+        assert get(two, f"/memory/long-term/{other}", "key-alice").status_code == 200
+
+
+def _created(address: str, key: str, content: str) -> str:
+    answer = httpx.post(
+        f"http://{address}/memory/long-term",
+        json={"content": content},
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=30,
+    )
+    assert answer.status_code == 201, answer.text
+    fact_id: str = answer.json()["added"][0]["id"]
+    return fact_id
+
+
 @dataclass
 class _At:
     port: int

@@ -183,6 +183,7 @@ class _Shards:
     def __init__(self) -> None:
         self.taken: list[int] = []
         self.settled: list[tuple[int, bool]] = []
+        self.fenced: list[tuple[str, int]] = []
 
     async def take(self, shard: int) -> None:
         self.taken.append(shard)
@@ -190,18 +191,22 @@ class _Shards:
     async def settle(self, shard: int, flush: bool) -> None:
         self.settled.append((shard, flush))
 
+    async def fence(self, user_id: str, epoch: int) -> None:
+        self.fenced.append((user_id, epoch))
+
+    def hooks(self) -> Hooks:
+        return Hooks(self.take, self.settle, self.fence)
+
 
 async def test_a_live_nodes_user_is_refused_asked_for_handed_over_and_taken_when_it_dies(
     s3: dict[str, str],
 ) -> None:
     a_shards, b_shards = _Shards(), _Shards()
-    a = Ownership(
-        _objects(s3), "a", Hooks(a_shards.take, a_shards.settle), lease_seconds=1, min_hold=0
-    )
+    a = Ownership(_objects(s3), "a", a_shards.hooks(), lease_seconds=1, min_hold=0)
     b = Ownership(
         _objects(s3),
         "b",
-        Hooks(b_shards.take, b_shards.settle),
+        b_shards.hooks(),
         lease_seconds=1,
         handover_after=0.3,
         min_hold=0,
@@ -237,6 +242,32 @@ async def test_a_live_nodes_user_is_refused_asked_for_handed_over_and_taken_when
         tg.cancel_scope.cancel()
     assert a_shards.taken == [shard, shard]
     assert b_shards.taken == [shard]
+    # Each holding gives the user's rows its lease's epoch before serving them.
+    assert (a_shards.fenced, b_shards.fenced) == ([("cy", 1), ("cy", 3)], [("cy", 2)])
+
+
+async def test_a_node_writes_a_user_only_at_its_leases_epoch_and_only_once_it_fenced_them(
+    s3: dict[str, str],
+) -> None:
+    shards = _Shards()
+    node = Ownership(_objects(s3), "a", shards.hooks(), lease_seconds=2)
+    neighbour = next(
+        u for u in (f"user{n}" for n in range(100_000)) if shard_of(u) == shard_of("cy")
+    )
+    async with anyio.create_task_group() as tg:
+        await tg.start(node.run)
+        async with node.serving("cy"):
+            assert node.epoch_of("cy") == 1
+        async with node.serving("cy"):
+            pass
+        with pytest.raises(NotHome, match="not fenced"):
+            node.epoch_of(neighbour)  # same shard, not served yet: their rows are older
+        await node.fence(neighbour)  # the writers' guard
+        assert node.epoch_of(neighbour) == 1
+        with pytest.raises(NotHome):
+            await node.fence("someone-elsewhere")  # a shard this node does not hold
+        tg.cancel_scope.cancel()
+    assert shards.fenced == [("cy", 1), (neighbour, 1)]
 
 
 @pytest.mark.parametrize("watched", [0.0, 4.2], ids=["not-for-a-lease", "for-a-lease"])
@@ -246,8 +277,8 @@ async def test_a_node_does_not_take_a_user_from_a_node_it_has_not_listed_yet(
     # A node missing from the last listing may have started since: the heartbeats are
     # listed again before its shard is taken, however long b has been watching.
     a_shards, b_shards = _Shards(), _Shards()
-    a = Ownership(_objects(s3), "a", Hooks(a_shards.take, a_shards.settle), lease_seconds=4)
-    b = Ownership(_objects(s3), "b", Hooks(b_shards.take, b_shards.settle), lease_seconds=4)
+    a = Ownership(_objects(s3), "a", a_shards.hooks(), lease_seconds=4)
+    b = Ownership(_objects(s3), "b", b_shards.hooks(), lease_seconds=4)
     async with anyio.create_task_group() as tg:
         await tg.start(b.run)  # b lists the heartbeats: a has none yet
         await anyio.sleep(watched)
@@ -317,7 +348,7 @@ async def test_a_node_that_cannot_write_its_heartbeat_stops_serving_before_a_lea
     s3: dict[str, str],
 ) -> None:
     shards = _Shards()
-    node = Ownership(_objects(s3), "e", Hooks(shards.take, shards.settle), lease_seconds=0.5)
+    node = Ownership(_objects(s3), "e", shards.hooks(), lease_seconds=0.5)
     async with anyio.create_task_group() as tg:
         await tg.start(node.run)
         async with node.serving("eve"):

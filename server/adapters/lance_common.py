@@ -10,15 +10,12 @@ from typing import Any, TypeVar
 
 import anyio
 import numpy as np
-from lancedb.index import BTree
 
 from actors.errors import ArchiveUnavailable
 
 __all__ = [
     "SAFE_ID",
     "PurgeGate",
-    "delete_rows",
-    "open_user_table",
     "quote",
     "quote_all",
     "user_filter",
@@ -50,16 +47,6 @@ def user_filter(user_id: str) -> str:
     if not SAFE_ID.match(user_id):
         raise ValueError(f"invalid user id {user_id!r}")
     return f"user_id = {quote(user_id)}"
-
-
-async def open_user_table(db: Any, name: str, schema: Any) -> Any:
-    """The table ``name``, created with ``schema`` and a BTree index on ``user_id`` when
-    the database has none by that name."""
-    if name in set((await db.list_tables()).tables):
-        return await db.open_table(name)
-    table = await db.create_table(name, schema=schema)
-    await table.create_index("user_id", config=BTree())
-    return table
 
 
 class PurgeGate:
@@ -150,13 +137,3 @@ class PurgeGate:
                 async with self._changed:
                     self._purging = False
                     self._changed.notify_all()
-
-
-async def delete_rows(gate: PurgeGate, table: Any, where: str) -> int:
-    """Delete the rows ``where`` selects, for good (old versions purged); how many."""
-    count = int(await gate.read(lambda: table.count_rows(where)))
-    if count:
-        await gate.erasing(table, where)
-        await table.delete(where)
-        await gate.purge(table)
-    return count

@@ -15,7 +15,8 @@ import msgspec
 import pyarrow as pa
 
 from schemas.records import Entity
-from server.adapters.lance_common import PurgeGate, open_user_table, user_filter
+from server.adapters.lance_common import PurgeGate
+from server.adapters.lance_epochs import Epochs, with_epoch
 
 __all__ = ["CACHED_ENTITIES", "LanceEntities"]
 
@@ -24,27 +25,31 @@ CACHED_ENTITIES = 200_000
 
 _json = msgspec.json.Encoder()
 _entity = msgspec.json.Decoder(Entity)
-_SCHEMA = pa.schema(
-    [
-        pa.field("id", pa.string(), nullable=False),
-        pa.field("user_id", pa.string(), nullable=False),
-        pa.field("data", pa.string(), nullable=False),
-    ]
+_SCHEMA = with_epoch(
+    pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("user_id", pa.string(), nullable=False),
+            pa.field("data", pa.string(), nullable=False),
+        ]
+    )
 )
 
 
 class LanceEntities:
     """Implements the ``EntityStore`` port on the connection of an opened ``LanceStore``."""
 
-    def __init__(self, db: Any, *, gate: PurgeGate, cached: int = CACHED_ENTITIES) -> None:
-        self._db, self._gate = db, gate
+    def __init__(
+        self, db: Any, *, gate: PurgeGate, epochs: Epochs, cached: int = CACHED_ENTITIES
+    ) -> None:
+        self._db, self._gate, self._epochs = db, gate, epochs
         self._table: Any = None
         self._cached = cached
         self._kept: OrderedDict[str, list[Entity]] = OrderedDict()
         self._writes = 0  # a read that saw a write begin while it ran keeps nothing
 
     async def open(self) -> None:
-        self._table = await open_user_table(self._db, "entities", _SCHEMA)
+        self._table = await self._epochs.open(self._db, "entities", _SCHEMA, self._gate)
 
     def close(self) -> None:
         if self._table is not None:
@@ -58,7 +63,7 @@ class LanceEntities:
             self._kept.move_to_end(user_id)
             return kept
         writes = self._writes
-        query = self._table.query().where(user_filter(user_id)).select(["data"])
+        query = self._table.query().where(self._epochs.reads(user_id)).select(["data"])
         found = [_entity.decode(r["data"]) for r in await self._gate.read(query.to_list)]
         if writes == self._writes:
             self._keep(user_id, found)
@@ -75,18 +80,13 @@ class LanceEntities:
     async def put_entities(self, items: Sequence[Entity]) -> None:
         if not items:
             return
-        rows = [
-            {"id": e.id, "user_id": e.user_id, "data": _json.encode(e).decode()}
-            for e in items
-            if user_filter(e.user_id)
-        ]
+        rows = self._epochs.stamp(
+            [{"id": e.id, "user_id": e.user_id, "data": _json.encode(e).decode()} for e in items]
+        )
         self._writes += 1
         try:
-            await (
-                self._table.merge_insert(["user_id", "id"])
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-                .execute(pa.Table.from_pylist(rows, schema=_SCHEMA))
+            await self._epochs.merge(
+                self._table, ["user_id", "id"], pa.Table.from_pylist(rows, schema=_SCHEMA)
             )
         except BaseException:
             for user_id in {e.user_id for e in items}:
@@ -102,16 +102,13 @@ class LanceEntities:
             self._kept[user_id] = kept + list(changed.values())
 
     async def clear_entities(self, user_id: str) -> int:
-        where = user_filter(user_id)
         self._writes += 1
         self._kept.pop(user_id, None)
-        count = int(await self._gate.read(lambda: self._table.count_rows(where)))
+        try:
+            count = await self._epochs.delete(self._gate, self._table, user_id)
+        finally:
+            self._kept.pop(user_id, None)
         if count:
-            try:
-                await self._gate.erasing(self._table, where)
-                await self._table.delete(where)
-            finally:
-                self._kept.pop(user_id, None)
             await self._gate.purge(self._table)
         return count
 

@@ -12,36 +12,36 @@ from schemas.records import MemoryEvent
 from server.adapters.lance_common import (
     SAFE_ID,
     PurgeGate,
-    delete_rows,
-    open_user_table,
     quote_all,
-    user_filter,
 )
+from server.adapters.lance_epochs import Epochs, with_epoch
 
 __all__ = ["LanceEvents"]
 
 _json = msgspec.json.Encoder()
 _event = msgspec.json.Decoder(MemoryEvent)
-_SCHEMA = pa.schema(
-    [
-        pa.field("id", pa.string(), nullable=False),
-        pa.field("user_id", pa.string(), nullable=False),
-        pa.field("event_type", pa.string(), nullable=False),
-        pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
-        pa.field("data", pa.string(), nullable=False),
-    ]
+_SCHEMA = with_epoch(
+    pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("user_id", pa.string(), nullable=False),
+            pa.field("event_type", pa.string(), nullable=False),
+            pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
+            pa.field("data", pa.string(), nullable=False),
+        ]
+    )
 )
 
 
 class LanceEvents:
     """Implements the ``EventLog`` port on the connection of an opened ``LanceStore``."""
 
-    def __init__(self, db: Any, *, gate: PurgeGate) -> None:
-        self._db, self._gate = db, gate
+    def __init__(self, db: Any, *, gate: PurgeGate, epochs: Epochs) -> None:
+        self._db, self._gate, self._epochs = db, gate, epochs
         self._table: Any = None
 
     async def open(self) -> None:
-        self._table = await open_user_table(self._db, "memory_events", _SCHEMA)
+        self._table = await self._epochs.open(self._db, "memory_events", _SCHEMA, self._gate)
 
     def close(self) -> None:
         if self._table is not None:
@@ -50,23 +50,24 @@ class LanceEvents:
     async def append_events(self, items: Sequence[MemoryEvent]) -> None:
         if not items:
             return
-        rows = [
-            {
-                "id": e.id,
-                "user_id": e.user_id,
-                "event_type": e.event_type,
-                "created_at": e.created_at,
-                "data": _json.encode(e).decode(),
-            }
-            for e in items
-            if user_filter(e.user_id)
-        ]
+        rows = self._epochs.stamp(
+            [
+                {
+                    "id": e.id,
+                    "user_id": e.user_id,
+                    "event_type": e.event_type,
+                    "created_at": e.created_at,
+                    "data": _json.encode(e).decode(),
+                }
+                for e in items
+            ]
+        )
         await self._table.add(pa.Table.from_pylist(rows, schema=_SCHEMA))
 
     async def events_of(
         self, user_id: str, *, limit: int, types: Sequence[str] = ()
     ) -> list[MemoryEvent]:
-        where = user_filter(user_id)
+        where = self._epochs.reads(user_id)
         if types:
             if not all(SAFE_ID.match(t) for t in types):
                 raise ValueError("invalid event type")
@@ -79,8 +80,7 @@ class LanceEvents:
         return [e for _, e in ordered[:limit]]
 
     async def clear_events(self, user_id: str) -> int:
-        where = user_filter(user_id)
-        return await delete_rows(self._gate, self._table, where)
+        return await self._epochs.erase(self._gate, self._table, user_id)
 
     async def optimize(self, cleanup_older_than: float) -> None:
         await self._gate.optimize((self._table,), cleanup_older_than)

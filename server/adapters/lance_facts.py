@@ -30,6 +30,7 @@ from server.adapters.lance_analyzer import FTS_TOKENIZER, Analyzer, AnalyzerUnav
 from server.adapters.lance_cache import Budget, FactEntry, UserCache, hybrid_ranks
 from server.adapters.lance_common import WARM_UP_USER, PurgeGate, quote, quote_all, user_filter
 from server.adapters.lance_counts import CountMemo
+from server.adapters.lance_epochs import Epochs, with_epoch
 
 __all__ = ["LanceFacts"]
 
@@ -41,46 +42,55 @@ _profile = msgspec.json.Decoder(UserProfile)
 
 
 def _facts_schema(dim: int) -> pa.Schema:
-    return pa.schema(
-        [
-            pa.field("id", pa.string(), nullable=False),
-            pa.field("user_id", pa.string(), nullable=False),
-            pa.field("scope", pa.string(), nullable=False),
-            pa.field("validity", pa.string(), nullable=False),
-            pa.field("category", pa.string(), nullable=False),
-            pa.field("content", pa.string(), nullable=False),
-            pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
-            pa.field("data", pa.string(), nullable=False),
-            pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
-        ]
+    return with_epoch(
+        pa.schema(
+            [
+                pa.field("id", pa.string(), nullable=False),
+                pa.field("user_id", pa.string(), nullable=False),
+                pa.field("scope", pa.string(), nullable=False),
+                pa.field("validity", pa.string(), nullable=False),
+                pa.field("category", pa.string(), nullable=False),
+                pa.field("content", pa.string(), nullable=False),
+                pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
+                pa.field("data", pa.string(), nullable=False),
+                pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+            ]
+        )
     )
 
 
-_NOTES = pa.schema(
-    [
-        pa.field("id", pa.string(), nullable=False),
-        pa.field("user_id", pa.string(), nullable=False),
-        pa.field("app_id", pa.string(), nullable=False),
-        pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
-        pa.field("data", pa.string(), nullable=False),
-    ]
+_NOTES = with_epoch(
+    pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("user_id", pa.string(), nullable=False),
+            pa.field("app_id", pa.string(), nullable=False),
+            pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
+            pa.field("data", pa.string(), nullable=False),
+        ]
+    )
 )
-_PROFILES = pa.schema(
-    [
-        pa.field("user_id", pa.string(), nullable=False),
-        pa.field("data", pa.string(), nullable=False),
-    ]
+_PROFILES = with_epoch(
+    pa.schema(
+        [
+            pa.field("user_id", pa.string(), nullable=False),
+            pa.field("data", pa.string(), nullable=False),
+        ]
+    )
 )
-_PROGRESS = pa.schema(
-    [
-        pa.field("user_id", pa.string(), nullable=False),
-        pa.field("session_id", pa.string(), nullable=False),
-        pa.field("scope", pa.string(), nullable=False),
-        pa.field("extracted_through", pa.int32(), nullable=False),
-        pa.field("last_turn", pa.int32(), nullable=False),
-    ]
+_PROGRESS = with_epoch(
+    pa.schema(
+        [
+            pa.field("user_id", pa.string(), nullable=False),
+            pa.field("session_id", pa.string(), nullable=False),
+            pa.field("scope", pa.string(), nullable=False),
+            pa.field("extracted_through", pa.int32(), nullable=False),
+            pa.field("last_turn", pa.int32(), nullable=False),
+        ]
+    )
 )
 _FACT_COLUMNS = ["data", "vector"]
+_PROGRESS_COLUMNS = list(Progress.__struct_fields__)
 
 
 def _fact_row(fact: Fact, vector: Vector) -> dict[str, Any]:
@@ -101,19 +111,20 @@ def _stored(row: dict[str, Any]) -> Stored:
     return Stored(_fact.decode(row["data"]), row["vector"])
 
 
-async def _table(db: Any, names: set[str], name: str, schema: pa.Schema) -> Any:
-    if name in names:
-        return await db.open_table(name)
-    return await db.create_table(name, schema=schema)
-
-
 class LanceFacts:
     """Implements the ``FactStore`` port on the connection of an opened ``LanceStore``."""
 
     def __init__(
-        self, db: Any, *, dim: int, gate: PurgeGate, analyzer: Analyzer, budget: Budget
+        self,
+        db: Any,
+        *,
+        dim: int,
+        gate: PurgeGate,
+        epochs: Epochs,
+        analyzer: Analyzer,
+        budget: Budget,
     ) -> None:
-        self._db, self._dim, self._gate = db, dim, gate
+        self._db, self._dim, self._gate, self._epochs = db, dim, gate, epochs
         self._analyzer = analyzer
         #: Each user's active facts, and an index over them for search.
         self._cache = UserCache(self._load, budget=budget)
@@ -125,11 +136,11 @@ class LanceFacts:
         self._progress: Any = None
 
     async def open(self) -> None:
-        names = set((await self._db.list_tables()).tables)
-        self._facts = await _table(self._db, names, "facts", _facts_schema(self._dim))
-        self._notes = await _table(self._db, names, "notes", _NOTES)
-        self._profiles = await _table(self._db, names, "profiles", _PROFILES)
-        self._progress = await _table(self._db, names, "progress", _PROGRESS)
+        epochs, db, gate = self._epochs, self._db, self._gate
+        self._facts = await epochs.open(db, "facts", _facts_schema(self._dim), gate)
+        self._notes = await epochs.open(db, "notes", _NOTES, gate)
+        self._profiles = await epochs.open(db, "profiles", _PROFILES, gate)
+        self._progress = await epochs.open(db, "progress", _PROGRESS, gate)
         have = {tuple(ix.columns) for ix in await self._facts.list_indices()}
         if ("user_id",) not in have:
             await self._facts.create_index("user_id", config=BTree())
@@ -148,14 +159,17 @@ class LanceFacts:
     # -- facts ---------------------------------------------------------------
 
     async def _load(self, user_id: str) -> FactEntry:
-        where = f"{user_filter(user_id)} AND validity = 'active'"
+        return await self._read_active(self._epochs.reads(user_id))
+
+    async def _read_active(self, user: str) -> FactEntry:
+        where = f"{user} AND validity = 'active'"
         rows = await self._gate.read(self._facts.query().where(where).select(_FACT_COLUMNS).to_list)
         return FactEntry(self._dim, map(_stored, rows))
 
     async def warm_up(self) -> None:
         """Read the facts of a user who has none, caching nothing: the process's first
         fact query is paid at start, not by the first user's search."""
-        await self._load(WARM_UP_USER)
+        await self._read_active(user_filter(WARM_UP_USER))
 
     def forget(self, held: Callable[[str], bool]) -> None:
         """Drop the loaded facts of the users ``held`` says (a cluster's shard)."""
@@ -170,7 +184,7 @@ class LanceFacts:
     async def facts_of(self, user_id: str, *, active_only: bool = True) -> list[Stored]:
         if active_only:
             return list((await self._cache.get(user_id)).facts.values())
-        where = user_filter(user_id)
+        where = self._epochs.reads(user_id)
         rows = await self._gate.read(self._facts.query().where(where).select(_FACT_COLUMNS).to_list)
         return [_stored(r) for r in rows]
 
@@ -181,7 +195,7 @@ class LanceFacts:
             user_filter(user_id)
         cold = [u for u in user_ids if not self._cache.holds(u)]
         if cold:
-            where = f"user_id IN {quote_all(cold)} AND validity = 'active'"
+            where = f"{self._epochs.reads_all(cold)} AND validity = 'active'"
             rows = await self._gate.read(
                 self._facts.query().where(where).select(_FACT_COLUMNS).to_list
             )
@@ -196,7 +210,7 @@ class LanceFacts:
     async def list_facts(
         self, user_id: str, *, limit: int, offset: int, validity: str | None = "active"
     ) -> tuple[list[Fact], int]:
-        where = user_filter(user_id)
+        where = self._epochs.reads(user_id)
         if validity is not None:
             where += f" AND validity = {quote(validity)}"
         total = int(await self._gate.read(lambda: self._facts.count_rows(where)))
@@ -205,7 +219,7 @@ class LanceFacts:
         return facts[offset : offset + limit], total
 
     async def count_facts(self, user_id: str, validity: str, *, scope: str | None) -> int:
-        where = f"{user_filter(user_id)} AND validity = {quote(validity)}"
+        where = f"{self._epochs.reads(user_id)} AND validity = {quote(validity)}"
         if scope is not None:
             where += f" AND scope IN {quote_all(['global', scope])}"
         count: int = await self._gate.read(lambda: self._facts.count_rows(where))
@@ -227,7 +241,7 @@ class LanceFacts:
     async def get_facts(self, user_id: str, ids: Sequence[str]) -> list[Stored]:
         if not ids:
             return []
-        where = f"{user_filter(user_id)} AND id IN {quote_all(ids)}"
+        where = f"{self._epochs.reads(user_id)} AND id IN {quote_all(ids)}"
         rows = await self._gate.read(self._facts.query().where(where).select(_FACT_COLUMNS).to_list)
         return [_stored(r) for r in rows]
 
@@ -236,9 +250,8 @@ class LanceFacts:
         if not keys:
             return []
         users = sorted({u for u, _ in keys})
-        for user_id in users:
-            user_filter(user_id)
-        where = f"user_id IN {quote_all(users)} AND id IN {quote_all(sorted({i for _, i in keys}))}"
+        ids = quote_all(sorted({i for _, i in keys}))
+        where = f"{self._epochs.reads_all(users)} AND id IN {ids}"
         rows = await self._gate.read(self._facts.query().where(where).select(_FACT_COLUMNS).to_list)
         wanted = set(keys)
         return [s for s in map(_stored, rows) if (s.fact.user_id, s.fact.id) in wanted]
@@ -252,11 +265,8 @@ class LanceFacts:
         users = {i.fact.user_id for i in items}
         self._counted.written(users)
         try:
-            await self._facts.add(
-                pa.Table.from_pylist(
-                    [_fact_row(i.fact, i.vector) for i in items], schema=_facts_schema(self._dim)
-                )
-            )
+            rows = self._epochs.stamp([_fact_row(i.fact, i.vector) for i in items])
+            await self._facts.add(pa.Table.from_pylist(rows, schema=_facts_schema(self._dim)))
             self._held(items)
         finally:
             self._counted.written(users)
@@ -276,17 +286,13 @@ class LanceFacts:
         for item in items:
             user_filter(item.fact.user_id)
         data = pa.Table.from_pylist(
-            [_fact_row(i.fact, i.vector) for i in items], schema=_facts_schema(self._dim)
+            self._epochs.stamp([_fact_row(i.fact, i.vector) for i in items]),
+            schema=_facts_schema(self._dim),
         )
         users = {i.fact.user_id for i in items}
         self._counted.written(users)
         try:
-            await (
-                self._facts.merge_insert(["user_id", "id"])
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-                .execute(data)
-            )
+            await self._epochs.merge(self._facts, ["user_id", "id"], data)
             self._held(items)
         finally:
             self._counted.written(users)
@@ -294,31 +300,27 @@ class LanceFacts:
     async def delete_facts(self, user_id: str, ids: Sequence[str], *, purge_now: bool) -> int:
         if not ids:
             return 0
-        where = f"{user_filter(user_id)} AND id IN {quote_all(ids)}"
-        count = int(await self._gate.read(lambda: self._facts.count_rows(where)))
-        if count:
-            self._counted.written([user_id])
-            try:
-                await self._gate.erasing(self._facts, where)
-                await self._facts.delete(where)
+        self._counted.written([user_id])
+        try:
+            also = f"id IN {quote_all(ids)}"
+            count = await self._epochs.delete(self._gate, self._facts, user_id, also)
+            if count:
                 self._cache.apply(user_id, lambda entry: entry.remove(ids))
-            finally:
-                self._counted.written([user_id])
-            if purge_now:
-                await self._gate.purge(self._facts)
+        finally:
+            self._counted.written([user_id])
+        if count and purge_now:
+            await self._gate.purge(self._facts)
         return count
 
     async def clear_facts(self, user_id: str) -> int:
-        where = user_filter(user_id)
-        count = int(await self._gate.read(lambda: self._facts.count_rows(where)))
-        if count:
-            self._counted.written([user_id])
-            try:
-                await self._gate.erasing(self._facts, where)
-                await self._facts.delete(where)
+        self._counted.written([user_id])
+        try:
+            count = await self._epochs.delete(self._gate, self._facts, user_id)
+            if count:
                 self._cache.drop(user_id)
-            finally:
-                self._counted.written([user_id])
+        finally:
+            self._counted.written([user_id])
+        if count:
             await self._gate.purge(self._facts)
         return count
 
@@ -403,93 +405,72 @@ class LanceFacts:
         self, user_id: str, app_id: str, *, limit: int | None = None
     ) -> list[AppNote]:
         # LanceDB queries have no ORDER BY; an app holds at most notes_per_app + 1 notes.
-        where = f"{user_filter(user_id)} AND app_id = {quote(app_id)}"
+        where = f"{self._epochs.reads(user_id)} AND app_id = {quote(app_id)}"
         rows = await self._gate.read(self._notes.query().where(where).select(["data"]).to_list)
         return newest_notes((_note.decode(r["data"]) for r in rows), limit)
 
     async def count_notes(self, user_id: str, app_id: str) -> int:
-        where = f"{user_filter(user_id)} AND app_id = {quote(app_id)}"
+        where = f"{self._epochs.reads(user_id)} AND app_id = {quote(app_id)}"
         count: int = await self._gate.read(lambda: self._notes.count_rows(where))
         return count
 
     async def put_notes(self, notes: Sequence[AppNote]) -> None:
         if not notes:
             return
-        rows = [
-            {
-                "id": n.id,
-                "user_id": n.user_id,
-                "app_id": n.app_id,
-                "created_at": n.created_at,
-                "data": _json.encode(n).decode(),
-            }
-            for n in notes
-        ]
-        await (
-            self._notes.merge_insert(["user_id", "id"])
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-            .execute(pa.Table.from_pylist(rows, schema=_NOTES))
+        rows = self._epochs.stamp(
+            [
+                {
+                    "id": n.id,
+                    "user_id": n.user_id,
+                    "app_id": n.app_id,
+                    "created_at": n.created_at,
+                    "data": _json.encode(n).decode(),
+                }
+                for n in notes
+            ]
+        )
+        await self._epochs.merge(
+            self._notes, ["user_id", "id"], pa.Table.from_pylist(rows, schema=_NOTES)
         )
 
     async def delete_notes(self, user_id: str, app_id: str, ids: Sequence[str] | None) -> int:
-        where = f"{user_filter(user_id)} AND app_id = {quote(app_id)}"
+        also = f"app_id = {quote(app_id)}"
         if ids is not None:
             if not ids:
                 return 0
-            where += f" AND id IN {quote_all(ids)}"
-        count = int(await self._gate.read(lambda: self._notes.count_rows(where)))
-        if count:
-            await self._gate.erasing(self._notes, where)
-            await self._notes.delete(where)
-            await self._gate.purge(self._notes)
-        return count
+            also += f" AND id IN {quote_all(ids)}"
+        return await self._epochs.erase(self._gate, self._notes, user_id, also)
 
     async def clear_notes(self, user_id: str) -> int:
-        where = user_filter(user_id)
-        count = int(await self._gate.read(lambda: self._notes.count_rows(where)))
-        if count:
-            await self._gate.erasing(self._notes, where)
-            await self._notes.delete(where)
-            await self._gate.purge(self._notes)
-        return count
+        return await self._epochs.erase(self._gate, self._notes, user_id)
 
     # -- profiles (seed 000) -------------------------------------------------
 
     async def get_profile(self, user_id: str) -> UserProfile | None:
         rows = await self._gate.read(
-            self._profiles.query().where(user_filter(user_id)).limit(1).to_list
+            self._profiles.query().where(self._epochs.reads(user_id)).limit(1).to_list
         )
         return _profile.decode(rows[0]["data"]) if rows else None
 
     async def put_profile(self, profile: UserProfile) -> None:
-        row = {"user_id": profile.user_id, "data": _json.encode(profile).decode()}
-        user_filter(profile.user_id)
-        await (
-            self._profiles.merge_insert("user_id")
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-            .execute(pa.Table.from_pylist([row], schema=_PROFILES))
+        rows = self._epochs.stamp(
+            [{"user_id": profile.user_id, "data": _json.encode(profile).decode()}]
+        )
+        await self._epochs.merge(
+            self._profiles, "user_id", pa.Table.from_pylist(rows, schema=_PROFILES)
         )
 
     async def delete_profile(self, user_id: str) -> None:
-        await self._gate.erasing(self._profiles, user_filter(user_id))
-        await self._profiles.delete(user_filter(user_id))
-        await self._gate.purge(self._profiles)
+        await self._epochs.erase(self._gate, self._profiles, user_id)
 
     # -- extraction progress -------------------------------------------------
 
     async def put_progress(self, items: Sequence[Progress]) -> None:
         if not items:
             return
-        for item in items:
-            user_filter(item.user_id)
-        rows = [msgspec.structs.asdict(i) for i in items]
-        await (
-            self._progress.merge_insert(["user_id", "session_id"])
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-            .execute(pa.Table.from_pylist(rows, schema=_PROGRESS))
+        rows = self._epochs.stamp([msgspec.structs.asdict(i) for i in items])
+        await self._epochs.merge(
+            self._progress, ["user_id", "session_id"], pa.Table.from_pylist(rows, schema=_PROGRESS)
         )
 
     async def users_with_facts(self) -> list[str]:
@@ -501,13 +482,17 @@ class LanceFacts:
     async def pending_progress(self) -> list[Progress]:
         """Sessions of any user with archived turns not yet extracted (for the retry sweep)."""
         rows = await self._gate.read(
-            self._progress.query().where("extracted_through < last_turn").to_list
+            self._progress.query()
+            .where("extracted_through < last_turn")
+            .select(_PROGRESS_COLUMNS)
+            .to_list
         )
         return [Progress(**r) for r in rows]
 
     async def get_progress(self, user_id: str, session_id: str) -> Progress | None:
-        where = f"{user_filter(user_id)} AND session_id = {quote(session_id)}"
-        rows = await self._gate.read(self._progress.query().where(where).limit(1).to_list)
+        where = f"{self._epochs.reads(user_id)} AND session_id = {quote(session_id)}"
+        query = self._progress.query().where(where).select(_PROGRESS_COLUMNS).limit(1)
+        rows = await self._gate.read(query.to_list)
         return Progress(**rows[0]) if rows else None
 
     async def optimize(self, cleanup_older_than: float) -> None:

@@ -10,25 +10,26 @@ import pyarrow as pa
 from schemas.records import MemoryLink
 from server.adapters.lance_common import (
     PurgeGate,
-    delete_rows,
-    open_user_table,
     quote,
     quote_all,
     user_filter,
 )
+from server.adapters.lance_epochs import Epochs, with_epoch
 
 __all__ = ["LanceLinks"]
 
-_SCHEMA = pa.schema(
-    [
-        pa.field("user_id", pa.string(), nullable=False),
-        pa.field("source_type", pa.string(), nullable=False),
-        pa.field("source_id", pa.string(), nullable=False),
-        pa.field("target_type", pa.string(), nullable=False),
-        pa.field("target_id", pa.string(), nullable=False),
-        pa.field("relation", pa.string(), nullable=False),
-        pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
-    ]
+_SCHEMA = with_epoch(
+    pa.schema(
+        [
+            pa.field("user_id", pa.string(), nullable=False),
+            pa.field("source_type", pa.string(), nullable=False),
+            pa.field("source_id", pa.string(), nullable=False),
+            pa.field("target_type", pa.string(), nullable=False),
+            pa.field("target_id", pa.string(), nullable=False),
+            pa.field("relation", pa.string(), nullable=False),
+            pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        ]
+    )
 )
 #: A link's key: one link per source and target (seed 002's primary key), per user.
 _KEY = ["user_id", "source_type", "source_id", "target_type", "target_id"]
@@ -41,12 +42,12 @@ def _item(kind: str, item_id: str, side: str) -> str:
 class LanceLinks:
     """Implements the ``LinkStore`` port on the connection of an opened ``LanceStore``."""
 
-    def __init__(self, db: Any, *, gate: PurgeGate) -> None:
-        self._db, self._gate = db, gate
+    def __init__(self, db: Any, *, gate: PurgeGate, epochs: Epochs) -> None:
+        self._db, self._gate, self._epochs = db, gate, epochs
         self._table: Any = None
 
     async def open(self) -> None:
-        self._table = await open_user_table(self._db, "memory_links", _SCHEMA)
+        self._table = await self._epochs.open(self._db, "memory_links", _SCHEMA, self._gate)
 
     def close(self) -> None:
         if self._table is not None:
@@ -57,9 +58,9 @@ class LanceLinks:
         if not unique:
             return 0
         before = int(await self._gate.read(lambda: self._table.count_rows()))
-        rows = [
-            {k: getattr(i, k) for k in [*_KEY, "relation", "created_at"]} for i in unique.values()
-        ]
+        rows = self._epochs.stamp(
+            [{k: getattr(i, k) for k in [*_KEY, "relation", "created_at"]} for i in unique.values()]
+        )
         await (
             self._table.merge_insert(_KEY)
             .when_not_matched_insert_all()
@@ -72,23 +73,21 @@ class LanceLinks:
     ) -> list[MemoryLink]:
         sides = {"outgoing": ["source"], "incoming": ["target"], "both": ["source", "target"]}
         either = " OR ".join(f"({_item(item_type, item_id, s)})" for s in sides[direction])
-        query = self._table.query().where(f"{user_filter(user_id)} AND ({either})")
+        query = self._table.query().where(f"{self._epochs.reads(user_id)} AND ({either})")
+        query = query.select([*_KEY, "relation", "created_at"])
         rows = await self._gate.read(query.to_list)
         found = [MemoryLink(**r) for r in rows]
         return sorted(found, key=lambda k: (k.created_at, k.source_id, k.target_id))
-
-    async def _delete(self, where: str) -> int:
-        return await delete_rows(self._gate, self._table, where)
 
     async def delete_links_of(self, user_id: str, item_type: str, ids: Sequence[str]) -> int:
         if not ids:
             return 0
         kind, listed = quote(item_type), quote_all(ids)
         sides = [f"({s}_type = {kind} AND {s}_id IN {listed})" for s in ("source", "target")]
-        return await self._delete(f"{user_filter(user_id)} AND ({' OR '.join(sides)})")
+        return await self._epochs.erase(self._gate, self._table, user_id, " OR ".join(sides))
 
     async def clear_links(self, user_id: str) -> int:
-        return await self._delete(user_filter(user_id))
+        return await self._epochs.erase(self._gate, self._table, user_id)
 
     async def optimize(self, cleanup_older_than: float) -> None:
         await self._gate.optimize((self._table,), cleanup_older_than)

@@ -20,13 +20,12 @@ from schemas.records import Rule, RuleApplication
 from server.adapters.lance_common import (
     SAFE_ID,
     PurgeGate,
-    delete_rows,
-    open_user_table,
     quote,
     quote_all,
     user_filter,
 )
 from server.adapters.lance_counts import CountMemo
+from server.adapters.lance_epochs import Epochs, with_epoch
 
 __all__ = ["LanceRules"]
 
@@ -34,27 +33,31 @@ _json = msgspec.json.Encoder()
 _rule = msgspec.json.Decoder(Rule)
 _application = msgspec.json.Decoder(RuleApplication)
 
-_APPLICATIONS = pa.schema(
-    [
-        pa.field("id", pa.string(), nullable=False),
-        pa.field("user_id", pa.string(), nullable=False),
-        pa.field("rule_id", pa.string(), nullable=False),
-        pa.field("at", pa.timestamp("us", tz="UTC"), nullable=False),
-        pa.field("data", pa.string(), nullable=False),
-    ]
+_APPLICATIONS = with_epoch(
+    pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("user_id", pa.string(), nullable=False),
+            pa.field("rule_id", pa.string(), nullable=False),
+            pa.field("at", pa.timestamp("us", tz="UTC"), nullable=False),
+            pa.field("data", pa.string(), nullable=False),
+        ]
+    )
 )
 
 
 def _rules_schema(dim: int) -> pa.Schema:
-    return pa.schema(
-        [
-            pa.field("id", pa.string(), nullable=False),
-            pa.field("user_id", pa.string(), nullable=False),
-            pa.field("scope", pa.string(), nullable=False),
-            pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
-            pa.field("data", pa.string(), nullable=False),
-            pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
-        ]
+    return with_epoch(
+        pa.schema(
+            [
+                pa.field("id", pa.string(), nullable=False),
+                pa.field("user_id", pa.string(), nullable=False),
+                pa.field("scope", pa.string(), nullable=False),
+                pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
+                pa.field("data", pa.string(), nullable=False),
+                pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+            ]
+        )
     )
 
 
@@ -80,16 +83,17 @@ def _scope_filter(scope: str) -> str:
 class LanceRules:
     """Implements the ``RuleStore`` port on the connection of an opened ``LanceStore``."""
 
-    def __init__(self, db: Any, *, dim: int, gate: PurgeGate) -> None:
-        self._db, self._dim, self._gate = db, dim, gate
+    def __init__(self, db: Any, *, dim: int, gate: PurgeGate, epochs: Epochs) -> None:
+        self._db, self._dim, self._gate, self._epochs = db, dim, gate, epochs
         self._rules: Any = None
         self._applications: Any = None
         #: ``rule_counts`` by user and scope, until the user's rules are written.
         self._counted = CountMemo()
 
     async def open(self) -> None:
-        self._rules = await open_user_table(self._db, "rules", _rules_schema(self._dim))
-        self._applications = await open_user_table(self._db, "rule_applications", _APPLICATIONS)
+        epochs, db, gate = self._epochs, self._db, self._gate
+        self._rules = await epochs.open(db, "rules", _rules_schema(self._dim), gate)
+        self._applications = await epochs.open(db, "rule_applications", _APPLICATIONS, gate)
 
     def close(self) -> None:
         for table in (self._rules, self._applications):
@@ -103,13 +107,13 @@ class LanceRules:
         return sorted(items, key=lambda s: (s.rule.created_at, s.rule.id))
 
     async def rules_of(self, user_id: str, *, scope: str | None = None) -> list[StoredRule]:
-        where = user_filter(user_id)
+        where = self._epochs.reads(user_id)
         if scope is not None:
             where += f" AND {_scope_filter(scope)}"
         return await self._read(where)
 
     async def rule_counts(self, user_id: str, *, scope: str | None = None) -> dict[str, int]:
-        where = user_filter(user_id)
+        where = self._epochs.reads(user_id)
         if scope is not None:
             where += f" AND {_scope_filter(scope)}"
 
@@ -123,68 +127,67 @@ class LanceRules:
     async def get_rules(self, user_id: str, ids: Sequence[str]) -> list[StoredRule]:
         if not ids:
             return []
-        return await self._read(f"{user_filter(user_id)} AND id IN {quote_all(ids)}")
+        return await self._read(f"{self._epochs.reads(user_id)} AND id IN {quote_all(ids)}")
 
     async def put_rules(self, items: Sequence[StoredRule]) -> None:
         if not items:
             return
-        rows = [_row(item) for item in items]
+        rows = self._epochs.stamp([_row(item) for item in items])
         users = {item.rule.user_id for item in items}
         self._counted.written(users)
         try:
-            await (
-                self._rules.merge_insert(["user_id", "id"])
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-                .execute(pa.Table.from_pylist(rows, schema=_rules_schema(self._dim)))
+            await self._epochs.merge(
+                self._rules,
+                ["user_id", "id"],
+                pa.Table.from_pylist(rows, schema=_rules_schema(self._dim)),
             )
         finally:
             self._counted.written(users)
 
-    async def _delete(self, table: Any, where: str) -> int:
-        return await delete_rows(self._gate, table, where)
+    async def _delete(self, table: Any, user_id: str, also: str = "") -> int:
+        return await self._epochs.erase(self._gate, table, user_id, also)
 
     async def delete_rules(self, user_id: str, ids: Sequence[str]) -> int:
         if not ids:
             return 0
-        user = user_filter(user_id)
         self._counted.written([user_id])
         try:
-            count = await self._delete(self._rules, f"{user} AND id IN {quote_all(ids)}")
+            count = await self._delete(self._rules, user_id, f"id IN {quote_all(ids)}")
         finally:
             self._counted.written([user_id])
-        await self._delete(self._applications, f"{user} AND rule_id IN {quote_all(ids)}")
+        await self._delete(self._applications, user_id, f"rule_id IN {quote_all(ids)}")
         return count
 
     async def clear_rules(self, user_id: str) -> int:
         self._counted.written([user_id])
         try:
-            count = await self._delete(self._rules, user_filter(user_id))
+            count = await self._delete(self._rules, user_id)
         finally:
             self._counted.written([user_id])
-        await self._delete(self._applications, user_filter(user_id))
+        await self._delete(self._applications, user_id)
         return count
 
     async def add_applications(self, items: Sequence[RuleApplication]) -> None:
         if not items:
             return
-        rows = [
-            {
-                "id": a.id,
-                "user_id": a.user_id,
-                "rule_id": a.rule_id,
-                "at": a.at,
-                "data": _json.encode(a).decode(),
-            }
-            for a in items
-            if user_filter(a.user_id)
-        ]
+        rows = self._epochs.stamp(
+            [
+                {
+                    "id": a.id,
+                    "user_id": a.user_id,
+                    "rule_id": a.rule_id,
+                    "at": a.at,
+                    "data": _json.encode(a).decode(),
+                }
+                for a in items
+            ]
+        )
         await self._applications.add(pa.Table.from_pylist(rows, schema=_APPLICATIONS))
 
     async def applications_of(
         self, user_id: str, rule_id: str, *, limit: int
     ) -> list[RuleApplication]:
-        where = f"{user_filter(user_id)} AND rule_id = {quote(rule_id)}"
+        where = f"{self._epochs.reads(user_id)} AND rule_id = {quote(rule_id)}"
         query = self._applications.query().where(where).select(["data"])
         rows = await self._gate.read(query.to_list)
         found = [_application.decode(r["data"]) for r in rows]

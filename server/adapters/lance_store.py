@@ -45,6 +45,7 @@ from server.adapters.lance_cache import (
 from server.adapters.lance_common import PurgeGate, quote, quote_all, user_filter
 from server.adapters.lance_entities import LanceEntities
 from server.adapters.lance_episodes import LanceEpisodes
+from server.adapters.lance_epochs import Epochs, with_epoch
 from server.adapters.lance_events import LanceEvents
 from server.adapters.lance_facts import LanceFacts
 from server.adapters.lance_links import LanceLinks
@@ -69,12 +70,14 @@ _MESSAGES = "messages"
 _WORKING = "working"
 _json = msgspec.json.Encoder()
 _working_decoder = msgspec.json.Decoder(WorkingMemory)
-_WORKING_SCHEMA = pa.schema(
-    [
-        pa.field("user_id", pa.string(), nullable=False),
-        pa.field("session_id", pa.string(), nullable=False),
-        pa.field("data", pa.string(), nullable=False),
-    ]
+_WORKING_SCHEMA = with_epoch(
+    pa.schema(
+        [
+            pa.field("user_id", pa.string(), nullable=False),
+            pa.field("session_id", pa.string(), nullable=False),
+            pa.field("data", pa.string(), nullable=False),
+        ]
+    )
 )
 
 
@@ -146,6 +149,8 @@ class LanceStore:
         self._gate = PurgeGate()
         #: The working-memory table's own: purging it never holds up other reads.
         self._working_gate = PurgeGate()
+        #: The epoch each write of a user's rows carries (a cluster node's fencing).
+        self.epochs = Epochs()
         self._search = MessageSearch(
             self._budget,
             self._gate,
@@ -252,10 +257,11 @@ class LanceStore:
             # Written before terms were stored: analyzed when a user's index loads.
             await self._messages.add_columns({TERMS_COLUMN: "CAST(NULL AS STRING)"})
         self._schema = await self._messages.schema()
-        if _WORKING in names:
-            self._working = await self._db.open_table(_WORKING)
-        else:
-            self._working = await self._db.create_table(_WORKING, schema=_WORKING_SCHEMA)
+        if self._shared:
+            await self.epochs.open_fences(self._db)
+        self._working = await self.epochs.open(
+            self._db, _WORKING, _WORKING_SCHEMA, self._working_gate
+        )
         await self._ensure_indexes()
         # One analyzer for messages and facts: both indexes are icu with positions.
         self._analyzer = Analyzer(self._messages, "search_text")
@@ -267,19 +273,21 @@ class LanceStore:
             self._db,
             dim=self._dim,
             gate=self._gate,
+            epochs=self.epochs,
             analyzer=self._analyzer,
             budget=self._budget,
         )
         await self._facts.open()
-        self._rules = LanceRules(self._db, dim=self._dim, gate=self._gate)
+        gate, epochs = self._gate, self.epochs
+        self._rules = LanceRules(self._db, dim=self._dim, gate=gate, epochs=epochs)
         await self._rules.open()
-        self._events = LanceEvents(self._db, gate=self._gate)
+        self._events = LanceEvents(self._db, gate=gate, epochs=epochs)
         await self._events.open()
-        self._entities = LanceEntities(self._db, gate=self._gate)
+        self._entities = LanceEntities(self._db, gate=gate, epochs=epochs)
         await self._entities.open()
-        self._links = LanceLinks(self._db, gate=self._gate)
+        self._links = LanceLinks(self._db, gate=gate, epochs=epochs)
         await self._links.open()
-        self._episodes = LanceEpisodes(self._db, dim=self._dim, gate=self._gate)
+        self._episodes = LanceEpisodes(self._db, dim=self._dim, gate=gate, epochs=epochs)
         await self._episodes.open()
         journal: Journaling | None = None
         if isinstance(self._journal_dir, Path):
@@ -575,35 +583,27 @@ class LanceStore:
     async def put_working(self, items: Sequence[tuple[str, WorkingMemory]]) -> None:
         if not items:
             return
-        for user_id, _ in items:
-            user_filter(user_id)
-        data = pa.Table.from_pylist(
+        rows = self.epochs.stamp(
             [
                 {"user_id": u, "session_id": w.session_id, "data": _json.encode(w).decode()}
                 for u, w in items
-            ],
-            schema=_WORKING_SCHEMA,
+            ]
         )
-        await (
-            self._working.merge_insert(["user_id", "session_id"])
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-            .execute(data)
-        )
+        data = pa.Table.from_pylist(rows, schema=_WORKING_SCHEMA)
+        await self.epochs.merge(self._working, ["user_id", "session_id"], data)
 
     async def get_working(self, user_id: str, session_id: str) -> WorkingMemory | None:
         rows = await self._working_gate.read(
             self._working.query()
-            .where(f"{user_filter(user_id)} AND session_id = {quote(session_id)}")
+            .where(f"{self.epochs.reads(user_id)} AND session_id = {quote(session_id)}")
             .limit(1)
             .to_list
         )
         return _working_decoder.decode(rows[0]["data"]) if rows else None
 
     async def delete_working(self, user_id: str, session_id: str) -> None:
-        where = f"{user_filter(user_id)} AND session_id = {quote(session_id)}"
-        await self._working_gate.erasing(self._working, where)
-        await self._working.delete(where)
+        also = f"session_id = {quote(session_id)}"
+        await self.epochs.delete(self._working_gate, self._working, user_id, also)
 
     async def purge_working(self) -> None:
         await self._working_gate.purge(self._working)

@@ -13,6 +13,7 @@ from anyio.abc import TaskGroup
 from actors.registry import SessionRegistry
 from schemas.settings import Settings
 from server.adapters.index_saving import SharedIndexes
+from server.adapters.lance_epochs import Epochs
 from server.cluster.indexes import RemoteIndexes
 from server.cluster.journal import JournalPlace, ShardJournal
 from server.cluster.objects import Objects
@@ -25,6 +26,8 @@ _log = logging.getLogger("mnemo.cluster")
 
 
 class _Store(Protocol):
+    epochs: Epochs
+
     async def flush_messages(self) -> int: ...
 
     def forget(self, held: Callable[[str], bool], prefix: str) -> None: ...
@@ -44,7 +47,7 @@ class ClusterNode:
         self.ownership = Ownership(
             self.objects,
             settings.node,
-            Hooks(self._take, self._settle),
+            Hooks(self._take, self._settle, self._fence),
             lease_seconds=settings.lease_seconds,
             handover_after=settings.handover_after,
             min_hold=settings.min_hold,
@@ -69,6 +72,7 @@ class ClusterNode:
         """The store the node's shards live in (its saved indexes kept in the bucket)."""
         self._store = store
         store.share_indexes(self.indexes)
+        store.epochs.serve_with(self.ownership.epoch_of, self._refused)
 
     def attach(self, sessions: SessionRegistry, task_group: TaskGroup) -> None:
         """The live sessions, and where the node's background work runs; call before it
@@ -97,6 +101,16 @@ class ClusterNode:
         self.indexes.forget(shard)
         self._store.forget(lambda user_id: shard_of(user_id) == shard, f"{shard:03x}")
 
+    async def _fence(self, user_id: str, epoch: int) -> None:
+        assert self._store is not None
+        changed = await self._store.epochs.restamp(user_id, epoch)
+        _log.debug("fenced a user at epoch %d (%d rows re-stamped)", epoch, changed)
+
     def _fenced(self, shard: int) -> None:
         if self._tg is not None:
             self._tg.start_soon(self.ownership.lost, shard)
+
+    def _refused(self, user_id: str) -> None:
+        """A write of the user's rows was refused: a newer node re-stamped them."""
+        _log.warning("a write was refused: another node has taken shard %d", shard_of(user_id))
+        self._fenced(shard_of(user_id))

@@ -20,6 +20,10 @@ requests have kept arriving for ``handover_after`` seconds; the holder hands it 
 at its next heartbeat, once it has held it for ``min_hold`` seconds. What happens to
 a shard's state on taking and giving it up is the ``Hooks``' business (the journal's
 fence, the sessions, the caches).
+
+Before a user of a taken shard is first served or written, their rows in the tables
+are given the lease's epoch (``Hooks.fence``): from then on a write of an earlier
+holder, conditional on the rows' epoch, changes nothing (``server.adapters.lance_epochs``).
 """
 
 from __future__ import annotations
@@ -55,6 +59,9 @@ class Hooks:
     #: Giving the shard up (``flush``: handed over; else lost): sessions are closed and
     #: requests done by now; move what can be moved into the tables, forget the rest.
     settle: Callable[[int, bool], Awaitable[None]]
+    #: Before a user is first served or written in a holding: give their rows the
+    #: holding's epoch (the user and the epoch).
+    fence: Callable[[str, int], Awaitable[None]]
 
 
 @dataclass(eq=False)
@@ -66,6 +73,9 @@ class _Held:
     #: Requests and connections being served, each with what closes it early.
     serving: dict[int, Callable[[], None]] = field(default_factory=dict)
     idle: anyio.Event = field(default_factory=anyio.Event)
+    #: The users whose rows carry this holding's epoch, and the lock of fencing more.
+    fenced: set[str] = field(default_factory=set)
+    fencing: anyio.Lock = field(default_factory=anyio.Lock)
 
 
 @dataclass(slots=True)
@@ -120,6 +130,29 @@ class Ownership:
         if not self.serves(user_id):
             raise NotHome(f"node {self.node} no longer serves this user")
 
+    def epoch_of(self, user_id: str) -> int:
+        """The epoch this node's writes of ``user_id``'s rows carry; raises ``NotHome``
+        unless it serves the user and has fenced them (``fence``)."""
+        self.check(user_id)
+        held = self._held[shard_of(user_id)]
+        if user_id not in held.fenced:
+            raise NotHome(f"node {self.node} has not fenced this user yet")
+        return held.epoch
+
+    async def fence(self, user_id: str) -> None:
+        """Raise ``NotHome`` unless this node serves ``user_id``; the first time in this
+        holding of their shard, give their rows its epoch first (the writers' guard)."""
+        self.check(user_id)
+        held = self._held[shard_of(user_id)]
+        if user_id in held.fenced:
+            return
+        async with held.fencing:
+            if self._held.get(shard_of(user_id)) is not held or held.leaving:
+                raise NotHome(f"node {self.node} no longer serves this user")
+            if user_id not in held.fenced:
+                await self._hooks.fence(user_id, held.epoch)
+                held.fenced.add(user_id)
+
     def alive(self) -> list[str]:
         """The nodes alive as this node sees them (itself included while it may serve)."""
         now = anyio.current_time()
@@ -140,6 +173,7 @@ class Ownership:
         held.serving[ticket] = close or (lambda: None)
         acting = ACTING_FOR.set(user_id)
         try:
+            await self.fence(user_id)
             yield
         finally:
             ACTING_FOR.reset(acting)

@@ -1,0 +1,215 @@
+"""Rows stamped with the epoch of the node that wrote them: how a cluster refuses the late
+write of a node that froze after its last "still home" check.
+
+Every row of a user-scoped table (all but the messages, whose rows come from the
+fenced journal) carries ``epoch``: the lease epoch under which its user was served
+when it was written (0 on a single node). Before a node serves a user of a shard it
+took, it *fences* them (``restamp``): it gives the user's rows its own, higher epoch
+and records that epoch as the user's in the table ``fences``. Then:
+
+- every update, merge and delete of a user's rows is conditional on their epoch being
+  at most the writer's own (``merge``, ``delete``). LanceDB commits a write against
+  the table's latest version, so a conditional write that commits after the re-stamp
+  finds no row it may change, and changes nothing (docs/performance.md, "Writes
+  conditional on an epoch"). The late writer is told (``NotHome``; its node gives the
+  user's shard up);
+- an append cannot be refused that way: its rows land with the old epoch. So a node
+  reads a user's rows only at its own epoch or newer (``reads``), and the next fence
+  deletes rows older than the user's recorded epoch (they were never the user's
+  memory) while it re-stamps the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pyarrow as pa
+from lancedb.index import BTree
+
+from actors.errors import ArchiveUnavailable, NotHome
+from server.adapters.lance_common import PurgeGate, quote_all, user_filter
+
+__all__ = ["EPOCH", "Epochs", "with_epoch"]
+
+#: The column every row of a user-scoped table carries.
+EPOCH = "epoch"
+
+
+def with_epoch(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with the ``epoch`` column last."""
+    return schema.append(pa.field(EPOCH, pa.int64(), nullable=False))
+
+
+class Epochs:
+    """Whose epoch a write carries, which rows a read counts, and the tables whose rows
+    carry an epoch.
+
+    ``of`` is the single node's constant 0 until a cluster node hands in its own
+    (``serve_with``): then the epoch of the user's shard, raising ``NotHome`` for a
+    user this node may not write (not served, or not fenced yet); ``refused`` is told
+    of users whose rows a newer node has re-stamped."""
+
+    def __init__(self) -> None:
+        self._of: Callable[[str], int] = lambda _user_id: 0
+        self._refused: Callable[[str], None] = lambda _user_id: None
+        self._fencing = False
+        self._tables: list[tuple[Any, PurgeGate]] = []
+        self._fences: Any = None
+
+    def serve_with(
+        self, of: Callable[[str], int], refused: Callable[[str], None] | None = None
+    ) -> None:
+        self._of, self._fencing = of, True
+        if refused is not None:
+            self._refused = refused
+
+    def of(self, user_id: str) -> int:
+        """The epoch of a write of ``user_id``'s rows by this node."""
+        user_filter(user_id)
+        return self._of(user_id)
+
+    def reads(self, user_id: str) -> str:
+        """The filter of a read of ``user_id``'s rows: on a cluster node, those at its
+        epoch or newer (older ones landed after the user was fenced)."""
+        if not self._fencing:
+            return user_filter(user_id)
+        return f"{user_filter(user_id)} AND {EPOCH} >= {self.of(user_id)}"
+
+    def reads_all(self, user_ids: Sequence[str]) -> str:
+        """``reads`` for several users at once."""
+        if not self._fencing:
+            for user_id in user_ids:
+                user_filter(user_id)
+            return f"user_id IN {quote_all(user_ids)}"
+        return "(" + " OR ".join(f"({self.reads(u)})" for u in user_ids) + ")"
+
+    async def open(self, db: Any, name: str, schema: pa.Schema, gate: PurgeGate) -> Any:
+        """The table ``name`` (created with ``schema``, which has ``epoch``, and a BTree
+        index on ``user_id``; a table from before epochs gets the column, all 0)."""
+        if name in set((await db.list_tables()).tables):
+            table = await db.open_table(name)
+            if EPOCH not in (await table.schema()).names:
+                await table.add_columns({EPOCH: "CAST(0 AS BIGINT)"})
+        else:
+            table = await db.create_table(name, schema=schema)
+            await table.create_index("user_id", config=BTree())
+        self._tables.append((table, gate))
+        return table
+
+    async def open_fences(self, db: Any) -> None:
+        """The table of each user's recorded epoch (a cluster's data directory)."""
+        if _FENCES in set((await db.list_tables()).tables):
+            self._fences = await db.open_table(_FENCES)
+        else:
+            self._fences = await db.create_table(_FENCES, schema=_FENCES_SCHEMA)
+            await self._fences.create_index("user_id", config=BTree())
+
+    def stamp(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``rows`` (each with its ``user_id``), each given the epoch of its write."""
+        for row in rows:
+            row[EPOCH] = self.of(row["user_id"])
+        return rows
+
+    async def delete(self, gate: PurgeGate, table: Any, user_id: str, also: str = "") -> int:
+        """Delete ``user_id``'s rows (those the filter ``also`` selects), conditional on
+        their epoch; how many. Their data files are noted for ``gate.purge``, which the
+        caller runs. Raises ``NotHome`` if a newer node has re-stamped some of them."""
+        where = user_filter(user_id) + (f" AND ({also})" if also else "")
+        count = int(await gate.read(lambda: table.count_rows(where)))
+        if not count:
+            return 0
+        mine = f"{where} AND {EPOCH} <= {self.of(user_id)}"
+        await gate.erasing(table, mine)
+        result = await table.delete(mine)
+        if result.num_deleted_rows < count:
+            await self._refused_if_newer(table, user_id, self.of(user_id))
+        return int(result.num_deleted_rows)
+
+    async def erase(self, gate: PurgeGate, table: Any, user_id: str, also: str = "") -> int:
+        """``delete``, then the deleted rows purged from disk, old versions and all."""
+        count = await self.delete(gate, table, user_id, also)
+        if count:
+            await gate.purge(table)
+        return count
+
+    async def _refused_if_newer(self, table: Any, user_id: str, epoch: int) -> None:
+        """After a write changed fewer rows than it should: if the user's rows carry a
+        newer epoch, tell the node and raise ``NotHome``."""
+        if await table.count_rows(f"{user_filter(user_id)} AND {EPOCH} > {int(epoch)}"):
+            self._refused(user_id)
+            raise NotHome("a newer node serves this user: the write was refused")
+
+    async def merge(self, table: Any, on: str | Sequence[str], data: pa.Table) -> None:
+        """Insert ``data``'s rows or replace those matched on ``on``, conditionally: a
+        stored row whose epoch is newer than the incoming one's stays as it is, and then
+        ``NotHome`` is raised (after the rows not refused are written)."""
+        result = await _merge(table, on, data)
+        if result.num_updated_rows + result.num_inserted_rows < data.num_rows:
+            epochs = dict(zip(data["user_id"].to_pylist(), data[EPOCH].to_pylist(), strict=True))
+            refused: NotHome | None = None
+            for user_id, epoch in sorted(epochs.items()):
+                try:
+                    await self._refused_if_newer(table, user_id, epoch)
+                except NotHome as exc:
+                    refused = exc
+            if refused is not None:
+                raise refused
+
+    async def restamp(self, user_id: str, epoch: int) -> int:
+        """Fence ``user_id`` at ``epoch``: their rows at their recorded epoch or newer get
+        ``epoch``, rows older than it (appends that landed after an earlier fence) are
+        deleted, table by table (a table without such rows is not written), and then
+        ``epoch`` is recorded. How many rows were re-stamped. From now on an older
+        epoch's update, merge or delete of the user's rows changes nothing."""
+        user, epoch = user_filter(user_id), int(epoch)
+        recorded = await self._recorded(user_id)
+        valid = f"{user} AND {EPOCH} >= {recorded} AND {EPOCH} < {epoch}"
+        stale = f"{user} AND {EPOCH} < {recorded}"
+        changed = 0
+        for table, gate in list(self._tables):
+            if not table.is_open():
+                continue
+
+            async def run(table: Any = table) -> tuple[int, int]:
+                moved = 0
+                if await table.count_rows(valid):
+                    result = await table.update(where=valid, updates_sql={EPOCH: str(epoch)})
+                    moved = int(result.rows_updated)
+                return moved, int(await table.count_rows(stale))
+
+            try:
+                # Under the gate's read slot: a purge would take the update's new files.
+                moved, left = await gate.read(run)
+                changed += moved
+                if left:
+                    await gate.erasing(table, stale)
+                    await table.delete(stale)
+                    await gate.purge(table)
+            except (OSError, RuntimeError, ValueError) as exc:
+                raise ArchiveUnavailable(f"could not re-stamp a user's rows: {exc}") from exc
+        if self._fences is not None:
+            row = pa.Table.from_pylist([{"user_id": user_id, EPOCH: epoch}], schema=_FENCES_SCHEMA)
+            await _merge(self._fences, "user_id", row)
+        return changed
+
+    async def _recorded(self, user_id: str) -> int:
+        if self._fences is None:
+            return 0
+        query = self._fences.query().where(user_filter(user_id)).select([EPOCH]).limit(1)
+        rows = await query.to_list()
+        return int(rows[0][EPOCH]) if rows else 0
+
+
+_FENCES = "fences"
+_FENCES_SCHEMA = with_epoch(pa.schema([pa.field("user_id", pa.string(), nullable=False)]))
+
+
+async def _merge(table: Any, on: str | Sequence[str], data: pa.Table) -> Any:
+    """Insert ``data``'s rows or replace those matched on ``on`` whose epoch is not newer."""
+    return await (
+        table.merge_insert(on if isinstance(on, str) else list(on))
+        .when_matched_update_all(where=f"target.{EPOCH} <= source.{EPOCH}")
+        .when_not_matched_insert_all()
+        .execute(data)
+    )

@@ -1,0 +1,191 @@
+"""A cluster node that froze after its "still home" check writes late: once the user's
+new node has fenced them (their rows carry its higher epoch), every update, merge and
+delete of the late writer changes nothing. Two stores on one data directory stand for
+the two nodes; each node's epoch is what its lease said."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from actors.errors import NotHome
+from memory.episodes import new_episode
+from memory.hashing import HashEmbedder
+from memory.rules import StoredRule, new_rule
+from schemas.records import AppNote, Entity, UserProfile, WorkingMemory
+from server.adapters.lance_store import LanceStore
+from tests.test_lance_store import _fact
+
+pytestmark = pytest.mark.anyio
+_T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+_embedder = HashEmbedder()
+_USER = "cy"
+
+
+@pytest.fixture
+async def nodes(tmp_path: Path) -> AsyncIterator[tuple[LanceStore, LanceStore]]:
+    """The old node's store (epoch 1) and the new node's (epoch 2), one directory."""
+    old = LanceStore(tmp_path / "db", embedder=_embedder, shared=True)
+    new = LanceStore(tmp_path / "db", embedder=_embedder, shared=True)
+    await old.open()
+    await new.open()
+    old.epochs.serve_with(lambda _user: 1)
+    new.epochs.serve_with(lambda _user: 2)
+    yield old, new
+    await old.aclose()
+    await new.aclose()
+
+
+def _entity(name: str) -> Entity:
+    return Entity(
+        id="ent_00000001",
+        user_id=_USER,
+        canonical_name=name,
+        entity_type="person",
+        created_at=_T0,
+        updated_at=_T0,
+    )
+
+
+def _note(content: str) -> AppNote:
+    return AppNote(
+        id="note_00000001",
+        user_id=_USER,
+        app_id="chat",
+        content=content,
+        created_at=_T0,
+        updated_at=_T0,
+    )
+
+
+def _rule(content: str) -> StoredRule:
+    rule = new_rule("rule_00000001", _USER, content, _T0)
+    return StoredRule(rule, _embedder.embed_one(content))
+
+
+def _working(topic: str) -> WorkingMemory:
+    return WorkingMemory(
+        session_id="s1",
+        current_topic=topic,
+        context_variables={},
+        turn_count=1,
+        last_emotion=None,
+        created_at=_T0,
+        updated_at=_T0,
+    )
+
+
+def _writes(store: LanceStore, word: str) -> list[Awaitable[None]]:
+    """A replacement of every kind of row the user has."""
+    episode = new_episode("ep_0000000000000001", _USER, f"A {word} day", "work", _T0)
+    return [
+        store.facts.put_facts([_fact(_USER, "fact_00000001", f"Likes {word} tea")]),
+        store.entities.put_entities([_entity(f"{word} Ann")]),
+        store.rules.put_rules([_rule(f"Answer in {word} words")]),
+        store.facts.put_notes([_note(f"Talked about {word} tea")]),
+        store.facts.put_profile(UserProfile(user_id=_USER, work=f"{word} work")),
+        store.put_working([(_USER, _working(f"{word} summary"))]),
+        store.episodes.put_episodes([(episode, _embedder.embed_one(episode.content))]),
+    ]
+
+
+async def _write_everything(store: LanceStore, word: str) -> None:
+    await store.facts.put_facts([_fact(_USER, "fact_00000002", "Lives in Oslo")])
+    for write in _writes(store, word):
+        await write
+
+
+async def _rows(store: LanceStore, table: str) -> dict[int, int]:
+    """How many of the user's rows ``table`` holds, by epoch (read as a tool would)."""
+    found = (
+        await (await store._db.open_table(table)).query().where(f"user_id = '{_USER}'").to_list()
+    )
+    return dict(Counter(row["epoch"] for row in found))
+
+
+async def _state(store: LanceStore) -> dict[str, object]:
+    await store.refresh()
+    store.forget(lambda _user: True, "")
+    facts = await store.facts.get_facts(_USER, ["fact_00000001", "fact_00000002"])
+    working = await store.get_working(_USER, "s1")
+    profile = await store.facts.get_profile(_USER)
+    return {
+        "facts": sorted(s.fact.content for s in facts),
+        "entities": [e.canonical_name for e in await store.entities.entities_of(_USER)],
+        "rules": [s.rule.content for s in await store.rules.rules_of(_USER)],
+        "notes": [n.content for n in await store.facts.notes_of(_USER, "chat")],
+        "profile": profile.work if profile else None,
+        "working": working.current_topic if working else None,
+        "episodes": [e.content for e, _ in await store.episodes.episodes_of(_USER)],
+    }
+
+
+async def test_a_late_writers_updates_merges_and_deletes_change_nothing_once_the_user_is_fenced(
+    nodes: tuple[LanceStore, LanceStore],
+) -> None:
+    old, new = nodes
+    refused: list[str] = []
+    old.epochs.serve_with(lambda _user: 1, refused.append)
+    await _write_everything(old, "green")
+    before = await _state(old)
+    await new.refresh()
+    assert await new.epochs.restamp(_USER, 2) == 8  # every row of the user, every table
+    assert await new.epochs.restamp(_USER, 2) == 0  # once
+    # The old node, frozen past its check, wakes and writes what it was writing: each
+    # replacement and delete is refused, and the node told so.
+    deletes = [
+        old.facts.delete_facts(_USER, ["fact_00000002"], purge_now=True),
+        old.entities.clear_entities(_USER),
+        old.rules.clear_rules(_USER),
+        old.facts.clear_notes(_USER),
+        old.facts.delete_profile(_USER),
+        old.delete_working(_USER, "s1"),
+        old.episodes.clear_episodes(_USER),
+    ]
+    for write in [*_writes(old, "black"), *deletes]:
+        with pytest.raises(NotHome, match="newer node"):
+            await write
+    assert refused == [_USER] * 14
+    # An append cannot be refused: its row lands, but the new node does not read it,
+    # and the user's next fence deletes it.
+    await old.facts.add_facts([_fact(_USER, "fact_00000003", "Likes black coffee")])
+    assert await _state(new) == before
+    assert before["facts"] == ["Likes green tea", "Lives in Oslo"]
+    assert await _rows(new, "facts") == {1: 1, 2: 2}
+    # The new node writes as ever.
+    await _write_everything(new, "white")
+    await new.facts.delete_facts(_USER, ["fact_00000002"], purge_now=True)
+    after = await _state(old)
+    assert after["facts"] == ["Likes white tea"]
+    assert after["entities"] == ["white Ann"]
+    assert after["working"] == "white summary"
+    # A third node fences the user: the row appended late is gone, the rest moves on.
+    assert await new.epochs.restamp(_USER, 3) == 7
+    assert await _rows(new, "facts") == {3: 1}
+
+
+async def test_a_single_server_writes_epoch_zero_and_a_node_may_not_write_a_user_it_has_not_fenced(
+    tmp_path: Path,
+) -> None:
+    store = LanceStore(tmp_path / "db", embedder=_embedder)
+    await store.open()
+    try:
+        await _write_everything(store, "green")
+        assert (await _state(store))["facts"] == ["Likes green tea", "Lives in Oslo"]
+
+        def unfenced(user_id: str) -> int:
+            raise NotHome("not fenced")
+
+        store.epochs.serve_with(unfenced)
+        with pytest.raises(NotHome):
+            await store.facts.put_facts([_fact(_USER, "fact_00000001", "Likes red tea")])
+        with pytest.raises(NotHome):
+            await store.facts.delete_facts(_USER, ["fact_00000001"], purge_now=False)
+        store.epochs.serve_with(lambda _user: 0)
+        assert (await _state(store))["facts"] == ["Likes green tea", "Lives in Oslo"]
+    finally:
+        await store.aclose()
