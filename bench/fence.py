@@ -7,8 +7,10 @@ holding of their shard waits while the node gives their rows its epoch
 Each user holds what a person of a few weeks' chats holds: ``--facts`` facts, 5
 entities, 3 rules, 2 app notes, a profile, 2 working-memory snapshots, 3 episodes, 10
 links and 10 audit events, written by a node at epoch 1. A node at epoch 2 then fences
-each user in turn (one ``update`` per table holding rows of theirs, then the record in
-``fences``); a user with no rows at all is fenced too (what a new user costs). Also
+each user in turn (one ``update`` per table holding rows of theirs, at once, then the
+record: an object in the bucket; in memory for the local directory); a user with no
+rows at all is fenced too (what a new user costs), and 200 new users 32 at a time (a
+dead node's users arriving at once), and the users with rows again, all at once. Also
 timed: a fact's replacement, before and after, as the writers do it (conditional on
 the epoch). Writes ``bench/results/fence.json``.
 """
@@ -23,6 +25,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import anyio
+
 from bench.common import machine, percentiles, write_result
 from memory.episodes import new_episode
 from memory.facts import Stored
@@ -36,8 +40,12 @@ from schemas.records import (
     UserProfile,
     WorkingMemory,
 )
+from server.adapters.lance_fences import Records
 from server.adapters.lance_store import LanceStore
+from server.cluster.node import FenceRecords
+from server.cluster.objects import Objects
 from tests.s3_server import moto_server
+from tests.test_epoch_fence import _Records
 from tests.test_facts import make_fact
 
 _BUCKET = "mnemo-fence"
@@ -134,13 +142,13 @@ async def _fill(store: LanceStore, user: str, facts: int) -> None:
     )
 
 
-async def _measure(uri: str, users: int, facts: int) -> dict[str, Any]:
+async def _measure(uri: str, users: int, facts: int, records: Records) -> dict[str, Any]:
     old = LanceStore(uri, embedder=_embedder, shared=True)
     new = LanceStore(uri, embedder=_embedder, shared=True)
     await old.open()
     await new.open()
-    old.epochs.serve_with(lambda _user: 1)
-    new.epochs.serve_with(lambda _user: 2)
+    old.epochs.serve_with(lambda _user: 1, records=records)
+    new.epochs.serve_with(lambda _user: 2, records=records)
     try:
         names = [f"user-{n}" for n in range(users)]
         for name in names:
@@ -158,10 +166,14 @@ async def _measure(uri: str, users: int, facts: int) -> dict[str, Any]:
             await new.epochs.restamp(f"nobody-{n}", 2)
             empty.append((time.perf_counter() - began) * 1000)
         replace_after = await _replacements(new, names)
+        crowd = await _crowd(new, [f"crowd-{n}" for n in range(200)], 32, 2)
+        again = await _crowd(new, names, len(names), 3)
         return {
             "rows_per_user": rows // users,
             "fence_ms": _rounded(percentiles(fenced)),
             "fence_new_user_ms": _rounded(percentiles(empty)),
+            "fence_200_new_users_32_at_once": crowd,
+            "fence_all_users_at_once_again": again,
             "fact_replacement_ms": {
                 "written_at_epoch_1": _rounded(percentiles(replace_before)),
                 "after_the_fence": _rounded(percentiles(replace_after)),
@@ -170,6 +182,23 @@ async def _measure(uri: str, users: int, facts: int) -> dict[str, Any]:
     finally:
         await old.aclose()
         await new.aclose()
+
+
+async def _crowd(store: LanceStore, users: list[str], at_once: int, epoch: int) -> dict[str, Any]:
+    limiter = anyio.CapacityLimiter(at_once)
+    took: list[float] = []
+
+    async def fence(user: str) -> None:
+        async with limiter:
+            began = time.perf_counter()
+            await store.epochs.restamp(user, epoch)
+            took.append((time.perf_counter() - began) * 1000)
+
+    began = time.perf_counter()
+    async with anyio.create_task_group() as tasks:
+        for user in users:
+            tasks.start_soon(fence, user)
+    return {"total_s": round(time.perf_counter() - began, 2), "ms": _rounded(percentiles(took))}
 
 
 async def _replacements(store: LanceStore, names: list[str]) -> list[float]:
@@ -193,11 +222,15 @@ def main() -> None:
     args = parser.parse_args()
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        results["local directory"] = asyncio.run(_measure(f"{tmp}/db", args.users, args.facts))
+        place = f"{tmp}/db"
+        results["local directory"] = asyncio.run(
+            _measure(place, args.users, args.facts, _Records())
+        )
     with moto_server(_BUCKET) as s3:
         os.environ.update(s3)
+        records = FenceRecords(Objects(f"s3://{_BUCKET}/cluster", s3))
         uri = f"s3://{_BUCKET}/data"
-        results["moto S3 server"] = asyncio.run(_measure(uri, args.users, args.facts))
+        results["moto S3 server"] = asyncio.run(_measure(uri, args.users, args.facts, records))
     for place, result in results.items():
         print(f"{place}: {result}")
     path = write_result(

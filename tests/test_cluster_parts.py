@@ -19,6 +19,7 @@ from server.adapters.lance_common import PurgeGate
 from server.adapters.lance_messages import JournaledMessages, messages_schema
 from server.cluster.indexes import RemoteIndexes
 from server.cluster.journal import Fenced, JournalPlace, ShardJournal
+from server.cluster.node import FenceRecords
 from server.cluster.objects import Objects, PreconditionFailed
 from server.cluster.ownership import Hooks, Ownership
 from server.cluster.shards import shard_of
@@ -361,3 +362,16 @@ async def test_a_node_that_cannot_write_its_heartbeat_stops_serving_before_a_lea
     with pytest.raises(NotHome):
         async with node.serving("eve"):
             pass
+
+
+async def test_a_users_fence_record_is_replaced_only_by_a_higher_epoch(s3: dict[str, str]) -> None:
+    records, other = FenceRecords(_objects(s3)), FenceRecords(_objects(s3))
+    assert await records.recorded("cy") == 0
+    await records.record("cy", 3)
+    await other.record("cy", 2)  # a node that froze mid-fence, recording late
+    assert (await records.recorded("cy"), await other.recorded("cy")) == (3, 3)
+    await other.record("cy", 4)
+    assert await records.recorded("cy") == 4
+    assert await records.recorded("dee") == 0
+    with pytest.raises(ValueError, match="invalid user id"):
+        await records.record("../leases/0001", 9)

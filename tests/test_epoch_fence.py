@@ -6,19 +6,22 @@ the two nodes; each node's epoch is what its lease said."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+import anyio
 import pytest
 
 from actors.errors import NotHome
 from memory.episodes import new_episode
+from memory.facts import Stored
 from memory.hashing import HashEmbedder
 from memory.rules import StoredRule, new_rule
 from schemas.records import AppNote, Entity, UserProfile, WorkingMemory
+from server.adapters.lance_common import quote_all
 from server.adapters.lance_store import LanceStore
-from tests.test_lance_store import _fact
+from tests.test_facts import make_fact
 
 pytestmark = pytest.mark.anyio
 _T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -26,16 +29,35 @@ _embedder = HashEmbedder()
 _USER = "cy"
 
 
+def _fact(user: str, fact_id: str, content: str) -> Stored:
+    return Stored(make_fact(fact_id, user_id=user, content=content), _embedder.embed_one(content))
+
+
+class _Records:
+    """The users' recorded epochs, as the cluster's bucket keeps them for every node (in
+    memory: for one process; ``bench.fence`` on a local directory too)."""
+
+    def __init__(self) -> None:
+        self.epochs: dict[str, int] = {}
+
+    async def recorded(self, user_id: str) -> int:
+        return self.epochs.get(user_id, 0)
+
+    async def record(self, user_id: str, epoch: int) -> None:
+        self.epochs[user_id] = max(epoch, self.epochs.get(user_id, 0))
+
+
 @pytest.fixture
-async def nodes(tmp_path: Path) -> AsyncIterator[tuple[LanceStore, LanceStore]]:
+async def nodes(tmp_path: Path) -> AsyncIterator[tuple[LanceStore, LanceStore, _Records]]:
     """The old node's store (epoch 1) and the new node's (epoch 2), one directory."""
     old = LanceStore(tmp_path / "db", embedder=_embedder, shared=True)
     new = LanceStore(tmp_path / "db", embedder=_embedder, shared=True)
     await old.open()
     await new.open()
-    old.epochs.serve_with(lambda _user: 1)
-    new.epochs.serve_with(lambda _user: 2)
-    yield old, new
+    records = _Records()
+    old.epochs.serve_with(lambda _user: 1, records=records)
+    new.epochs.serve_with(lambda _user: 2, records=records)
+    yield old, new, records
     await old.aclose()
     await new.aclose()
 
@@ -99,11 +121,10 @@ async def _write_everything(store: LanceStore, word: str) -> None:
         await write
 
 
-async def _rows(store: LanceStore, table: str) -> dict[int, int]:
-    """How many of the user's rows ``table`` holds, by epoch (read as a tool would)."""
-    found = (
-        await (await store._db.open_table(table)).query().where(f"user_id = '{_USER}'").to_list()
-    )
+async def _rows(store: LanceStore, table: str, users: Sequence[str] = (_USER,)) -> dict[int, int]:
+    """How many of the users' rows ``table`` holds, by epoch (read as a tool would)."""
+    where = f"user_id IN {quote_all(users)}"
+    found = await (await store._db.open_table(table)).query().where(where).to_list()
     return dict(Counter(row["epoch"] for row in found))
 
 
@@ -125,11 +146,11 @@ async def _state(store: LanceStore) -> dict[str, object]:
 
 
 async def test_a_late_writers_updates_merges_and_deletes_change_nothing_once_the_user_is_fenced(
-    nodes: tuple[LanceStore, LanceStore],
+    nodes: tuple[LanceStore, LanceStore, _Records],
 ) -> None:
-    old, new = nodes
+    old, new, records = nodes
     refused: list[str] = []
-    old.epochs.serve_with(lambda _user: 1, refused.append)
+    old.epochs.serve_with(lambda _user: 1, refused.append, records)
     await _write_everything(old, "green")
     before = await _state(old)
     await new.refresh()
@@ -151,8 +172,10 @@ async def test_a_late_writers_updates_merges_and_deletes_change_nothing_once_the
             await write
     assert refused == [_USER] * 14
     # An append cannot be refused: its row lands, but the new node does not read it,
-    # and the user's next fence deletes it.
-    await old.facts.add_facts([_fact(_USER, "fact_00000003", "Likes black coffee")])
+    # and the user's next fence deletes it. The late writer learns it afterwards.
+    with pytest.raises(NotHome, match="newer node"):
+        await old.facts.add_facts([_fact(_USER, "fact_00000003", "Likes black coffee")])
+    assert refused[-1] == _USER
     assert await _state(new) == before
     assert before["facts"] == ["Likes green tea", "Lives in Oslo"]
     assert await _rows(new, "facts") == {1: 1, 2: 2}
@@ -187,5 +210,31 @@ async def test_a_single_server_writes_epoch_zero_and_a_node_may_not_write_a_user
             await store.facts.delete_facts(_USER, ["fact_00000001"], purge_now=False)
         store.epochs.serve_with(lambda _user: 0)
         assert (await _state(store))["facts"] == ["Likes green tea", "Lives in Oslo"]
+    finally:
+        await store.aclose()
+
+
+async def test_users_fenced_at_once_share_one_update_of_each_table(tmp_path: Path) -> None:
+    store = LanceStore(tmp_path / "db", embedder=_embedder, shared=True)
+    await store.open()
+    try:
+        users = [f"user-{n}" for n in range(12)]
+        store.epochs.serve_with(lambda _user: 1)
+        await store.facts.add_facts([_fact(u, "fact_00000001", f"{u} likes tea") for u in users])
+        facts = await store._db.open_table("facts")
+        before = await facts.version()
+        store.epochs.serve_with(lambda _user: 2, records=_Records())
+        moved: dict[str, int] = {}
+
+        async def fence(user: str) -> None:
+            moved[user] = await store.epochs.restamp(user, 2)
+
+        async with anyio.create_task_group() as tasks:
+            for user in users:
+                tasks.start_soon(fence, user)
+        assert moved == dict.fromkeys(users, 1)
+        await facts.checkout_latest()
+        assert await facts.version() - before <= 2  # the first alone, then the rest at once
+        assert await _rows(store, "facts", users) == {2: 12}
     finally:
         await store.aclose()

@@ -107,7 +107,7 @@ class LanceEpisodes:
         users = {e.user_id for e, _ in items}
         self._counted.written(users)
         try:
-            await self._table.add(self._rows(items))
+            await self._epochs.append(self._table, self._rows(items))
         finally:
             self._counted.written(users)
 

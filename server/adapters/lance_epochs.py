@@ -5,7 +5,7 @@ Every row of a user-scoped table (all but the messages, whose rows come from the
 fenced journal) carries ``epoch``: the lease epoch under which its user was served
 when it was written (0 on a single node). Before a node serves a user of a shard it
 took, it *fences* them (``restamp``): it gives the user's rows its own, higher epoch
-and records that epoch as the user's in the table ``fences``. Then:
+and records that epoch as the user's (``Records``: the cluster's object store). Then:
 
 - every update, merge and delete of a user's rows is conditional on their epoch being
   at most the writer's own (``merge``, ``delete``). LanceDB commits a write against
@@ -16,7 +16,8 @@ and records that epoch as the user's in the table ``fences``. Then:
 - an append cannot be refused that way: its rows land with the old epoch. So a node
   reads a user's rows only at its own epoch or newer (``reads``), and the next fence
   deletes rows older than the user's recorded epoch (they were never the user's
-  memory) while it re-stamps the rest.
+  memory) while it re-stamps the rest. A late appender that finds the user's rows
+  re-stamped once its own are in (``append``) is told too.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from typing import Any
 import pyarrow as pa
 from lancedb.index import BTree
 
-from actors.errors import ArchiveUnavailable, NotHome
+from actors.errors import NotHome
 from server.adapters.lance_common import PurgeGate, quote_all, user_filter
+from server.adapters.lance_fences import Batches, Records
 
 __all__ = ["EPOCH", "Epochs", "with_epoch"]
 
@@ -48,21 +50,27 @@ class Epochs:
     ``of`` is the single node's constant 0 until a cluster node hands in its own
     (``serve_with``): then the epoch of the user's shard, raising ``NotHome`` for a
     user this node may not write (not served, or not fenced yet); ``refused`` is told
-    of users whose rows a newer node has re-stamped."""
+    of users whose rows a newer node has re-stamped; ``records`` keeps the epoch each
+    user was fenced at."""
 
     def __init__(self) -> None:
         self._of: Callable[[str], int] = lambda _user_id: 0
         self._refused: Callable[[str], None] = lambda _user_id: None
         self._fencing = False
         self._tables: list[tuple[Any, PurgeGate]] = []
-        self._fences: Any = None
+        self._records: Records | None = None
+        self._batches = Batches(EPOCH)
 
     def serve_with(
-        self, of: Callable[[str], int], refused: Callable[[str], None] | None = None
+        self,
+        of: Callable[[str], int],
+        refused: Callable[[str], None] | None = None,
+        records: Records | None = None,
     ) -> None:
         self._of, self._fencing = of, True
         if refused is not None:
             self._refused = refused
+        self._records = records
 
     def of(self, user_id: str) -> int:
         """The epoch of a write of ``user_id``'s rows by this node."""
@@ -97,14 +105,6 @@ class Epochs:
         self._tables.append((table, gate))
         return table
 
-    async def open_fences(self, db: Any) -> None:
-        """The table of each user's recorded epoch (a cluster's data directory)."""
-        if _FENCES in set((await db.list_tables()).tables):
-            self._fences = await db.open_table(_FENCES)
-        else:
-            self._fences = await db.create_table(_FENCES, schema=_FENCES_SCHEMA)
-            await self._fences.create_index("user_id", config=BTree())
-
     def stamp(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """``rows`` (each with its ``user_id``), each given the epoch of its write."""
         for row in rows:
@@ -126,6 +126,32 @@ class Epochs:
             await self._refused_if_newer(table, user_id, self.of(user_id))
         return int(result.num_deleted_rows)
 
+    async def append(self, table: Any, data: pa.Table) -> None:
+        """Append ``data``'s rows; then ``landed``."""
+        await table.add(data)
+        await self.landed(table, data)
+
+    async def landed(self, table: Any, data: pa.Table) -> None:
+        """After ``data``'s rows were appended to ``table`` by a cluster node: raise
+        ``NotHome`` (telling the node) for a user whose rows there a newer node has
+        re-stamped (reads will not count the appended ones). A look at the table, not at
+        the records in the bucket, so it costs the object store nothing: a user with no
+        rows there is not caught, and their late rows are still never read."""
+        if self._fencing and data.num_rows:
+            await self._refused_newer(table, data)
+
+    async def _refused_newer(self, table: Any, data: pa.Table) -> None:
+        """``_refused_if_newer`` for each user of ``data``, at the epoch of their rows."""
+        epochs = dict(zip(data["user_id"].to_pylist(), data[EPOCH].to_pylist(), strict=True))
+        refused: NotHome | None = None
+        for user_id, epoch in sorted(epochs.items()):
+            try:
+                await self._refused_if_newer(table, user_id, epoch)
+            except NotHome as exc:
+                refused = exc
+        if refused is not None:
+            raise refused
+
     async def erase(self, gate: PurgeGate, table: Any, user_id: str, also: str = "") -> int:
         """``delete``, then the deleted rows purged from disk, old versions and all."""
         count = await self.delete(gate, table, user_id, also)
@@ -146,63 +172,16 @@ class Epochs:
         ``NotHome`` is raised (after the rows not refused are written)."""
         result = await _merge(table, on, data)
         if result.num_updated_rows + result.num_inserted_rows < data.num_rows:
-            epochs = dict(zip(data["user_id"].to_pylist(), data[EPOCH].to_pylist(), strict=True))
-            refused: NotHome | None = None
-            for user_id, epoch in sorted(epochs.items()):
-                try:
-                    await self._refused_if_newer(table, user_id, epoch)
-                except NotHome as exc:
-                    refused = exc
-            if refused is not None:
-                raise refused
+            await self._refused_newer(table, data)
 
     async def restamp(self, user_id: str, epoch: int) -> int:
         """Fence ``user_id`` at ``epoch``: their rows at their recorded epoch or newer get
         ``epoch``, rows older than it (appends that landed after an earlier fence) are
-        deleted, table by table (a table without such rows is not written), and then
-        ``epoch`` is recorded. How many rows were re-stamped. From now on an older
-        epoch's update, merge or delete of the user's rows changes nothing."""
-        user, epoch = user_filter(user_id), int(epoch)
-        recorded = await self._recorded(user_id)
-        valid = f"{user} AND {EPOCH} >= {recorded} AND {EPOCH} < {epoch}"
-        stale = f"{user} AND {EPOCH} < {recorded}"
-        changed = 0
-        for table, gate in list(self._tables):
-            if not table.is_open():
-                continue
-
-            async def run(table: Any = table) -> tuple[int, int]:
-                moved = 0
-                if await table.count_rows(valid):
-                    result = await table.update(where=valid, updates_sql={EPOCH: str(epoch)})
-                    moved = int(result.rows_updated)
-                return moved, int(await table.count_rows(stale))
-
-            try:
-                # Under the gate's read slot: a purge would take the update's new files.
-                moved, left = await gate.read(run)
-                changed += moved
-                if left:
-                    await gate.erasing(table, stale)
-                    await table.delete(stale)
-                    await gate.purge(table)
-            except (OSError, RuntimeError, ValueError) as exc:
-                raise ArchiveUnavailable(f"could not re-stamp a user's rows: {exc}") from exc
-        if self._fences is not None:
-            row = pa.Table.from_pylist([{"user_id": user_id, EPOCH: epoch}], schema=_FENCES_SCHEMA)
-            await _merge(self._fences, "user_id", row)
-        return changed
-
-    async def _recorded(self, user_id: str) -> int:
-        if self._fences is None:
-            return 0
-        query = self._fences.query().where(user_filter(user_id)).select([EPOCH]).limit(1)
-        rows = await query.to_list()
-        return int(rows[0][EPOCH]) if rows else 0
-
-
-_FENCES = "fences"
-_FENCES_SCHEMA = with_epoch(pa.schema([pa.field("user_id", pa.string(), nullable=False)]))
+        deleted (a table without such rows is not written), and ``epoch`` is recorded,
+        together with every other user asking meanwhile (``lance_fences``). How many
+        of the user's rows were re-stamped. From now on an older epoch's update, merge
+        or delete of their rows changes nothing."""
+        return await self._batches.fence(user_id, epoch, self._tables, self._records)
 
 
 async def _merge(table: Any, on: str | Sequence[str], data: pa.Table) -> Any:

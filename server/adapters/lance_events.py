@@ -62,7 +62,7 @@ class LanceEvents:
                 for e in items
             ]
         )
-        await self._table.add(pa.Table.from_pylist(rows, schema=_SCHEMA))
+        await self._epochs.append(self._table, pa.Table.from_pylist(rows, schema=_SCHEMA))
 
     async def events_of(
         self, user_id: str, *, limit: int, types: Sequence[str] = ()

@@ -266,7 +266,8 @@ class LanceFacts:
         self._counted.written(users)
         try:
             rows = self._epochs.stamp([_fact_row(i.fact, i.vector) for i in items])
-            await self._facts.add(pa.Table.from_pylist(rows, schema=_facts_schema(self._dim)))
+            data = pa.Table.from_pylist(rows, schema=_facts_schema(self._dim))
+            await self._epochs.append(self._facts, data)
             self._held(items)
         finally:
             self._counted.written(users)

@@ -14,7 +14,7 @@ from server.adapters.lance_common import (
     quote_all,
     user_filter,
 )
-from server.adapters.lance_epochs import Epochs, with_epoch
+from server.adapters.lance_epochs import EPOCH, Epochs, with_epoch
 
 __all__ = ["LanceLinks"]
 
@@ -61,11 +61,10 @@ class LanceLinks:
         rows = self._epochs.stamp(
             [{k: getattr(i, k) for k in [*_KEY, "relation", "created_at"]} for i in unique.values()]
         )
-        await (
-            self._table.merge_insert(_KEY)
-            .when_not_matched_insert_all()
-            .execute(pa.Table.from_pylist(rows, schema=_SCHEMA))
-        )
+        data = pa.Table.from_pylist(rows, schema=_SCHEMA)
+        # Matched with the epoch too: a late writer's link, not read, hides no new one.
+        await self._table.merge_insert([*_KEY, EPOCH]).when_not_matched_insert_all().execute(data)
+        await self._epochs.landed(self._table, data)
         return int(await self._gate.read(lambda: self._table.count_rows())) - before
 
     async def links_of(

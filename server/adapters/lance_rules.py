@@ -182,7 +182,8 @@ class LanceRules:
                 for a in items
             ]
         )
-        await self._applications.add(pa.Table.from_pylist(rows, schema=_APPLICATIONS))
+        data = pa.Table.from_pylist(rows, schema=_APPLICATIONS)
+        await self._epochs.append(self._applications, data)
 
     async def applications_of(
         self, user_id: str, rule_id: str, *, limit: int

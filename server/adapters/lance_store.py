@@ -257,8 +257,6 @@ class LanceStore:
             # Written before terms were stored: analyzed when a user's index loads.
             await self._messages.add_columns({TERMS_COLUMN: "CAST(NULL AS STRING)"})
         self._schema = await self._messages.schema()
-        if self._shared:
-            await self.epochs.open_fences(self._db)
         self._working = await self.epochs.open(
             self._db, _WORKING, _WORKING_SCHEMA, self._working_gate
         )

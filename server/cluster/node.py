@@ -3,6 +3,7 @@ caches and the live sessions."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -13,10 +14,11 @@ from anyio.abc import TaskGroup
 from actors.registry import SessionRegistry
 from schemas.settings import Settings
 from server.adapters.index_saving import SharedIndexes
+from server.adapters.lance_common import user_filter
 from server.adapters.lance_epochs import Epochs
 from server.cluster.indexes import RemoteIndexes
 from server.cluster.journal import JournalPlace, ShardJournal
-from server.cluster.objects import Objects
+from server.cluster.objects import Objects, ObjectStoreError, PreconditionFailed
 from server.cluster.ownership import Hooks, Ownership
 from server.cluster.shards import shard_of
 
@@ -35,6 +37,48 @@ class _Store(Protocol):
     async def refresh(self) -> None: ...
 
     def share_indexes(self, shared: SharedIndexes) -> None: ...
+
+
+class FenceRecords:
+    """The epoch each user was last fenced at (``server.adapters.lance_epochs``): one
+    object per user, ``fences/<shard>/<user>``, replaced only by a higher epoch. An object
+    each, not a table: many users fenced at once (a dead node's, on their first
+    requests) would contend for a table's next version."""
+
+    def __init__(self, objects: Objects) -> None:
+        self._objects = objects
+
+    async def recorded(self, user_id: str) -> int:
+        found = await self._objects.get(_fence_key(user_id))
+        return _epoch_in(found[0]) if found is not None else 0
+
+    async def record(self, user_id: str, epoch: int) -> None:
+        key, body = _fence_key(user_id), json.dumps({"epoch": epoch}).encode()
+        for _ in range(3):
+            found = await self._objects.get(key)
+            if found is not None and _epoch_in(found[0]) >= epoch:
+                return
+            try:
+                await self._objects.put(
+                    key, body, create=found is None, replace=found[1] if found else None
+                )
+                return
+            except PreconditionFailed:
+                continue  # another node recorded one meanwhile: look again
+        raise ObjectStoreError(f"could not record the fence of a user at epoch {epoch}")
+
+
+def _fence_key(user_id: str) -> str:
+    user_filter(user_id)  # a valid id: letters, digits and _.:@- only
+    return f"fences/{shard_of(user_id):04d}/{user_id}"
+
+
+def _epoch_in(body: bytes) -> int:
+    try:
+        epoch = json.loads(body).get("epoch", 0)
+    except (ValueError, AttributeError):
+        return 0
+    return epoch if isinstance(epoch, int) else 0
 
 
 class ClusterNode:
@@ -72,7 +116,7 @@ class ClusterNode:
         """The store the node's shards live in (its saved indexes kept in the bucket)."""
         self._store = store
         store.share_indexes(self.indexes)
-        store.epochs.serve_with(self.ownership.epoch_of, self._refused)
+        store.epochs.serve_with(self.ownership.epoch_of, self._refused, FenceRecords(self.objects))
 
     def attach(self, sessions: SessionRegistry, task_group: TaskGroup) -> None:
         """The live sessions, and where the node's background work runs; call before it
