@@ -185,6 +185,7 @@ class _Shards:
         self.taken: list[int] = []
         self.settled: list[tuple[int, bool]] = []
         self.fenced: list[tuple[str, int]] = []
+        self.fencing = self.most_at_once = 0
 
     async def take(self, shard: int) -> None:
         self.taken.append(shard)
@@ -194,6 +195,10 @@ class _Shards:
 
     async def fence(self, user_id: str, epoch: int) -> None:
         self.fenced.append((user_id, epoch))
+        self.fencing += 1
+        self.most_at_once = max(self.most_at_once, self.fencing)
+        await anyio.sleep(0.05)
+        self.fencing -= 1
 
     def hooks(self) -> Hooks:
         return Hooks(self.take, self.settle, self.fence)
@@ -267,8 +272,17 @@ async def test_a_node_writes_a_user_only_at_its_leases_epoch_and_only_once_it_fe
         assert node.epoch_of(neighbour) == 1
         with pytest.raises(NotHome):
             await node.fence("someone-elsewhere")  # a shard this node does not hold
+        # Requests of one user at once wait for one fence; users of one shard are fenced
+        # at once (the store batches them).
+        others = [
+            u for u in (f"other{n}" for n in range(100_000)) if shard_of(u) == shard_of("cy")
+        ][:2]
+        async with anyio.create_task_group() as requests:
+            for user in [*others, *others]:
+                requests.start_soon(node.fence, user)
         tg.cancel_scope.cancel()
-    assert shards.fenced == [("cy", 1), (neighbour, 1)]
+    assert shards.fenced == [("cy", 1), (neighbour, 1), *((u, 1) for u in others)]
+    assert shards.most_at_once == 2
 
 
 @pytest.mark.parametrize("watched", [0.0, 4.2], ids=["not-for-a-lease", "for-a-lease"])

@@ -73,9 +73,10 @@ class _Held:
     #: Requests and connections being served, each with what closes it early.
     serving: dict[int, Callable[[], None]] = field(default_factory=dict)
     idle: anyio.Event = field(default_factory=anyio.Event)
-    #: The users whose rows carry this holding's epoch, and the lock of fencing more.
+    #: The users whose rows carry this holding's epoch, and those being fenced (done
+    #: when the event is set).
     fenced: set[str] = field(default_factory=set)
-    fencing: anyio.Lock = field(default_factory=anyio.Lock)
+    fencing: dict[str, anyio.Event] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -144,14 +145,22 @@ class Ownership:
         holding of their shard, give their rows its epoch first (the writers' guard)."""
         self.check(user_id)
         held = self._held[shard_of(user_id)]
-        if user_id in held.fenced:
-            return
-        async with held.fencing:
-            if self._held.get(shard_of(user_id)) is not held or held.leaving:
-                raise NotHome(f"node {self.node} no longer serves this user")
-            if user_id not in held.fenced:
+        while user_id not in held.fenced:
+            running = held.fencing.get(user_id)
+            if running is not None:  # another request's fence: wait for it, then look
+                await running.wait()
+                self.check(user_id)
+                if self._held[shard_of(user_id)] is not held:
+                    raise NotHome(f"node {self.node} no longer serves this user")
+                continue
+            done = held.fencing[user_id] = anyio.Event()
+            try:
+                # Users of every shard fenced at once go in one batch (lance_fences).
                 await self._hooks.fence(user_id, held.epoch)
                 held.fenced.add(user_id)
+            finally:
+                del held.fencing[user_id]
+                done.set()
 
     def alive(self) -> list[str]:
         """The nodes alive as this node sees them (itself included while it may serve)."""
