@@ -40,12 +40,11 @@ from schemas.records import (
     UserProfile,
     WorkingMemory,
 )
-from server.adapters.lance_fences import Records
+from server.adapters.lance_fences import KeptRecords, Records
 from server.adapters.lance_store import LanceStore
 from server.cluster.node import FenceRecords
 from server.cluster.objects import Objects
 from tests.s3_server import moto_server
-from tests.test_epoch_fence import _Records
 from tests.test_facts import make_fact
 
 _BUCKET = "mnemo-fence"
@@ -224,7 +223,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         place = f"{tmp}/db"
         results["local directory"] = asyncio.run(
-            _measure(place, args.users, args.facts, _Records())
+            _measure(place, args.users, args.facts, KeptRecords())
         )
     with moto_server(_BUCKET) as s3:
         os.environ.update(s3)

@@ -20,8 +20,10 @@ from memory.hashing import HashEmbedder
 from memory.rules import StoredRule, new_rule
 from schemas.records import AppNote, Entity, UserProfile, WorkingMemory
 from server.adapters.lance_common import quote_all
+from server.adapters.lance_fences import KeptRecords
 from server.adapters.lance_store import LanceStore
 from tests.test_facts import make_fact
+from tests.test_lance_store import message
 
 pytestmark = pytest.mark.anyio
 _T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -33,28 +35,14 @@ def _fact(user: str, fact_id: str, content: str) -> Stored:
     return Stored(make_fact(fact_id, user_id=user, content=content), _embedder.embed_one(content))
 
 
-class _Records:
-    """The users' recorded epochs, as the cluster's bucket keeps them for every node (in
-    memory: for one process; ``bench.fence`` on a local directory too)."""
-
-    def __init__(self) -> None:
-        self.epochs: dict[str, int] = {}
-
-    async def recorded(self, user_id: str) -> int:
-        return self.epochs.get(user_id, 0)
-
-    async def record(self, user_id: str, epoch: int) -> None:
-        self.epochs[user_id] = max(epoch, self.epochs.get(user_id, 0))
-
-
 @pytest.fixture
-async def nodes(tmp_path: Path) -> AsyncIterator[tuple[LanceStore, LanceStore, _Records]]:
+async def nodes(tmp_path: Path) -> AsyncIterator[tuple[LanceStore, LanceStore, KeptRecords]]:
     """The old node's store (epoch 1) and the new node's (epoch 2), one directory."""
     old = LanceStore(tmp_path / "db", embedder=_embedder, shared=True)
     new = LanceStore(tmp_path / "db", embedder=_embedder, shared=True)
     await old.open()
     await new.open()
-    records = _Records()
+    records = KeptRecords()
     old.epochs.serve_with(lambda _user: 1, records=records)
     new.epochs.serve_with(lambda _user: 2, records=records)
     yield old, new, records
@@ -146,7 +134,7 @@ async def _state(store: LanceStore) -> dict[str, object]:
 
 
 async def test_a_late_writers_updates_merges_and_deletes_change_nothing_once_the_user_is_fenced(
-    nodes: tuple[LanceStore, LanceStore, _Records],
+    nodes: tuple[LanceStore, LanceStore, KeptRecords],
 ) -> None:
     old, new, records = nodes
     refused: list[str] = []
@@ -223,7 +211,7 @@ async def test_users_fenced_at_once_share_one_update_of_each_table(tmp_path: Pat
         await store.facts.add_facts([_fact(u, "fact_00000001", f"{u} likes tea") for u in users])
         facts = await store._db.open_table("facts")
         before = await facts.version()
-        store.epochs.serve_with(lambda _user: 2, records=_Records())
+        store.epochs.serve_with(lambda _user: 2, records=KeptRecords())
         moved: dict[str, int] = {}
 
         async def fence(user: str) -> None:
@@ -238,3 +226,26 @@ async def test_users_fenced_at_once_share_one_update_of_each_table(tmp_path: Pat
         assert await _rows(store, "facts", users) == {2: 12}
     finally:
         await store.aclose()
+
+
+async def test_a_late_clear_of_a_users_messages_leaves_those_a_newer_node_stored(
+    nodes: tuple[LanceStore, LanceStore, KeptRecords],
+) -> None:
+    old, new, records = nodes
+    refused: list[str] = []
+    old.epochs.serve_with(lambda _user: 1, refused.append, records, lambda _user: 1)
+    new.epochs.serve_with(lambda _user: 2, None, records, lambda _user: 2)
+    said = message(1, "said to the old node", user=_USER)
+    await old.append_messages([said], [_embedder.embed_one(said.text)])
+    await new.refresh()
+    await new.epochs.restamp(_USER, 2)  # messages are not re-stamped: they keep epoch 1
+    assert await _rows(new, "messages") == {1: 1}
+    later = message(2, "said to the new node", user=_USER)
+    await new.append_messages([later], [_embedder.embed_one(later.text)])
+    # The old node's clear, late, once its view of the table holds the new message too:
+    # the message it held goes (its user asked), not the new one, and it is told.
+    await old.refresh()
+    with pytest.raises(NotHome, match="newer node"):
+        await old.clear_messages(_USER)
+    assert refused == [_USER]
+    assert await _rows(new, "messages") == {2: 1}

@@ -344,7 +344,12 @@ async def test_a_store_from_before_search_texts_is_migrated_on_open(tmp_path: Pa
     row = _old_row(old)
     db = await lancedb.connect_async(str(tmp_path / "db"))
     schema = pa.schema(
-        [f for f in messages_schema(_embedder.dim, "hash") if f.name != "search_text"]
+        # From before search texts, and so before rows carried an epoch too.
+        [
+            f
+            for f in messages_schema(_embedder.dim, "hash")
+            if f.name not in ("search_text", "epoch")
+        ]
     )
     table = await db.create_table("messages", schema=schema)
     await table.add(pa.Table.from_pylist([row], schema=schema))

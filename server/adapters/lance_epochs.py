@@ -1,9 +1,12 @@
 """Rows stamped with the epoch of the node that wrote them: how a cluster refuses the late
 write of a node that froze after its last "still home" check.
 
-Every row of a user-scoped table (all but the messages, whose rows come from the
-fenced journal) carries ``epoch``: the lease epoch under which its user was served
-when it was written (0 on a single node). Before a node serves a user of a shard it
+Every row of a user-scoped table carries ``epoch``: the lease epoch under which its
+user was served when it was written (0 on a single node). The messages are the
+exception below: their rows come from the fenced journal, and re-stamping them would
+rewrite every message and its vector at each move, so they keep the epoch they were
+stored with (``held``), and only a delete of all of a user's messages is conditional
+on it: a late one leaves the rows a newer node stored. Before a node serves a user of a shard it
 took, it *fences* them (``restamp``): it gives the user's rows its own, higher epoch
 and records that epoch as the user's (``Records``: the cluster's object store). Then:
 
@@ -55,6 +58,7 @@ class Epochs:
 
     def __init__(self) -> None:
         self._of: Callable[[str], int] = lambda _user_id: 0
+        self._held: Callable[[str], int] = lambda _user_id: 0
         self._refused: Callable[[str], None] = lambda _user_id: None
         self._fencing = False
         self._tables: list[tuple[Any, PurgeGate]] = []
@@ -66,16 +70,25 @@ class Epochs:
         of: Callable[[str], int],
         refused: Callable[[str], None] | None = None,
         records: Records | None = None,
+        held: Callable[[str], int] | None = None,
     ) -> None:
         self._of, self._fencing = of, True
         if refused is not None:
             self._refused = refused
         self._records = records
+        if held is not None:
+            self._held = held
 
     def of(self, user_id: str) -> int:
         """The epoch of a write of ``user_id``'s rows by this node."""
         user_filter(user_id)
         return self._of(user_id)
+
+    def held(self, user_id: str) -> int:
+        """The epoch a message of ``user_id`` is stored with: that of their shard while
+        this node holds it (fenced or not, leaving or not), else 0. Never raises: a
+        journaled row must reach the table whoever moves it."""
+        return self._held(user_id)
 
     def reads(self, user_id: str) -> str:
         """The filter of a read of ``user_id``'s rows: on a cluster node, those at its

@@ -23,7 +23,7 @@ import numpy as np
 from actors.errors import ArchiveUnavailable
 from server.adapters.lance_common import PurgeGate, quote, user_filter
 
-__all__ = ["Batches", "Records"]
+__all__ = ["Batches", "KeptRecords", "Records"]
 
 #: The most users fenced in one batch (the filters name each of them).
 _BATCH = 128
@@ -39,6 +39,20 @@ class Records(Protocol):
     async def record(self, user_id: str, epoch: int) -> None:
         """Record ``epoch`` for the user, unless a newer one is recorded already."""
         ...
+
+
+class KeptRecords:
+    """``Records`` in this process's memory: for one process alone (a test, a benchmark
+    on a local directory), since other nodes cannot read them."""
+
+    def __init__(self) -> None:
+        self.epochs: dict[str, int] = {}
+
+    async def recorded(self, user_id: str) -> int:
+        return self.epochs.get(user_id, 0)
+
+    async def record(self, user_id: str, epoch: int) -> None:
+        self.epochs[user_id] = max(epoch, self.epochs.get(user_id, 0))
 
 
 @dataclass(eq=False)

@@ -29,6 +29,7 @@ from schemas.records import ArchivedMessage
 from server.adapters.journal import Journaling
 from server.adapters.lance_analyzer import AnalyzerUnavailable
 from server.adapters.lance_common import PurgeGate, quote_all, user_filter
+from server.adapters.lance_epochs import EPOCH
 
 __all__ = [
     "COLUMNS",
@@ -74,6 +75,9 @@ def messages_schema(dim: int, embedder: str) -> pa.Schema:
             # The search text's terms by the index's analyzer, joined by spaces (a term has
             # none), so loading a user's index analyzes nothing; null: analyze on load.
             pa.field(TERMS_COLUMN, pa.string(), nullable=True),
+            # The epoch of the node that stored it (server.adapters.lance_epochs): only a
+            # delete of all of a user's messages is conditional on it.
+            pa.field(EPOCH, pa.int64(), nullable=False),
         ],
         metadata={EMBEDDER_KEY: embedder.encode()},
     )
@@ -81,7 +85,9 @@ def messages_schema(dim: int, embedder: str) -> pa.Schema:
 
 #: The columns a message is read back from.
 COLUMNS = [
-    f.name for f in messages_schema(1, "") if f.name not in ("vector", "search_text", TERMS_COLUMN)
+    f.name
+    for f in messages_schema(1, "")
+    if f.name not in ("vector", "search_text", TERMS_COLUMN, EPOCH)
 ]
 
 NEWEST_FIRST = [
@@ -116,9 +122,11 @@ def _arrow(
     vectors: npt.NDArray[np.float32],
     schema: pa.Schema,
     terms: Sequence[str | None] | None = None,
+    epoch_of: Callable[[str], int] = lambda _user_id: 0,
 ) -> pa.Table:
     """Messages as an Arrow table of the ``messages`` schema, built column by column
-    (``terms`` joined by spaces; None: null, analyzed when a user's index loads)."""
+    (``terms`` joined by spaces; None: null, analyzed when a user's index loads; each
+    row's epoch that of its user by ``epoch_of``)."""
     columns = columns_of(messages)
     del columns["at"]
     terms_column = pa.array(terms or [None] * len(messages), pa.string())
@@ -134,9 +142,15 @@ def _arrow(
             "search_text": [search_text(m) for m in messages],
             "vector": vector,
             **({} if TERMS_COLUMN not in schema.names else {TERMS_COLUMN: terms_column}),
+            **({} if EPOCH not in schema.names else {EPOCH: _epochs(messages, epoch_of)}),
         },
         schema=schema,
     )
+
+
+def _epochs(messages: Sequence[ArchivedMessage], epoch_of: Callable[[str], int]) -> pa.Array:
+    of = {u: epoch_of(u) for u in {m.user_id for m in messages}}
+    return pa.array([of[m.user_id] for m in messages], pa.int64())
 
 
 def message_of(row: dict[str, Any]) -> ArchivedMessage:
@@ -177,15 +191,19 @@ class JournaledMessages:
         gate: PurgeGate,
         journal: Journaling | None,
         analyze: Analyze | None = None,
+        epoch_of: Callable[[str], int] = lambda _user_id: 0,
     ) -> None:
         self.table, self._schema, self._gate, self._journal = table, schema, gate, journal
+        #: The epoch a row of a user is stored with (a cluster node's, while it holds
+        #: the user's shard: ``Epochs.held``).
+        self._epoch_of = epoch_of
         #: Fills the terms column of the rows a flush moves (off every ack's path).
         self._analyze = analyze
         self._dim: int = schema.field("vector").type.list_size
         #: Held by a flush, and by deletes (``all_in_table``).
         self._lock = anyio.Lock()
         #: Odd while a flush writes the table (see ``consistent``).
-        self._epoch = 0
+        self._sequence = 0
         self._flushed = anyio.Event()
 
     async def recover(self) -> int:
@@ -221,7 +239,7 @@ class JournaledMessages:
         terms: Sequence[str | None] | None = None,
     ) -> pa.Table:
         try:
-            return _arrow(rows, matrix, self._schema, terms)
+            return _arrow(rows, matrix, self._schema, terms, self._epoch_of)
         except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
             raise Rejected(f"{len(rows)} messages do not fit the archive: {exc}") from exc
 
@@ -249,7 +267,7 @@ class JournaledMessages:
             rows, matrix = segment.rows, segment.matrix(self._dim)
             if segment.maybe_stored:
                 rows, matrix = await self._not_stored(rows, matrix)
-            self._epoch += 1
+            self._sequence += 1
             moved_all = False
             try:
                 if rows:
@@ -263,7 +281,7 @@ class JournaledMessages:
             finally:
                 if not moved_all:
                     segment.maybe_stored = True  # a failed add may still have committed
-                self._epoch += 1
+                self._sequence += 1
                 self._flushed.set()
                 self._flushed = anyio.Event()
             moved += len(segment.rows)
@@ -383,12 +401,12 @@ class JournaledMessages:
         """``read()`` of the table, and the user's journaled messages it did not see: read
         again if a flush ran meanwhile (a seqlock), so each message is seen once."""
         while True:
-            epoch = self._epoch
-            if epoch % 2:
+            sequence = self._sequence
+            if sequence % 2:
                 await self._flushed.wait()
                 continue
             result = await read()
-            if self._epoch == epoch:
+            if self._sequence == sequence:
                 return result, self.pending(user_id)
 
     def close(self) -> None:

@@ -45,7 +45,7 @@ from server.adapters.lance_cache import (
 from server.adapters.lance_common import PurgeGate, quote, quote_all, user_filter
 from server.adapters.lance_entities import LanceEntities
 from server.adapters.lance_episodes import LanceEpisodes
-from server.adapters.lance_epochs import Epochs, with_epoch
+from server.adapters.lance_epochs import EPOCH, Epochs, with_epoch
 from server.adapters.lance_events import LanceEvents
 from server.adapters.lance_facts import LanceFacts
 from server.adapters.lance_links import LanceLinks
@@ -256,6 +256,8 @@ class LanceStore:
         if TERMS_COLUMN not in (await self._messages.schema()).names:
             # Written before terms were stored: analyzed when a user's index loads.
             await self._messages.add_columns({TERMS_COLUMN: "CAST(NULL AS STRING)"})
+        if EPOCH not in (await self._messages.schema()).names:
+            await self._messages.add_columns({EPOCH: "CAST(0 AS BIGINT)"})
         self._schema = await self._messages.schema()
         self._working = await self.epochs.open(
             self._db, _WORKING, _WORKING_SCHEMA, self._working_gate
@@ -293,7 +295,12 @@ class LanceStore:
         elif self._journal_dir is not None:
             journal = self._journal_dir(self._dim)
         self._archive = JournaledMessages(
-            self._messages, self._schema, self._gate, journal, self._analyzer.analyze
+            self._messages,
+            self._schema,
+            self._gate,
+            journal,
+            self._analyzer.analyze,
+            self.epochs.held,
         )
         files = None
         if self._indexes_dir is not None:
@@ -516,8 +523,8 @@ class LanceStore:
             if count:
                 await self._search.settled()
                 async with self._search.saver.writing([user_id]):
-                    await self._gate.erasing(self._messages, where)
-                    await self._messages.delete(where)
+                    # Conditional on the epoch: a late one leaves a newer node's rows.
+                    await self.epochs.delete(self._gate, self._messages, user_id)
                     self._search.drop(user_id)
                 await self._gate.purge(self._messages)
         return count

@@ -116,7 +116,12 @@ class ClusterNode:
         """The store the node's shards live in (its saved indexes kept in the bucket)."""
         self._store = store
         store.share_indexes(self.indexes)
-        store.epochs.serve_with(self.ownership.epoch_of, self._refused, FenceRecords(self.objects))
+        store.epochs.serve_with(
+            self.ownership.epoch_of,
+            self._refused,
+            FenceRecords(self.objects),
+            self.ownership.epoch_held,
+        )
 
     def attach(self, sessions: SessionRegistry, task_group: TaskGroup) -> None:
         """The live sessions, and where the node's background work runs; call before it

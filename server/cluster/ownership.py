@@ -140,6 +140,11 @@ class Ownership:
             raise NotHome(f"node {self.node} has not fenced this user yet")
         return held.epoch
 
+    def epoch_held(self, user_id: str) -> int:
+        """The epoch of the user's shard while this node holds it in any way, else 0."""
+        held = self._held.get(shard_of(user_id))
+        return held.epoch if held is not None else 0
+
     async def fence(self, user_id: str) -> None:
         """Raise ``NotHome`` unless this node serves ``user_id``; the first time in this
         holding of their shard, give their rows its epoch first (the writers' guard)."""
