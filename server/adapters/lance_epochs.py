@@ -132,11 +132,12 @@ class Epochs:
         count = int(await gate.read(lambda: table.count_rows(where)))
         if not count:
             return 0
-        mine = f"{where} AND {EPOCH} <= {self.of(user_id)}"
+        epoch = self.of(user_id)
+        mine = f"{where} AND {EPOCH} <= {epoch}"
         await gate.erasing(table, mine)
         result = await table.delete(mine)
         if result.num_deleted_rows < count:
-            await self._refused_if_newer(table, user_id, self.of(user_id))
+            await self._refused_if_newer(table, user_id, epoch)
         return int(result.num_deleted_rows)
 
     async def append(self, table: Any, data: pa.Table) -> None:
