@@ -5,6 +5,7 @@ the two nodes; each node's epoch is what its lease said."""
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from datetime import UTC, datetime
@@ -20,7 +21,8 @@ from memory.hashing import HashEmbedder
 from memory.rules import StoredRule, new_rule
 from schemas.records import AppNote, Entity, UserProfile, WorkingMemory
 from server.adapters.lance_common import quote_all
-from server.adapters.lance_fences import KeptRecords
+from server.adapters.lance_epochs import EPOCH
+from server.adapters.lance_fences import Batches, KeptRecords
 from server.adapters.lance_store import LanceStore
 from tests.test_facts import make_fact
 from tests.test_lance_store import message
@@ -249,3 +251,31 @@ async def test_a_late_clear_of_a_users_messages_leaves_those_a_newer_node_stored
         await old.clear_messages(_USER)
     assert refused == [_USER]
     assert await _rows(new, "messages") == {2: 1}
+
+
+async def test_a_cancelled_request_leaves_the_others_of_its_batch_to_be_fenced() -> None:
+    class Slow(KeptRecords):
+        async def recorded(self, user_id: str) -> int:
+            await anyio.sleep(0.2)
+            return await super().recorded(user_id)
+
+    batches, records = Batches(EPOCH), Slow()
+    fenced: list[str] = []
+    scopes: list[anyio.CancelScope] = []
+
+    async def fence(user_id: str, after: float, *, cancellable: bool = False) -> None:
+        await anyio.sleep(after)
+        with anyio.CancelScope() as scope:
+            if cancellable:
+                scopes.append(scope)
+            await batches.fence(user_id, 2, [], records)
+            fenced.append(user_id)
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(fence, "first", 0.0)  # runs alone; the next two wait as one batch
+        tasks.start_soon(functools.partial(fence, "leader", 0.05, cancellable=True))
+        tasks.start_soon(fence, "follower", 0.1)
+        await anyio.sleep(0.3)  # the leader's batch (itself and the follower) is running
+        scopes[0].cancel()
+    assert fenced == ["first", "follower"]
+    assert records.epochs == {"first": 2, "follower": 2}

@@ -93,12 +93,14 @@ class Batches:
                 batch, self._waiting = self._waiting[:_BATCH], self._waiting[_BATCH:]
                 try:
                     await self._run(batch, tables, records)
-                except BaseException as exc:
+                except Exception as exc:  # the batch's failure is each of its users'
                     for each in batch:
                         each.error = exc
-                finally:
-                    for each in batch:
-                        each.done = True
+                except BaseException:  # this request was cancelled: the others try again
+                    self._waiting[:0] = [each for each in batch if each is not asked]
+                    raise
+                for each in batch:
+                    each.done = True
         if asked.error is not None:
             raise asked.error
         return asked.moved
