@@ -12,14 +12,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
+import msgspec
 import pytest
 
 from actors.errors import NotHome
 from memory.episodes import new_episode
 from memory.facts import Stored
 from memory.hashing import HashEmbedder
+from memory.recall import said
 from memory.rules import StoredRule, new_rule
-from schemas.records import AppNote, Entity, UserProfile, WorkingMemory
+from schemas.records import AppNote, ArchivedMessage, Entity, UserProfile, WorkingMemory
 from server.adapters.lance_common import quote_all
 from server.adapters.lance_epochs import EPOCH
 from server.adapters.lance_fences import Batches, KeptRecords
@@ -251,6 +253,39 @@ async def test_a_late_clear_of_a_users_messages_leaves_those_a_newer_node_stored
         await old.clear_messages(_USER)
     assert refused == [_USER]
     assert await _rows(new, "messages") == {2: 1}
+
+
+async def test_a_late_delete_of_a_message_brings_back_no_answer_a_newer_node_deleted(
+    nodes: tuple[LanceStore, LanceStore, KeptRecords], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old, new, records = nodes
+    old.epochs.serve_with(lambda _user: 1, None, records, lambda _user: 1)
+    new.epochs.serve_with(lambda _user: 2, None, records, lambda _user: 2)
+    asked = message(1, "my locker code is 4471", user=_USER)
+    answer = msgspec.structs.replace(  # its search text quotes the question
+        message(2, "Noted: locker code 4471", user=_USER, role="assistant"),
+        context=said("user", asked.text),
+    )
+    kept = message(3, "what a day", user=_USER)
+    stored = [asked, answer, kept]
+    await old.append_messages(stored, [_embedder.embed_one(m.text) for m in stored])
+    read_before = await old._answers_to(asked)  # the old node reads, then freezes
+    assert [m.id for m in read_before] == [answer.id]
+    await new.refresh()
+    await new.epochs.restamp(_USER, 2)
+    assert await new.delete_message(_USER, answer.id)
+
+    async def as_read_before(_message: ArchivedMessage) -> list[ArchivedMessage]:
+        return read_before
+
+    monkeypatch.setattr(old, "_answers_to", as_read_before)
+    # It wakes and deletes the question: that goes (the user asked); the answer whose
+    # search text quoted it, as the old node read it, is not added back.
+    await old.refresh()
+    assert await old.delete_message(_USER, asked.id)
+    await new.refresh()
+    new.forget(lambda _user: True, "")
+    assert [m.id for m in (await new.list_messages(_USER, limit=10, offset=0))[0]] == [kept.id]
 
 
 async def test_a_cancelled_request_leaves_the_others_of_its_batch_to_be_fenced() -> None:

@@ -304,15 +304,22 @@ class JournaledMessages:
         rows: Sequence[ArchivedMessage],
         matrix: npt.NDArray[np.float32],
     ) -> None:
-        """Delete the rows matching ``delete`` and add ``rows`` to the table (not the
-        journal). Inside ``all_in_table()``. Raises ``ArchiveUnavailable``, ``Rejected``."""
+        """Delete the rows matching ``delete`` and replace the stored copies of ``rows``
+        (matched on user and id) in the table, not the journal. A row of ``rows`` the
+        table no longer holds is not added back: a node that served the user later may
+        have deleted it. Inside ``all_in_table()``. Raises ``ArchiveUnavailable``,
+        ``Rejected``."""
         table = self._table_of(rows, matrix) if rows else None
         try:
             await self.table.delete(delete)
+            if table is not None:
+                await (
+                    self.table.merge_insert(["user_id", "id"])
+                    .when_matched_update_all()
+                    .execute(table)
+                )
         except (OSError, RuntimeError, ValueError) as exc:
-            raise ArchiveUnavailable(f"delete failed: {exc}") from exc
-        if table is not None:
-            await self._add(table, len(rows))
+            raise ArchiveUnavailable(f"rewrite failed: {exc}") from exc
 
     async def _add(self, table: pa.Table, rows: int) -> None:
         try:

@@ -7,10 +7,17 @@ per query (on the local S3 server here: turn ``ack`` p50 15.6 -> 40 ms under loa
 What must be seen at once is seen through ``refresh``: when a node takes a user over,
 every table moves to its latest version before the user is served, so every write of
 the user's previous node is read.
+
+Another node's purge (a user's delete: ``lance_common.PurgeGate``) drops a table's old
+versions at once, and with them the data files a version this node still reads may
+name: a read or write based on it fails with "Not found". Every table handle is
+wrapped so that such a call moves the table to its latest version and runs once more.
 """
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -43,7 +50,7 @@ class SharedTables:
 
     def _note(self, table: Any) -> Any:
         self._tables.append(table)
-        return table
+        return _Retrying(table, table)
 
     async def refresh(self) -> None:
         """Every table at its latest version; one refresh serves everyone who asked
@@ -57,3 +64,42 @@ class SharedTables:
             for table in self._tables:
                 await table.checkout_latest()
             self._refreshed = started
+
+
+class _Retrying:
+    """A LanceDB table, query or merge builder whose calls, when they fail because a
+    file of the version they read is gone, move ``table`` to its latest version and
+    run once more. Builders it returns are wrapped too."""
+
+    def __init__(self, inner: Any, table: Any) -> None:
+        self._inner = inner
+        self._table = table
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._inner, name)
+        if not callable(found) or name in _AS_IS:
+            return found
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            result = found(*args, **kwargs)
+            if inspect.isawaitable(result):
+                return _again(result, lambda: found(*args, **kwargs), self._table)
+            if type(result).__module__.startswith("lancedb."):
+                return _Retrying(result, self._table)
+            return result
+
+        return call
+
+
+#: Calls passed through unwrapped.
+_AS_IS = frozenset({"checkout_latest", "is_open", "close", "name"})
+
+
+async def _again(first: Awaitable[Any], run: Callable[[], Awaitable[Any]], table: Any) -> Any:
+    try:
+        return await first
+    except RuntimeError as exc:
+        if "Not found" not in str(exc):
+            raise
+    await table.checkout_latest()
+    return await run()

@@ -493,8 +493,9 @@ class LanceStore:
                 matrix = np.asarray(vectors, dtype=np.float32).reshape(len(answers), self._dim)
             ids = [message_id, *(m.id for m in answers)]
             async with self._search.saver.writing([user_id]):
-                where = f"{user_filter(user_id)} AND id IN {quote_all(ids)}"
-                await self._gate.erasing(self._messages, where)
+                await self._gate.erasing(
+                    self._messages, f"{user_filter(user_id)} AND id IN {quote_all(ids)}"
+                )
                 await self._messages_table.rewrite(where, answers, matrix)
                 for gone in ids:
                     self._search.remove(user_id, gone)
