@@ -232,17 +232,26 @@ async def test_users_fenced_at_once_share_one_update_of_each_table(tmp_path: Pat
         await store.aclose()
 
 
-async def test_a_late_clear_of_a_users_messages_leaves_those_a_newer_node_stored(
-    nodes: tuple[LanceStore, LanceStore, KeptRecords],
-) -> None:
+async def _stored_then_fenced(
+    nodes: tuple[LanceStore, LanceStore, KeptRecords], said: Sequence[ArchivedMessage]
+) -> list[str]:
+    """The old node (epoch 1) stores ``said``, then the new one (epoch 2) fences the
+    user; the list the old node's refusals are told to."""
     old, new, records = nodes
     refused: list[str] = []
     old.epochs.serve_with(lambda _user: 1, refused.append, records, lambda _user: 1)
     new.epochs.serve_with(lambda _user: 2, None, records, lambda _user: 2)
-    said = message(1, "said to the old node", user=_USER)
-    await old.append_messages([said], [_embedder.embed_one(said.text)])
+    await old.append_messages(said, [_embedder.embed_one(m.text) for m in said])
     await new.refresh()
     await new.epochs.restamp(_USER, 2)  # messages are not re-stamped: they keep epoch 1
+    return refused
+
+
+async def test_a_late_clear_of_a_users_messages_leaves_those_a_newer_node_stored(
+    nodes: tuple[LanceStore, LanceStore, KeptRecords],
+) -> None:
+    old, new, _records = nodes
+    refused = await _stored_then_fenced(nodes, [message(1, "said to the old node", user=_USER)])
     assert await _rows(new, "messages") == {1: 1}
     later = message(2, "said to the new node", user=_USER)
     await new.append_messages([later], [_embedder.embed_one(later.text)])
@@ -258,21 +267,16 @@ async def test_a_late_clear_of_a_users_messages_leaves_those_a_newer_node_stored
 async def test_a_late_delete_of_a_message_brings_back_no_answer_a_newer_node_deleted(
     nodes: tuple[LanceStore, LanceStore, KeptRecords], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    old, new, records = nodes
-    old.epochs.serve_with(lambda _user: 1, None, records, lambda _user: 1)
-    new.epochs.serve_with(lambda _user: 2, None, records, lambda _user: 2)
+    old, new, _records = nodes
     asked = message(1, "my locker code is 4471", user=_USER)
     answer = msgspec.structs.replace(  # its search text quotes the question
         message(2, "Noted: locker code 4471", user=_USER, role="assistant"),
         context=said("user", asked.text),
     )
     kept = message(3, "what a day", user=_USER)
-    stored = [asked, answer, kept]
-    await old.append_messages(stored, [_embedder.embed_one(m.text) for m in stored])
-    read_before = await old._answers_to(asked)  # the old node reads, then freezes
+    await _stored_then_fenced(nodes, [asked, answer, kept])
+    read_before = await old._answers_to(asked)  # the old node read this, then froze
     assert [m.id for m in read_before] == [answer.id]
-    await new.refresh()
-    await new.epochs.restamp(_USER, 2)
     assert await new.delete_message(_USER, answer.id)
 
     async def as_read_before(_message: ArchivedMessage) -> list[ArchivedMessage]:
@@ -286,6 +290,23 @@ async def test_a_late_delete_of_a_message_brings_back_no_answer_a_newer_node_del
     await new.refresh()
     new.forget(lambda _user: True, "")
     assert [m.id for m in (await new.list_messages(_USER, limit=10, offset=0))[0]] == [kept.id]
+
+
+async def test_a_late_delete_of_a_message_leaves_the_copy_a_newer_node_stored_again(
+    nodes: tuple[LanceStore, LanceStore, KeptRecords],
+) -> None:
+    old, new, _records = nodes
+    said = message(1, "my locker code is 4471", user=_USER)
+    refused = await _stored_then_fenced(nodes, [said])
+    # The user deletes the message on the new node and imports it again (same id).
+    assert await new.delete_message(_USER, said.id)
+    await new.append_messages([said], [_embedder.embed_one(said.text)])
+    # The old node's delete of it, late: refused, and the new node's copy stays.
+    await old.refresh()
+    with pytest.raises(NotHome, match="newer node"):
+        await old.delete_message(_USER, said.id)
+    assert refused == [_USER]
+    assert await _rows(new, "messages") == {2: 1}
 
 
 async def test_a_cancelled_request_leaves_the_others_of_its_batch_to_be_fenced() -> None:

@@ -188,6 +188,14 @@ class Epochs:
         if result.num_updated_rows + result.num_inserted_rows < data.num_rows:
             await self._refused_newer(table, data)
 
+    async def replace(self, table: Any, on: str | Sequence[str], data: pa.Table) -> None:
+        """Replace the stored rows matched on ``on`` by ``data``'s, conditionally as
+        ``merge`` does; a row no longer stored is not added back. Raises ``NotHome`` when
+        a newer node's rows refused it."""
+        result = await _merge(table, on, data, insert=False)
+        if result.num_updated_rows < data.num_rows:
+            await self._refused_newer(table, data)
+
     async def restamp(self, user_id: str, epoch: int) -> int:
         """Fence ``user_id`` at ``epoch``: their rows at their recorded epoch or newer get
         ``epoch``, rows older than it (appends that landed after an earlier fence) are
@@ -198,11 +206,13 @@ class Epochs:
         return await self._batches.fence(user_id, epoch, self._tables, self._records)
 
 
-async def _merge(table: Any, on: str | Sequence[str], data: pa.Table) -> Any:
-    """Insert ``data``'s rows or replace those matched on ``on`` whose epoch is not newer."""
-    return await (
-        table.merge_insert(on if isinstance(on, str) else list(on))
-        .when_matched_update_all(where=f"target.{EPOCH} <= source.{EPOCH}")
-        .when_not_matched_insert_all()
-        .execute(data)
-    )
+async def _merge(
+    table: Any, on: str | Sequence[str], data: pa.Table, *, insert: bool = True
+) -> Any:
+    """Replace the rows matched on ``on`` whose epoch is not newer than ``data``'s, and
+    (``insert``) insert the others."""
+    merge = table.merge_insert(on if isinstance(on, str) else list(on))
+    merge = merge.when_matched_update_all(where=f"target.{EPOCH} <= source.{EPOCH}")
+    if insert:
+        merge = merge.when_not_matched_insert_all()
+    return await merge.execute(data)

@@ -298,28 +298,12 @@ class JournaledMessages:
             return None
         return [" ".join(terms) for terms in analyzed]
 
-    async def rewrite(
-        self,
-        delete: str,
-        rows: Sequence[ArchivedMessage],
-        matrix: npt.NDArray[np.float32],
-    ) -> None:
-        """Delete the rows matching ``delete`` and replace the stored copies of ``rows``
-        (matched on user and id) in the table, not the journal. A row of ``rows`` the
-        table no longer holds is not added back: a node that served the user later may
-        have deleted it. Inside ``all_in_table()``. Raises ``ArchiveUnavailable``,
+    def arrow_of(
+        self, rows: Sequence[ArchivedMessage], matrix: npt.NDArray[np.float32]
+    ) -> pa.Table:
+        """``rows`` and their vectors as the table's rows, at this node's epoch. Raises
         ``Rejected``."""
-        table = self._table_of(rows, matrix) if rows else None
-        try:
-            await self.table.delete(delete)
-            if table is not None:
-                await (
-                    self.table.merge_insert(["user_id", "id"])
-                    .when_matched_update_all()
-                    .execute(table)
-                )
-        except (OSError, RuntimeError, ValueError) as exc:
-            raise ArchiveUnavailable(f"rewrite failed: {exc}") from exc
+        return self._table_of(rows, matrix)
 
     async def _add(self, table: pa.Table, rows: int) -> None:
         try:

@@ -496,7 +496,15 @@ class LanceStore:
                 await self._gate.erasing(
                     self._messages, f"{user_filter(user_id)} AND id IN {quote_all(ids)}"
                 )
-                await self._messages_table.rewrite(where, answers, matrix)
+                # The answers replaced where still stored (never added back), then the
+                # message deleted: both conditional on the rows' epoch, so a late one
+                # changes no row a newer node stored (docs/scaling.md).
+                if answers:
+                    rows = self._messages_table.arrow_of(answers, matrix)
+                    await self.epochs.replace(self._messages, ["user_id", "id"], rows)
+                await self.epochs.delete(
+                    self._gate, self._messages, user_id, f"id = {quote(message_id)}"
+                )
                 for gone in ids:
                     self._search.remove(user_id, gone)
                 if answers:
