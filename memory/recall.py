@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-import msgspec
-
 from memory.text import indexed_text
 from memory.tokens import estimate_tokens
 from schemas.records import ArchivedMessage
@@ -46,8 +44,8 @@ class RecalledBlock:
 
 #: How much of the message before it a message's search text carries.
 CONTEXT_CHARS = 300
-#: How much of an assistant's message its vector is computed from (about 110 tokens).
-KEY_CHARS = 500
+#: How much of an assistant's message its vector is computed from (about 45 tokens).
+KEY_CHARS = 200
 #: A message of the user's longer than this stands on its own: its vector leaves out the
 #: message it answered.
 ALONE_CHARS = 300
@@ -82,37 +80,28 @@ def search_text(message: ArchivedMessage) -> str:
 def key_text(message: ArchivedMessage) -> str:
     """What a message's vector is computed from: its search text, except that
 
-    - an assistant's message is cut to its first ``KEY_CHARS`` characters (the whole of
-      it stays in the full-text index): an assistant's reply is found by what it
-      answered and how it opens; replies run long (224 tokens on average in
-      LongMemEval, two thirds of them past the embedder's 256), and embedding them
-      whole took 82 % of an import's embedding work;
+    - an assistant's message is keyed by its first ``KEY_CHARS`` characters alone (the
+      whole of it, and the message it answered, stay in the full-text index): the
+      user's own words carry what they asked, and an assistant's reply is found by how
+      it opens. Replies run long (224 tokens on average in LongMemEval); embedding them
+      whole took 82 % of an import's embedding work, and the first 500 characters with
+      the message they answered still 56 %;
     - a message of the user's longer than ``ALONE_CHARS`` leaves out the message it
       answered: a short answer means what it answered ("Yes, last week!"), a long one
       says what it means, and the assistant's words would dilute the user's own."""
-    if _whole_key(message):
-        return search_text(message)
     if message.role == "assistant":
-        return _searched(message, message.text[:KEY_CHARS])
+        return _searched(message, message.text[:KEY_CHARS], context="")
+    if len(message.text) <= ALONE_CHARS:
+        return search_text(message)
     return _searched(message, message.text, context="")
 
 
 def key_text_of_stored(message: ArchivedMessage, stored: str) -> str:
     """``key_text`` of a message read back with its stored search text, which holds the
-    context the message no longer does: the same cuts, the context kept where
-    ``key_text`` keeps it."""
-    if _whole_key(message):
+    context the message no longer does."""
+    if message.role != "assistant" and len(message.text) <= ALONE_CHARS:
         return stored
-    key = key_text(msgspec.structs.replace(message, context=""))
-    tail = stored.rfind(" (after ")
-    keeps_context = message.role == "assistant" and tail >= len(key)
-    return key + stored[tail:] if keeps_context else key
-
-
-def _whole_key(message: ArchivedMessage) -> bool:
-    """Whether ``key_text`` is the whole search text of ``message``."""
-    limit = KEY_CHARS if message.role == "assistant" else ALONE_CHARS
-    return len(message.text) <= limit
+    return key_text(message)
 
 
 def _searched(message: ArchivedMessage, text: str, context: str | None = None) -> str:
