@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 from lancedb.index import FTS
 
+from actors.errors import ArchiveUnavailable
 from memory.facts import Stored
 from memory.hashing import HashEmbedder
 from schemas.records import AppNote, ArchivedMessage, Role, WorkingMemory
@@ -121,6 +122,21 @@ async def test_delete_removes_the_row_from_disk_including_old_versions(
     on_disk = everything_on_disk(tmp_path)
     assert secret.encode() not in on_disk
     assert b"keep me" in on_disk
+
+
+async def test_a_delete_the_disk_fails_is_archive_unavailable_and_keeps_the_message(
+    store: LanceStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await put(store, message(1, "keep me"))
+
+    async def failing(where: str) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(store._messages, "delete", failing)
+    with pytest.raises(ArchiveUnavailable, match="disk full"):
+        await store.delete_message("u1", message(1, "").id)
+    monkeypatch.undo()
+    assert (await store.get_message("u1", message(1, "").id)) is not None
 
 
 async def test_clear_removes_all_of_a_users_rows_from_disk(

@@ -26,7 +26,7 @@ import pyarrow as pa
 from anyio.abc import TaskStatus
 from lancedb.index import FTS, BTree
 
-from actors.errors import MnemoError
+from actors.errors import ArchiveUnavailable, MnemoError
 from actors.keys import key_vectors
 from actors.ports import Embedder, Page, ScoredMessage, VectorSource
 from memory.projection import PROJECT_FROM
@@ -499,12 +499,15 @@ class LanceStore:
                 # The answers replaced where still stored (never added back), then the
                 # message deleted: both conditional on the rows' epoch, so a late one
                 # changes no row a newer node stored (docs/scaling.md).
-                if answers:
-                    rows = self._messages_table.arrow_of(answers, matrix)
-                    await self.epochs.replace(self._messages, ["user_id", "id"], rows)
-                await self.epochs.delete(
-                    self._gate, self._messages, user_id, f"id = {quote(message_id)}"
-                )
+                try:
+                    if answers:
+                        rows = self._messages_table.arrow_of(answers, matrix)
+                        await self.epochs.replace(self._messages, ["user_id", "id"], rows)
+                    await self.epochs.delete(
+                        self._gate, self._messages, user_id, f"id = {quote(message_id)}"
+                    )
+                except (OSError, RuntimeError, ValueError) as exc:
+                    raise ArchiveUnavailable(f"delete failed: {exc}") from exc
                 for gone in ids:
                     self._search.remove(user_id, gone)
                 if answers:
