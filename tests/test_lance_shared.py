@@ -11,7 +11,7 @@ import pytest
 
 from memory.hashing import HashEmbedder
 from server.adapters.lance_store import LanceStore
-from tests.test_lance_store import message
+from tests.test_lance_store import everything_on_disk, message
 
 pytestmark = pytest.mark.anyio
 _embedder = HashEmbedder()
@@ -29,7 +29,7 @@ async def nodes(tmp_path: Path) -> AsyncIterator[tuple[LanceStore, LanceStore]]:
 
 
 async def test_a_purge_on_one_node_fails_no_read_or_write_of_another_users_on_the_other(
-    nodes: tuple[LanceStore, LanceStore],
+    nodes: tuple[LanceStore, LanceStore], tmp_path: Path
 ) -> None:
     one, other = nodes
     said = [message(1, "secret of alice", user="alice")]
@@ -38,6 +38,7 @@ async def test_a_purge_on_one_node_fails_no_read_or_write_of_another_users_on_th
     await other.refresh()
     assert (await other.list_messages("bob", limit=5, offset=0))[1] == 3  # its view
     assert await one.delete_message("alice", said[0].id)  # old versions purged
+    assert b"secret of alice" not in everything_on_disk(tmp_path)
     assert (await other.list_messages("bob", limit=5, offset=0))[1] == 3
     hits = await other.search_messages("bob", "says", _embedder.embed_one("says"), k=5)
     assert len(hits) == 3

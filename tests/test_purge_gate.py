@@ -108,3 +108,19 @@ async def test_reads_during_repeated_deletes_of_real_notes_never_fail(store: Lan
     assert [n.id for n in await notes.notes_of("u1", "cal")] == [
         _note(n).id for n in range(39, 29, -1)
     ]
+
+
+async def test_a_purge_in_a_cluster_leaves_files_no_version_names_yet() -> None:
+    class Recording:
+        def __init__(self) -> None:
+            self.options: list[dict[str, Any]] = []
+
+        async def optimize(self, **options: Any) -> None:
+            self.options.append(options)
+
+    alone, shared = Recording(), Recording()
+    await PurgeGate().purge(alone)
+    await PurgeGate(shared=True).purge(shared)
+    # Alone, no write of the table can be in flight; in a cluster another node's can.
+    assert alone.options == [{"cleanup_older_than": timedelta(0), "delete_unverified": True}]
+    assert shared.options == [{"cleanup_older_than": timedelta(0), "delete_unverified": False}]

@@ -56,9 +56,15 @@ class PurgeGate:
     one of them would fail with "Not found" halfway: so a purge waits for the
     reads in flight, and reads that arrive meanwhile wait for the purge.
     Writes need no gate: one writer performs all of the store's writes.
+
+    ``shared``: other processes write the tables too (a cluster's nodes). A purge then
+    leaves alone the files no version names yet: they may be another node's write in
+    flight (a file a failed write left behind goes at a later optimize, once it is
+    LanceDB's 7 days old). Deleted rows' files are named by old versions, and go.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, shared: bool = False) -> None:
+        self._shared = shared
         self._readers = 0
         self._purging = False
         self._changed = anyio.Condition()
@@ -131,7 +137,9 @@ class PurgeGate:
                 raise
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
-                await table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+                await table.optimize(
+                    cleanup_older_than=timedelta(0), delete_unverified=not self._shared
+                )
         finally:
             with anyio.CancelScope(shield=True):
                 async with self._changed:

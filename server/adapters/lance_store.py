@@ -146,9 +146,9 @@ class LanceStore:
         self._links: LanceLinks | None = None
         self._episodes: LanceEpisodes | None = None
         #: Shared by both adapters: reads against purges of old versions.
-        self._gate = PurgeGate()
+        self._gate = PurgeGate(shared=shared)
         #: The working-memory table's own: purging it never holds up other reads.
-        self._working_gate = PurgeGate()
+        self._working_gate = PurgeGate(shared=shared)
         #: The epoch each write of a user's rows carries (a cluster node's fencing).
         self.epochs = Epochs()
         self._search = MessageSearch(
