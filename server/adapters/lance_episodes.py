@@ -17,28 +17,13 @@ from server.adapters.lance_common import (
     quote_all,
 )
 from server.adapters.lance_counts import CountMemo
-from server.adapters.lance_epochs import Epochs, with_epoch
+from server.adapters.lance_epochs import Epochs, scoped_records_schema
 
 __all__ = ["LanceEpisodes"]
 
 _json = msgspec.json.Encoder()
 _episode = msgspec.json.Decoder(Episode)
 Item = tuple[Episode, Sequence[float]]
-
-
-def _schema(dim: int) -> pa.Schema:
-    return with_epoch(
-        pa.schema(
-            [
-                pa.field("id", pa.string(), nullable=False),
-                pa.field("user_id", pa.string(), nullable=False),
-                pa.field("scope", pa.string(), nullable=False),
-                pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
-                pa.field("data", pa.string(), nullable=False),
-                pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
-            ]
-        )
-    )
 
 
 class LanceEpisodes:
@@ -52,7 +37,9 @@ class LanceEpisodes:
         self._counted = CountMemo()
 
     async def open(self) -> None:
-        self._table = await self._epochs.open(self._db, "episodes", _schema(self._dim), self._gate)
+        self._table = await self._epochs.open(
+            self._db, "episodes", scoped_records_schema(self._dim), self._gate
+        )
 
     def close(self) -> None:
         if self._table is not None:
@@ -98,7 +85,7 @@ class LanceEpisodes:
                 for e, v in items
             ]
         )
-        return pa.Table.from_pylist(rows, schema=_schema(self._dim))
+        return pa.Table.from_pylist(rows, schema=scoped_records_schema(self._dim))
 
     async def add_episodes(self, items: Sequence[Item]) -> None:
         """Append new episodes: much cheaper than a merge on a large table."""

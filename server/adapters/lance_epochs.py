@@ -35,7 +35,7 @@ from actors.errors import NotHome
 from server.adapters.lance_common import PurgeGate, quote_all, user_filter
 from server.adapters.lance_fences import Batches, Records
 
-__all__ = ["EPOCH", "Epochs", "with_epoch"]
+__all__ = ["EPOCH", "Epochs", "scoped_records_schema", "with_epoch"]
 
 #: The column every row of a user-scoped table carries.
 EPOCH = "epoch"
@@ -44,6 +44,23 @@ EPOCH = "epoch"
 def with_epoch(schema: pa.Schema) -> pa.Schema:
     """``schema`` with the ``epoch`` column last."""
     return schema.append(pa.field(EPOCH, pa.int64(), nullable=False))
+
+
+def scoped_records_schema(dim: int) -> pa.Schema:
+    """A table of records kept as JSON (``data``), each of a user and a scope, found by
+    a vector: rules and episodes."""
+    return with_epoch(
+        pa.schema(
+            [
+                pa.field("id", pa.string(), nullable=False),
+                pa.field("user_id", pa.string(), nullable=False),
+                pa.field("scope", pa.string(), nullable=False),
+                pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
+                pa.field("data", pa.string(), nullable=False),
+                pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+            ]
+        )
+    )
 
 
 class Epochs:

@@ -25,7 +25,7 @@ from server.adapters.lance_common import (
     user_filter,
 )
 from server.adapters.lance_counts import CountMemo
-from server.adapters.lance_epochs import Epochs, with_epoch
+from server.adapters.lance_epochs import Epochs, scoped_records_schema, with_epoch
 
 __all__ = ["LanceRules"]
 
@@ -44,21 +44,6 @@ _APPLICATIONS = with_epoch(
         ]
     )
 )
-
-
-def _rules_schema(dim: int) -> pa.Schema:
-    return with_epoch(
-        pa.schema(
-            [
-                pa.field("id", pa.string(), nullable=False),
-                pa.field("user_id", pa.string(), nullable=False),
-                pa.field("scope", pa.string(), nullable=False),
-                pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
-                pa.field("data", pa.string(), nullable=False),
-                pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
-            ]
-        )
-    )
 
 
 def _row(item: StoredRule) -> dict[str, Any]:
@@ -92,7 +77,7 @@ class LanceRules:
 
     async def open(self) -> None:
         epochs, db, gate = self._epochs, self._db, self._gate
-        self._rules = await epochs.open(db, "rules", _rules_schema(self._dim), gate)
+        self._rules = await epochs.open(db, "rules", scoped_records_schema(self._dim), gate)
         self._applications = await epochs.open(db, "rule_applications", _APPLICATIONS, gate)
 
     def close(self) -> None:
@@ -139,7 +124,7 @@ class LanceRules:
             await self._epochs.merge(
                 self._rules,
                 ["user_id", "id"],
-                pa.Table.from_pylist(rows, schema=_rules_schema(self._dim)),
+                pa.Table.from_pylist(rows, schema=scoped_records_schema(self._dim)),
             )
         finally:
             self._counted.written(users)
