@@ -222,9 +222,9 @@ class JournaledMessages:
         """Durable on return. Raises ``ArchiveUnavailable``, and ``Rejected`` for rows the
         table cannot take (then nothing is written): a journaled row that could not move
         into the table would hold up every later one."""
-        table = self._table_of(rows, matrix)
+        table = self.arrow_of(rows, matrix)
         if self._journal is None:
-            table = self._table_of(rows, matrix, await self._terms(rows))
+            table = self.arrow_of(rows, matrix, await self._terms(rows))
             await self._add(table, len(rows))
             return
         try:
@@ -232,12 +232,14 @@ class JournaledMessages:
         except OSError as exc:
             raise ArchiveUnavailable(f"journal write of {len(rows)} rows: {exc}") from exc
 
-    def _table_of(
+    def arrow_of(
         self,
         rows: Sequence[ArchivedMessage],
         matrix: npt.NDArray[np.float32],
         terms: Sequence[str | None] | None = None,
     ) -> pa.Table:
+        """``rows`` and their vectors (and ``terms``) as the table's rows, at this node's
+        epoch. Raises ``Rejected``."""
         try:
             return _arrow(rows, matrix, self._schema, terms, self._epoch_of)
         except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
@@ -271,7 +273,7 @@ class JournaledMessages:
             moved_all = False
             try:
                 if rows:
-                    table = self._table_of(rows, matrix, await self._terms(rows))
+                    table = self.arrow_of(rows, matrix, await self._terms(rows))
                     await self._gate.read(functools.partial(self._add, table, len(rows)))
                 if rows and segment.maybe_stored:
                     # Another node may have moved the same rows at the same time.
@@ -297,13 +299,6 @@ class JournaledMessages:
         except AnalyzerUnavailable:
             return None
         return [" ".join(terms) for terms in analyzed]
-
-    def arrow_of(
-        self, rows: Sequence[ArchivedMessage], matrix: npt.NDArray[np.float32]
-    ) -> pa.Table:
-        """``rows`` and their vectors as the table's rows, at this node's epoch. Raises
-        ``Rejected``."""
-        return self._table_of(rows, matrix)
 
     async def _add(self, table: pa.Table, rows: int) -> None:
         try:

@@ -493,9 +493,10 @@ class LanceStore:
                 matrix = np.asarray(vectors, dtype=np.float32).reshape(len(answers), self._dim)
             ids = [message_id, *(m.id for m in answers)]
             async with self._search.saver.writing([user_id]):
-                await self._gate.erasing(
-                    self._messages, f"{user_filter(user_id)} AND id IN {quote_all(ids)}"
-                )
+                if answers:  # their old search texts quote it (the delete notes its own)
+                    await self._gate.erasing(
+                        self._messages, f"{user_filter(user_id)} AND id IN {quote_all(ids[1:])}"
+                    )
                 # The answers replaced where still stored (never added back), then the
                 # message deleted: both conditional on the rows' epoch, so a late one
                 # changes no row a newer node stored (docs/scaling.md).
