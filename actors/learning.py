@@ -238,6 +238,6 @@ class SessionLearning:
             with anyio.move_on_after(_FINAL_TIMEOUT):
                 self.apply(await self._extract_and_store(batch), memory)
         if exchanges:
-            notes, user, scope, session = self._deps.notes, self._user, self._scope, self._session
-            self._spawn(lambda: notes.conversation_ended(user, scope, session, list(exchanges)))
+            notes = self._deps.notes
+            self._spawn(notes.ended(self._user, self._scope, self._session, list(exchanges)))
         self._deps.progress.forget(self._user, self._session)

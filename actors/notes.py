@@ -24,7 +24,7 @@ from schemas.llm import NoteDecision, NoteText, ProfileSummary
 from schemas.records import AppNote, UserProfile
 from schemas.settings import Settings
 
-__all__ = ["NoteKeeper", "NoteStats"]
+__all__ = ["Ending", "NoteKeeper", "NoteStats"]
 
 _log = logging.getLogger("mnemo.notes")
 _NOTE_TIMEOUT = 30.0  # seed 003: a 30-second timeout, then skip
@@ -56,6 +56,19 @@ class NoteStats:
         self.profiles = 0
 
 
+class Ending:
+    """A conversation that ended and whose note and profile are still being written.
+
+    ``note_void`` once its app's notes were deleted meanwhile, and both once all of its
+    user's memory was."""
+
+    __slots__ = ("app_id", "note_void", "profile_void", "user_id")
+
+    def __init__(self, user_id: str, app_id: str) -> None:
+        self.user_id, self.app_id = user_id, app_id
+        self.note_void = self.profile_void = False
+
+
 class NoteKeeper:
     def __init__(
         self,
@@ -70,14 +83,38 @@ class NoteKeeper:
         self._settings, self._clock = settings, clock
         self._events = events or EventBus()
         self.stats = NoteStats()
+        #: Conversations whose note and profile are being written (see ``forget``).
+        self._endings: set[Ending] = set()
 
-    async def conversation_ended(
+    def ended(
         self, user_id: str, scope: str, session_id: str, exchanges: Sequence[Exchange]
-    ) -> None:
-        """Write the app's note (when the session belongs to an app) and refresh the profile."""
-        if scope != "global":
-            await self.create_note(user_id, scope, session_id, exchanges)
-        await self.update_profile(user_id, exchanges)
+    ) -> Callable[[], Awaitable[None]]:
+        """The work of a conversation that has just ended, for the caller to run in the
+        background: the app's note (when the session belongs to an app), then the profile.
+        The conversation counts as ending from this call on, so a ``forget`` made before
+        the work even starts voids it."""
+        ending = Ending(user_id, scope)
+        self._endings.add(ending)
+
+        async def work() -> None:
+            try:
+                if scope != "global":
+                    await self.create_note(user_id, scope, session_id, exchanges, ending)
+                await self.update_profile(user_id, exchanges, ending)
+            finally:
+                self._endings.discard(ending)
+
+        return work
+
+    def forget(self, user_id: str, app_id: str | None = None) -> None:
+        """The user deleted the notes of ``app_id`` (every app and the profile when None):
+        notes and profiles of conversations that ended before and are still being written
+        are not stored. Call it in the writer's call that deletes them: the writer runs one
+        call at a time, so each such write lands either before the delete or not at all."""
+        for ending in self._endings:
+            if ending.user_id == user_id and app_id in (None, ending.app_id):
+                ending.note_void = True
+                ending.profile_void = ending.profile_void or app_id is None
 
     async def _ask(self, system: str, prompt: str, kind: type) -> str:
         with anyio.fail_after(_NOTE_TIMEOUT):
@@ -86,7 +123,12 @@ class NoteKeeper:
             )
 
     async def create_note(
-        self, user_id: str, app_id: str, session_id: str, exchanges: Sequence[Exchange]
+        self,
+        user_id: str,
+        app_id: str,
+        session_id: str,
+        exchanges: Sequence[Exchange],
+        ending: Ending | None = None,
     ) -> AppNote | None:
         """Seed 003: one 2-4 sentence note per ended conversation; past the limit, compact."""
         system, prompt = note_prompt(app_id, exchanges)
@@ -115,10 +157,19 @@ class NoteKeeper:
                 "relatedConversations": [session_id],
             },
         )
-        if not await self._store_twice(lambda: self._store.facts.put_notes([note])):
+        ending = ending or Ending(user_id, app_id)
+
+        async def put() -> None:
+            if not ending.note_void:
+                await self._store.facts.put_notes([note])
+
+        stored = await self._store_twice(put)
+        if not stored or ending.note_void:
             self.stats.skipped += 1
+            error = "forgotten" if ending.note_void else "store"
+            _log.info("no note for session %s of app %s: %s", session_id, app_id, error)
             self._events.emit(
-                "note.failed", session_id=session_id, user_id=user_id, app=app_id, error="store"
+                "note.failed", session_id=session_id, user_id=user_id, app=app_id, error=error
             )
             return None
         self.stats.created += 1
@@ -234,8 +285,11 @@ class NoteKeeper:
             decision.reason,
         )
 
-    async def update_profile(self, user_id: str, exchanges: Sequence[Exchange]) -> None:
-        """Seed 000's summaries (work, personal, top of mind; recent, earlier, background)."""
+    async def update_profile(
+        self, user_id: str, exchanges: Sequence[Exchange], ending: Ending | None = None
+    ) -> None:
+        """Seed 000's summaries (work, personal, top of mind; recent, earlier, background);
+        not stored when the user's memory was cleared while it was being written."""
         try:
             previous = await self._store.facts.get_profile(user_id)
             facts = [s.fact for s in await self._store.facts.facts_of(user_id)][:50]
@@ -248,5 +302,12 @@ class NoteKeeper:
         profile = UserProfile(
             user_id=user_id, updated_at=self._clock.now(), **msgspec.structs.asdict(summary)
         )
-        await self._writer.call(lambda: self._store.facts.put_profile(profile))
-        self.stats.profiles += 1
+
+        async def put() -> bool:
+            if ending is not None and ending.profile_void:
+                return False
+            await self._store.facts.put_profile(profile)
+            return True
+
+        if await self._writer.call(put):
+            self.stats.profiles += 1

@@ -12,20 +12,22 @@ import msgspec
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 
-from actors.errors import MnemoError, SessionClosed, TooManySessions
+from actors.errors import MnemoError, Overloaded, SessionClosed, TooManySessions
 from actors.events import EventKind
 from actors.mailbox import ActorMessage, Mail, SessionDeps
 from actors.session import SessionActor
 from memory.working import new_working_memory
 from schemas.llm import PromptMessage
 from schemas.records import WorkingMemory
-from schemas.wire import ServerMessage
+from schemas.wire import End, ServerMessage
 
 __all__ = ["SessionRegistry"]
 
 _log = logging.getLogger("mnemo.registry")
 
 _Key = tuple[str, str]
+#: How long ending an app's sessions waits for each (its pending extraction included).
+_END_TIMEOUT = 15.0
 
 
 class SessionRegistry:
@@ -181,6 +183,40 @@ class SessionRegistry:
                 self._time(key, now + timeout)  # in case it was busy after all
         finally:
             self._timing = False
+
+    async def end_app(self, user_id: str, scope: str) -> int:
+        """End the user's live sessions in ``scope`` as ``end`` does (the turns queued
+        before it are handled, pending extraction runs, the conversation's note is started,
+        the final archive lands) and return how many ended. A client still connected to
+        one starts a new conversation with its next message, as after an idle expiry."""
+        actors = [
+            actor
+            for (user, _), actor in list(self._live.items())
+            if user == user_id and actor.scope == scope and not actor.ended
+        ]
+        ended = 0
+
+        async def end(actor: SessionActor) -> None:
+            nonlocal ended
+            send, receive = anyio.create_memory_object_stream[ServerMessage](1)
+            with send, receive, anyio.move_on_after(_END_TIMEOUT):
+                while True:
+                    try:
+                        actor.submit_nowait(Mail(End(), send.clone()))
+                        break
+                    except SessionClosed:
+                        return  # it ended on its own meanwhile
+                    except Overloaded:
+                        await anyio.sleep(0.05)  # a full mailbox: end after what it holds
+                send.close()
+                async for _ in receive:  # closed once the actor handled ``end``
+                    pass
+                ended += 1
+
+        async with anyio.create_task_group() as group:
+            for actor in actors:
+                group.start_soon(end, actor)
+        return ended
 
     def subscribe(
         self, user_id: str, session_id: str, stream: MemoryObjectSendStream[ServerMessage]

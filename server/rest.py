@@ -262,6 +262,7 @@ async def clear_long_term(request: Request, user_id: str) -> Response:
     writer: ArchiveWriter = deps.writer
 
     async def clear_learned() -> int:
+        deps.learning.notes.forget(user_id)  # nor a note or profile still being written
         count = await store.facts.clear_facts(user_id)
         count += await store.facts.clear_notes(user_id)
         count += await store.rules.clear_rules(user_id)

@@ -1,7 +1,7 @@
-"""Seed 003's admin endpoints for per-app notes: list, purge, delete one.
+"""The admin endpoints of apps and their notes: list, purge, delete one, uninstall.
 
-Response bodies keep seed 003's camelCase keys. Apps are per user: one user's
-app ``x`` is not another user's.
+Response bodies keep the camelCase keys of the notes' model. Apps are per user: one
+user's app ``x`` is not another user's.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from actors.mailbox import SessionDeps
+from actors.registry import SessionRegistry
 from schemas.records import AppNote
-from server.http import authenticated, error, json
+from server.http import BadRequest, authenticated, error, json
 from server.ws import SESSION_ID
 
 __all__ = ["routes"]
@@ -48,12 +49,34 @@ async def list_notes(request: Request, user_id: str) -> Response:
 
 async def purge_notes(request: Request, user_id: str) -> Response:
     app_id = _app(request)
-    if app_id is None:
-        return json({"success": True, "deletedCount": 0})
-    deps: SessionDeps = request.state.deps
-    facts = deps.store.facts
-    count = await deps.fact_writer.call(lambda: facts.delete_notes(user_id, app_id, None))
+    count = await _purge(request.state.deps, user_id, app_id) if app_id else 0
     return json({"success": True, "deletedCount": count})
+
+
+async def _purge(deps: SessionDeps, user_id: str, app_id: str) -> int:
+    """Delete the app's notes, and keep the notes of its conversations that ended before
+    and are still being written from landing afterwards."""
+
+    async def purge() -> int:
+        deps.learning.notes.forget(user_id, app_id)
+        return await deps.store.facts.delete_notes(user_id, app_id, None)
+
+    return await deps.fact_writer.call(purge)
+
+
+async def uninstall(request: Request, user_id: str) -> Response:
+    """The app is gone: its live sessions end, and its notes are kept (a later session in
+    the app sees them again) unless ``purge=true`` deletes them too."""
+    purge = request.query_params.get("purge", "false")
+    if purge not in ("true", "false"):
+        raise BadRequest("purge must be true or false")
+    app_id = _app(request)
+    if app_id is None:
+        return json({"success": True, "endedSessions": 0, "deletedCount": 0})
+    registry: SessionRegistry = request.state.registry
+    ended = await registry.end_app(user_id, app_id)
+    count = await _purge(request.state.deps, user_id, app_id) if purge == "true" else 0
+    return json({"success": True, "endedSessions": ended, "deletedCount": count})
 
 
 async def delete_note(request: Request, user_id: str) -> Response:
@@ -73,4 +96,5 @@ routes = [
     Route("/apps/{app_id}/memories", authenticated(list_notes), methods=["GET"]),
     Route("/apps/{app_id}/memories", authenticated(purge_notes), methods=["DELETE"]),
     Route("/apps/{app_id}/memories/{note_id}", authenticated(delete_note), methods=["DELETE"]),
+    Route("/apps/{app_id}", authenticated(uninstall), methods=["DELETE"]),
 ]
