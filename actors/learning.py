@@ -132,6 +132,9 @@ class SessionLearning:
         #: "she" or "Ana" in a later turn; loaded on the first extraction.
         self._people: People | None = None
         self.state = "idle"
+        #: False once the app's notes were deleted with the session still on: its end
+        #: writes no note (``SessionActor.forgo_note``).
+        self.keep_note = True
 
     def add(self, exchange: Exchange) -> None:
         self._pending.append(exchange)
@@ -238,6 +241,6 @@ class SessionLearning:
             with anyio.move_on_after(_FINAL_TIMEOUT):
                 self.apply(await self._extract_and_store(batch), memory)
         if exchanges:
-            notes = self._deps.notes
-            self._spawn(notes.ended(self._user, self._scope, self._session, list(exchanges)))
+            notes, note = self._deps.notes, self.keep_note
+            self._spawn(notes.ended(self._user, self._scope, self._session, list(exchanges), note))
         self._deps.progress.forget(self._user, self._session)

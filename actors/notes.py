@@ -87,18 +87,24 @@ class NoteKeeper:
         self._endings: set[Ending] = set()
 
     def ended(
-        self, user_id: str, scope: str, session_id: str, exchanges: Sequence[Exchange]
+        self,
+        user_id: str,
+        scope: str,
+        session_id: str,
+        exchanges: Sequence[Exchange],
+        note: bool = True,
     ) -> Callable[[], Awaitable[None]]:
         """The work of a conversation that has just ended, for the caller to run in the
-        background: the app's note (when the session belongs to an app), then the profile.
-        The conversation counts as ending from this call on, so a ``forget`` made before
-        the work even starts voids it."""
+        background: the app's note (when the session belongs to an app and ``note``), then
+        the profile. The conversation counts as ending from this call on, so a ``forget``
+        made before the work even starts voids it."""
         ending = Ending(user_id, scope)
+        ending.note_void = not note
         self._endings.add(ending)
 
         async def work() -> None:
             try:
-                if scope != "global":
+                if scope != "global" and not ending.note_void:
                     await self.create_note(user_id, scope, session_id, exchanges, ending)
                 await self.update_profile(user_id, exchanges, ending)
             finally:

@@ -184,16 +184,21 @@ class SessionRegistry:
         finally:
             self._timing = False
 
-    async def end_app(self, user_id: str, scope: str) -> int:
+    async def end_app(self, user_id: str, scope: str, *, notes: bool = True) -> int:
         """End the user's live sessions in ``scope`` as ``end`` does (the turns queued
-        before it are handled, pending extraction runs, the conversation's note is started,
-        the final archive lands) and return how many ended. A client still connected to
-        one starts a new conversation with its next message, as after an idle expiry."""
+        before it are handled, pending extraction runs, the conversation's note is started
+        unless ``notes`` is False, the final archive lands) and return how many ended
+        within ``_END_TIMEOUT`` each (the others end later, as asked). A client still
+        connected to one starts a new conversation with its next message, as after an
+        idle expiry."""
         actors = [
             actor
             for (user, _), actor in list(self._live.items())
             if user == user_id and actor.scope == scope and not actor.ended
         ]
+        if not notes:
+            for actor in actors:
+                actor.forgo_note()
         ended = 0
 
         async def end(actor: SessionActor) -> None:

@@ -193,6 +193,11 @@ class SessionActor:
                 self._current = None
             self.last_active = anyio.current_time()  # idle from the end of the work
 
+    def forgo_note(self) -> None:
+        """End without writing the app's note: its notes were deleted while the session
+        was on (uninstalling the app with ``purge``)."""
+        self._learning.keep_note = False
+
     def expire_nowait(self) -> None:
         """Ask the actor to end if it has been idle for ``Settings.idle_timeout`` by the
         time it reads this (the registry's timer calls it; a busy actor ignores it)."""

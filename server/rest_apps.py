@@ -74,7 +74,7 @@ async def uninstall(request: Request, user_id: str) -> Response:
     if app_id is None:
         return json({"success": True, "endedSessions": 0, "deletedCount": 0})
     registry: SessionRegistry = request.state.registry
-    ended = await registry.end_app(user_id, app_id)
+    ended = await registry.end_app(user_id, app_id, notes=purge == "false")
     count = await _purge(request.state.deps, user_id, app_id) if purge == "true" else 0
     return json({"success": True, "endedSessions": ended, "deletedCount": count})
 
