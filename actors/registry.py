@@ -21,13 +21,14 @@ from schemas.llm import PromptMessage
 from schemas.records import WorkingMemory
 from schemas.wire import End, ServerMessage
 
-__all__ = ["SessionRegistry"]
+__all__ = ["END_TIMEOUT", "SessionRegistry"]
 
 _log = logging.getLogger("mnemo.registry")
 
 _Key = tuple[str, str]
-#: How long ending an app's sessions waits for each (its pending extraction included).
-_END_TIMEOUT = 15.0
+#: How long an ``end`` is waited for (its pending extraction included): by the connection
+#: that sent it, and by ``end_app`` for each session.
+END_TIMEOUT = 15.0
 
 
 class SessionRegistry:
@@ -188,7 +189,7 @@ class SessionRegistry:
         """End the user's live sessions in ``scope`` as ``end`` does (the turns queued
         before it are handled, pending extraction runs, the conversation's note is started
         unless ``notes`` is False, the final archive lands) and return how many ended
-        within ``_END_TIMEOUT`` each (the others end later, as asked). A client still
+        within ``END_TIMEOUT`` each (the others end later, as asked). A client still
         connected to one starts a new conversation with its next message, as after an
         idle expiry."""
         actors = [
@@ -204,7 +205,7 @@ class SessionRegistry:
         async def end(actor: SessionActor) -> None:
             nonlocal ended
             send, receive = anyio.create_memory_object_stream[ServerMessage](1)
-            with send, receive, anyio.move_on_after(_END_TIMEOUT):
+            with send, receive, anyio.move_on_after(END_TIMEOUT):
                 while True:
                     try:
                         actor.submit_nowait(Mail(End(), send.clone()))

@@ -15,7 +15,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from actors.channels import receive, send
 from actors.errors import NotHome, Overloaded, SessionClosed, TooManySessions
 from actors.mailbox import Mail
-from actors.registry import SessionRegistry
+from actors.registry import END_TIMEOUT, SessionRegistry
 from memory.json_bounds import MAX_DEPTH, check_depth, check_integers, depth_bound
 from memory.ratelimit import TokenBucket
 from schemas.settings import Settings
@@ -45,7 +45,6 @@ _log = logging.getLogger("mnemo.ws")
 
 SESSION_ID = re.compile(NAME_PATTERN)
 _OUTBOX_SIZE = 256
-_END_TIMEOUT = 15.0
 
 
 def _error_body(code: str, message: str) -> dict[str, dict[str, str]]:
@@ -183,7 +182,7 @@ async def _session(
                 unsubscribe()
         if ended:
             # The sender stops once every answer is sent (all send streams closed).
-            tg.cancel_scope.deadline = anyio.current_time() + _END_TIMEOUT
+            tg.cancel_scope.deadline = anyio.current_time() + END_TIMEOUT
         else:
             tg.cancel_scope.cancel()
     if ended:
@@ -272,6 +271,6 @@ async def _end(
         await send(outbox, ErrorFrame(code=exc.code, message=str(exc)))
         done_receive.close()
         return
-    with done_receive, anyio.move_on_after(_END_TIMEOUT):
+    with done_receive, anyio.move_on_after(END_TIMEOUT):
         async for reply in done_receive:
             await send(outbox, reply)

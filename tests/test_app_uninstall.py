@@ -137,7 +137,7 @@ async def test_a_session_that_ends_after_its_app_was_uninstalled_with_purge_writ
         return model(path, body)
 
     monkeypatch.setattr(fake, "responder", responder)
-    monkeypatch.setattr(registry, "_END_TIMEOUT", 0.5)
+    monkeypatch.setattr(registry, "END_TIMEOUT", 0.5)
     try:
         async with session(server, "s2", app="calendar") as client:
             await live_turn(client, fake, "Gym on Friday")  # its extraction is held
