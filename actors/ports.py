@@ -11,6 +11,7 @@ from anyio.abc import TaskStatus
 
 from memory.facts import Stored
 from memory.rules import StoredRule
+from memory.sparse import SparseVector
 from schemas.llm import ChatChunk, PromptMessage
 from schemas.records import (
     AppNote,
@@ -40,6 +41,7 @@ __all__ = [
     "Page",
     "RuleStore",
     "ScoredMessage",
+    "SparseEncoder",
     "Store",
     "Stored",
     "VectorSource",
@@ -86,6 +88,25 @@ class Embedder(Protocol):
     async def preload(self) -> None:
         """Load what the first ``embed`` would (a model): called when the first user
         shows up, so that an idle server that has seen no user holds no model."""
+        ...
+
+
+class SparseEncoder(Protocol):
+    """A learned sparse model (SPLADE): a text's vocabulary terms and their weights, the
+    third signal beside the ``Embedder``'s vectors and BM25."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def encode(self, texts: Sequence[str]) -> list[SparseVector] | None:
+        """One vector per text, in order, queries and documents alike; a text's vector
+        does not depend on the texts encoded with it. ``None`` when the model cannot be
+        had here (said once in the log): search then runs without this signal."""
+        ...
+
+    async def preload(self) -> None:
+        """Load the model (the first time on a machine: fetch and derive it) in a worker
+        thread, when the first user shows up; never raises."""
         ...
 
 

