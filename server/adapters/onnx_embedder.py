@@ -90,20 +90,15 @@ class OnnxMiniLmEmbedder:
         (``onnx_runs.per_text``: ``threads`` workers, a chunk of texts at a time)."""
         if not texts:
             return []
-        limiter = self._limiter
-        if len(texts) == 1:  # a query: one trip to a worker thread, not two
-            return await anyio.to_thread.run_sync(self.embed_sync, texts, limiter=limiter)
-        model = self._model
-        if model is None:
-            model = await anyio.to_thread.run_sync(self._loaded, limiter=limiter)
-        return await onnx_runs.per_text(model, texts, limiter=limiter, threads=self._threads)
+        return await onnx_runs.per_text(
+            self._loaded, texts, limiter=self._limiter, threads=self._threads
+        )
 
     def embed_sync(self, texts: Sequence[str]) -> list[list[float]]:
         """``embed`` for synchronous callers (benchmarks, the CLI); blocks the thread."""
         if not texts:
             return []
-        model = self._loaded()
-        return [model.vector(ids) for ids in onnx_runs.token_ids(texts)]
+        return onnx_runs.vectors_now(self._loaded, texts)
 
     async def warm_up(self) -> None:
         """Fail fast at start when the model package is missing or its file has the wrong

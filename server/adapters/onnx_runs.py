@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, TypeVar, cast
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast, overload
 
 import anyio
 import anyio.to_thread
@@ -21,7 +21,7 @@ from memory.text import embedding_text
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-__all__ = ["CHUNK", "MAX_TOKENS", "PerText", "per_text", "token_ids", "wordpiece"]
+__all__ = ["CHUNK", "MAX_TOKENS", "PerText", "per_text", "token_ids", "vectors_now", "wordpiece"]
 
 _TOKENIZER = "minilm-tokenizer.json"
 # sentence-transformers' max_seq_length for all-MiniLM-L6-v2; the vendored
@@ -62,15 +62,57 @@ class PerText(Protocol[_Out]):
     def vector(self, ids: Sequence[int]) -> _Out: ...
 
 
+@overload
+def vectors_now(load: Callable[[], PerText[_T]], texts: Sequence[str]) -> list[_T]: ...
+@overload
+def vectors_now(
+    load: Callable[[], PerText[_T] | None], texts: Sequence[str]
+) -> list[_T] | None: ...
+def vectors_now(load: Callable[[], PerText[_T] | None], texts: Sequence[str]) -> list[_T] | None:
+    """``model.vector`` of each text, in this thread (``load()`` gives the model; ``None``:
+    there is none, and so no vectors)."""
+    model = load()
+    if model is None:
+        return None
+    return [model.vector(ids) for ids in token_ids(texts)]
+
+
+@overload
 async def per_text(
-    model: PerText[_T], texts: Sequence[str], *, limiter: anyio.CapacityLimiter, threads: int
-) -> list[_T]:
-    """``model.vector`` of each text's token ids, in order; the event loop never waits on
-    CPU. ``threads`` workers each take the next chunk of :data:`CHUNK` texts, tokenize it
-    and run its texts one by one, each step in a worker thread under ``limiter``: one call
-    has at most ``threads`` steps waiting for a thread, and a query that arrives during an
-    import waits for at most one text per worker. Cancelling takes effect once the steps
-    in flight finish."""
+    load: Callable[[], PerText[_T]],
+    texts: Sequence[str],
+    *,
+    limiter: anyio.CapacityLimiter,
+    threads: int,
+) -> list[_T]: ...
+@overload
+async def per_text(
+    load: Callable[[], PerText[_T] | None],
+    texts: Sequence[str],
+    *,
+    limiter: anyio.CapacityLimiter,
+    threads: int,
+) -> list[_T] | None: ...
+async def per_text(
+    load: Callable[[], PerText[_T] | None],
+    texts: Sequence[str],
+    *,
+    limiter: anyio.CapacityLimiter,
+    threads: int,
+) -> list[_T] | None:
+    """``model.vector`` of each text's token ids, in order, the model given by ``load()``
+    (blocking, called in a worker thread; ``None``: there is none, and so no vectors);
+    the event loop never waits on CPU. One text (a query) is one trip to a worker thread.
+    More are run by ``threads`` workers, each taking the next chunk of :data:`CHUNK`
+    texts, tokenizing it and running its texts one by one, each step in a worker thread
+    under ``limiter``: one call has at most ``threads`` steps waiting for a thread, and a
+    query that arrives during an import waits for at most one text per worker.
+    Cancelling takes effect once the steps in flight finish."""
+    if len(texts) == 1:  # a query: one trip to a worker thread, not two
+        return await anyio.to_thread.run_sync(vectors_now, load, texts, limiter=limiter)
+    model = await anyio.to_thread.run_sync(load, limiter=limiter)
+    if model is None:
+        return None
     out: list[_T | None] = [None] * len(texts)
     starts = iter(range(0, len(texts), CHUNK))
 

@@ -125,22 +125,13 @@ class OnnxSpladeEncoder:
         loop never waits on CPU (``onnx_runs.per_text``)."""
         if not texts:
             return None if self._unavailable else []
-        limiter = self._limiter
-        if len(texts) == 1:  # a query: one trip to a worker thread, not two
-            return await anyio.to_thread.run_sync(self.encode_sync, texts, limiter=limiter)
-        model = self._model
-        if model is None:
-            model = await anyio.to_thread.run_sync(self._loaded, limiter=limiter)
-            if model is None:
-                return None
-        return await onnx_runs.per_text(model, texts, limiter=limiter, threads=self._threads)
+        return await onnx_runs.per_text(
+            self._loaded, texts, limiter=self._limiter, threads=self._threads
+        )
 
     def encode_sync(self, texts: Sequence[str]) -> list[SparseVector] | None:
         """``encode`` for synchronous callers (benchmarks, the CLI); blocks the thread."""
-        model = self._loaded()
-        if model is None:
-            return None
-        return [model.vector(ids) for ids in onnx_runs.token_ids(texts)]
+        return onnx_runs.vectors_now(self._loaded, texts)
 
     async def preload(self) -> None:
         """Load the model in a worker thread, not on the first request; never raises (a
