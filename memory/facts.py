@@ -21,7 +21,7 @@ from memory.conflicts import find_contradicted, find_duplicate, kept_because
 from memory.decay import decay_rate_for, eviction_score, sweep_fact
 from memory.predicates import Vocabulary, canonical_subject, refines
 from schemas.records import Fact, Validity
-from schemas.settings import Settings
+from schemas.settings import DUPLICATE_POLICIES, Settings
 from schemas.taxonomy import CATEGORY_ALIASES, DEFAULT_CATEGORIES, CategorySpec
 
 __all__ = [
@@ -43,8 +43,6 @@ __all__ = [
     "sweep",
 ]
 
-#: ``reinforce``: seed 004's merge (+confidence, mention count); ``unchanged``: seed 000's skip.
-DUPLICATE_POLICIES = ("reinforce", "unchanged")
 SKIP_LOW_CONFIDENCE = "low confidence"
 SKIP_DUPLICATE = "duplicate"
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
+from msgspec import Meta
 
 from schemas.predicates import PredicateSpec
 from schemas.taxonomy import DEFAULT_CATEGORIES, CategorySpec
@@ -12,11 +13,39 @@ from schemas.taxonomy import DEFAULT_CATEGORIES, CategorySpec
 #: The default of ``Settings.project_from`` (``memory.projection`` explains it).
 PROJECT_FROM = 50_000
 
-__all__ = ["PROJECT_FROM", "SEARCH_MODES", "Ranking", "SearchMode", "Settings"]
+__all__ = [
+    "DUPLICATE_POLICIES",
+    "PROJECT_FROM",
+    "SEARCH_MODES",
+    "DuplicatePolicy",
+    "Ranking",
+    "SearchMode",
+    "Settings",
+]
+
+# What each number may be. ``server.config`` checks every value against its field's bounds
+# when it builds ``Settings`` (and that each number is finite), and describes them when one
+# is refused; tests/test_wire_and_config.py fails on a numeric field without bounds.
+_Positive = Annotated[float, Meta(gt=0)]
+_NonNegative = Annotated[float, Meta(ge=0)]
+_Share = Annotated[float, Meta(ge=0, le=1)]
+_PositiveShare = Annotated[float, Meta(gt=0, le=1)]
+#: A token bucket's capacity: a frame or request costs at least one unit.
+_Burst = Annotated[float, Meta(ge=1)]
+_Count = Annotated[int, Meta(ge=1)]
+_CountOrZero = Annotated[int, Meta(ge=0)]
+#: ``0`` binds any free port (the server's log says which).
+_Port = Annotated[int, Meta(ge=0, le=65535)]
+#: Python's garbage collector takes a C ``int``.
+_GcThreshold = Annotated[int, Meta(ge=1, le=2**31 - 1)]
 
 #: Seed 002's search modes: vector and full-text fused by reciprocal rank, or one side.
 SearchMode = Literal["hybrid", "semantic", "keyword"]
 SEARCH_MODES: tuple[SearchMode, ...] = ("hybrid", "semantic", "keyword")
+#: What a fact stated again does: seed 004's ``reinforce`` (+confidence, mention count) or
+#: seed 000's ``unchanged``.
+DuplicatePolicy = Literal["reinforce", "unchanged"]
+DUPLICATE_POLICIES: tuple[DuplicatePolicy, ...] = ("reinforce", "unchanged")
 
 
 class Ranking(msgspec.Struct, frozen=True, kw_only=True):
@@ -58,13 +87,13 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: in the bucket: an ``ack`` waits for a synced write there rather than a PUT.
     journal_dir: str = ""
     #: Seconds a dead node's users wait before another node takes them over.
-    lease_seconds: float = 10.0
+    lease_seconds: _Positive = 10.0
     #: Seconds a node receives a user's requests before asking their home node for them.
-    handover_after: float = 3.0
+    handover_after: _NonNegative = 3.0
     #: Seconds a node keeps a shard it took before handing it to a node that asks.
-    min_hold: float = 30.0
+    min_hold: _NonNegative = 30.0
     host: str = "127.0.0.1"
-    port: int = 8000
+    port: _Port = 8000
     ollama_url: str = "http://127.0.0.1:11434"
     chat_model: str = "llama3.2"
     extract_model: str = "llama3.2"
@@ -72,7 +101,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     embedder: str = "onnx-minilm"
     #: Threads one ONNX embedding may use (a query: ~2.8 ms with 1 or 2; import batches:
     #: 51 messages/s with 2, 33 with 1).
-    embed_threads: int = 2
+    embed_threads: _Count = 2
     #: Load the embedder's model at start, before the server listens (the default: no
     #: user's first request waits 0.3-2 s for the load), rather than when the first user
     #: shows up (``False``: an idle server that has seen no user holds ~220 MiB less).
@@ -83,18 +112,18 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: The user id of single-user mode.
     default_user: str = "local"
     #: Seconds a session may stay idle before it expires.
-    idle_timeout: float = 1800.0
+    idle_timeout: _Positive = 1800.0
     #: Seconds to wait for Ollama (connect, and between two streamed chunks).
-    llm_timeout: float = 30.0
+    llm_timeout: _Positive = 30.0
     #: Seconds a ``turn`` may wait for durability before it is answered with an error.
-    ack_timeout: float = 10.0
-    mailbox_size: int = 32
-    max_frame_bytes: int = 65536
+    ack_timeout: _Positive = 10.0
+    mailbox_size: _Count = 32
+    max_frame_bytes: _Count = 65536
     #: Frames a connection may send per second, and the burst it may save up.
-    rate_limit: float = 50.0
-    rate_burst: float = 100.0
+    rate_limit: _Positive = 50.0
+    rate_burst: _Burst = 100.0
     #: Messages of this session replayed to the chat model.
-    history_messages: int = 20
+    history_messages: _CountOrZero = 20
     system_prompt: str = "You are a helpful assistant with a long-term memory of this user."
     #: Seed 004's seeding: added to the chat prompt while mnemo knows no fact of the user.
     welcome_prompt: str = (
@@ -102,25 +131,25 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
         " anything about themselves they would like you to remember."
     )
     #: Default token budget of a context block.
-    context_budget: int = 2000
+    context_budget: _Count = 2000
     #: Archive writer: most rows per append, and how long a batch waits to fill.
-    writer_batch_max: int = 1024
-    writer_linger: float = 0.002
+    writer_batch_max: _Count = 1024
+    writer_linger: _NonNegative = 0.002
     #: Seconds between two ``optimize()`` runs of the store (compaction + index refresh).
-    optimize_interval: float = 60.0
+    optimize_interval: _Positive = 60.0
     #: ... or after this many writes, whichever comes first. Searches run in memory, so
     #: fragments only cost the writes themselves: an optimize (seconds of CPU on a big
     #: table) is not worth running every few seconds under load.
-    optimize_after_writes: int = 1000
+    optimize_after_writes: _Count = 1000
     #: Seconds between two writes of the changed working-memory snapshots (each a merge
     #: into the store). A resumed session counts its turns from its archive too, so a
     #: crash loses no turn number, only up to this much of ``set`` state.
-    snapshot_interval: float = 5.0
+    snapshot_interval: _Positive = 5.0
     #: An acked message is durable in the archive's journal (``<data_dir>/journal``); it
     #: moves into the LanceDB table in bulk after this many seconds ...
-    archive_flush_interval: float = 1.0
+    archive_flush_interval: _Positive = 1.0
     #: ... or once this many rows are journaled, whichever comes first.
-    archive_flush_rows: int = 2000
+    archive_flush_rows: _Count = 2000
     #: Python's garbage collector (``mnemo serve``): a collection of the youngest objects
     #: after this many allocations (Python's default is 700), of the middle generation
     #: after ``gc_middle`` of those (Python's default is 10). A young collection holds
@@ -130,30 +159,30 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: large ``gc_middle`` keeps objects that live seconds (requests in flight, waits)
     #: out of the old generation, whose collections walk every live object (300-500 ms
     #: with a thousand sessions).
-    gc_young: int = 700
-    gc_middle: int = 500
+    gc_young: _GcThreshold = 700
+    gc_middle: _GcThreshold = 500
     #: Versions older than this many seconds are removed by the scheduled optimize.
-    cleanup_older_than: float = 3600.0
+    cleanup_older_than: _NonNegative = 3600.0
     #: Memory (MiB) for users' in-memory search indexes; the least recently searched
     #: users are evicted past it (and read back from the store when searched again).
-    cache_mb: int = 1024
+    cache_mb: _Count = 1024
     #: Users with at least this many archived messages get their search index saved
     #: (``<data_dir>/indexes``): their first search after a restart or an eviction reads
     #: it back instead of rebuilding it from the store ...
-    save_index_from: int = 200
+    save_index_from: _CountOrZero = 200
     #: ... once their messages have not changed for this many seconds.
-    save_index_after: float = 30.0
+    save_index_after: _NonNegative = 30.0
     #: Users with at least this many archived messages rank their vector side by a
     #: 128-dimension projection first (exact scores for its 1,000 best candidates) and
     #: hold their vectors as int8: a quarter of the memory, a warm search a few ms faster.
-    project_from: int = PROJECT_FROM
+    project_from: _CountOrZero = PROJECT_FROM
     #: Memory (MiB) for LanceDB's own caches: table metadata (manifests, file footers) and
     #: index pages. Every write makes a table version whose metadata LanceDB caches, so
     #: with LanceDB's defaults (1 GiB, 6 GiB) the process grows with every write, for old
     #: versions no read asks for again. A 1M-message store reads with ~40-50 MiB of index
     #: pages and a few MiB of metadata (``bench.retrieval``: ``lance_cache_mb``).
-    lance_metadata_cache_mb: int = 16
-    lance_index_cache_mb: int = 128
+    lance_metadata_cache_mb: _Count = 16
+    lance_index_cache_mb: _Count = 128
 
     # -- facts (issue 3) --------------------------------------------------------
     #: The category taxonomy (set it in the TOML file: ``[[categories]]`` tables).
@@ -162,126 +191,126 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: (``schemas.predicates``; set them in the TOML file: ``[[predicates]]`` tables).
     predicates: list[PredicateSpec] = []
     #: Extracted facts below this confidence are skipped (and logged), seed 000.
-    confidence_threshold: float = 0.5
+    confidence_threshold: _Share = 0.5
     #: Most facts kept per user; past it the highest eviction score goes (seed 004).
-    max_facts: int = 500
-    max_pinned: int = 10
+    max_facts: _Count = 500
+    max_pinned: _CountOrZero = 10
     #: Cosine similarity at or above which two facts are the same fact.
-    near_duplicate_similarity: float = 0.92
+    near_duplicate_similarity: _Share = 0.92
     #: ``reinforce`` (seed 004: +0.15 confidence, mention count) or ``unchanged`` (seed 000).
-    duplicate_policy: str = "reinforce"
-    reinforce_step: float = 0.15
+    duplicate_policy: DuplicatePolicy = "reinforce"
+    reinforce_step: _Share = 0.15
     #: The same for a fact added by hand, or stated again by hand (seed 004: manual facts
     #: start lower, at ``manual_confidence``, and are boosted faster on repetition).
-    manual_reinforce_step: float = 0.25
+    manual_reinforce_step: _Share = 0.25
     #: Confidence of facts added by hand (seed 004: manual facts start lower).
-    manual_confidence: float = 0.6
+    manual_confidence: _Share = 0.6
     #: Confidence of facts found by the rule-based extractor (no Ollama).
-    rules_confidence: float = 0.6
+    rules_confidence: _Share = 0.6
     #: Seconds an extraction call may take; at most this many run at once.
-    extract_timeout: float = 60.0
-    extract_concurrency: int = 2
+    extract_timeout: _Positive = 60.0
+    extract_concurrency: _Count = 2
     #: Seconds between decay/expiry sweeps of every user's facts.
-    sweep_interval: float = 3600.0
+    sweep_interval: _Positive = 3600.0
     #: Seconds between retries of extractions that failed (turns left pending).
-    retry_interval: float = 300.0
+    retry_interval: _Positive = 300.0
     #: Seed 001's MEMORY_RETRIEVAL_LIMIT: facts put into a chat prompt.
-    retrieval_limit: int = 5
+    retrieval_limit: _CountOrZero = 5
     #: Seed 001's relevance weights: keyword, category boost, recency, frequency, confidence;
     #: and its boost for memories on the session's current topic.
-    score_keyword: float = 0.4
-    score_category: float = 0.2
-    score_recency: float = 0.15
-    score_frequency: float = 0.1
-    score_confidence: float = 0.15
-    topic_boost: float = 1.3
+    score_keyword: _NonNegative = 0.4
+    score_category: _NonNegative = 0.2
+    score_recency: _NonNegative = 0.15
+    score_frequency: _NonNegative = 0.1
+    score_confidence: _NonNegative = 0.15
+    topic_boost: _Positive = 1.3
     #: Seed 002's recall weights: relevance, importance, recency, effective confidence.
-    recall_relevance: float = 0.4
-    recall_importance: float = 0.3
-    recall_recency: float = 0.2
-    recall_confidence: float = 0.1
+    recall_relevance: _NonNegative = 0.4
+    recall_importance: _NonNegative = 0.3
+    recall_recency: _NonNegative = 0.2
+    recall_confidence: _NonNegative = 0.1
     #: Seed 002's ``min_confidence``: recalled and searched facts whose effective
     #: confidence (after decay) is below it are left out; pinned facts never are.
-    recall_min_confidence: float = 0.2
+    recall_min_confidence: _Share = 0.2
     #: Seed 002's ``default_limit``: facts recalled for a ``context`` request's block.
-    recall_limit: int = 20
+    recall_limit: _Count = 20
     #: Seed 002's rules: at most this many in a ``memory-context`` block, and the share of
     #: its budget kept for them (the section quota; facts get the rest).
-    rules_limit: int = 10
-    rules_share: float = 0.3
+    rules_limit: _Count = 10
+    rules_share: _Share = 0.3
     #: Seed 002's episode capacity: past it, the scheduled cleanup deletes the oldest
     #: consolidated episodes stored directly (never a pending one).
-    episode_max_entries: int = 10_000
+    episode_max_entries: _Count = 10_000
     #: The share of its time the scheduled sweep spends consolidating: after each user's
     #: run it waits (1 - share) / share times as long as the run took, so a backlog of
     #: many users never keeps consolidation running back to back beside the chats.
-    consolidation_share: float = 0.1
+    consolidation_share: _PositiveShare = 0.1
     #: Seed 002's ``default_mode``: how ``GET /memory/search`` ranks without ``mode``.
     search_mode: SearchMode = "hybrid"
     #: Half-life (days) of recency in both scores.
-    recency_half_life_days: float = 7.0
+    recency_half_life_days: _Positive = 7.0
     #: The chat model's context size when Ollama does not say (tokens).
-    chat_context_tokens: int = 8192
+    chat_context_tokens: _Count = 8192
     #: Compaction starts when the prompt reaches this share of the context (seed 004).
-    compaction_threshold: float = 0.8
+    compaction_threshold: _PositiveShare = 0.8
     #: Seed 003: notes kept per app.
-    notes_per_app: int = 10
+    notes_per_app: _Count = 10
     #: Context format used when a request names none.
     context_format: str = "about-user"
 
     # -- limits that keep one user from hurting another (issue 16) -----------------
     #: Live sessions one user may have at once (each holds memory until idle expiry);
     #: a new session beyond it is refused with ``too_many_sessions``.
-    max_sessions_per_user: int = 100
+    max_sessions_per_user: _Count = 100
     #: Seconds a connection may take to send a whole request head (the WebSocket upgrade
     #: included), from being opened or from its previous response; then it is closed.
-    handshake_timeout: float = 10.0
+    handshake_timeout: _Positive = 10.0
     #: Work one user may ask for, over all their connections and requests (units a
     #: second, and at most this many saved up); a frame or request costs one unit plus one
     #: per 4 KiB it carries (``server.budget``). A frame beyond it is ``rate_limited``; a
     #: REST request waits (429 ``rate_limited`` past 5 s), bodies and exports are slowed.
-    user_rate: float = 100.0
-    user_burst: float = 200.0
+    user_rate: _Positive = 100.0
+    user_burst: _Burst = 200.0
 
     # -- ranking of archived messages (issue 17; ``memory.ranking``) ----------------
     # The defaults are ``Ranking``'s (one place).
     #: A question about the user ranks the assistant's replies at this share of their
     #: score (a question about what the assistant said, the user's turns); 1.0: off.
-    rank_assistant_weight: float = _RANKING.assistant_weight
+    rank_assistant_weight: _Share = _RANKING.assistant_weight
     #: A question that names one of the people whose turns are stored ("What did
     #: Caroline paint?") ranks the other people's turns at this share of their score;
     #: 1.0: off.
-    rank_named_weight: float = _RANKING.named_weight
+    rank_named_weight: _Share = _RANKING.named_weight
     #: A question asking for an amount ("how many...") ranks the messages that state no
     #: number at this share of their score; one asking when ("when did...", "how many
     #: days ago..."), those that name no time; one asking which by name ("which
     #: book..."), those that name nothing; 1.0: off.
-    rank_answer_weight: float = _RANKING.answer_weight
+    rank_answer_weight: _Share = _RANKING.answer_weight
     #: A question about a person (in the first person, or naming one; not about what
     #: the assistant said) ranks people's messages that say nothing of their speaker
     #: (no "I", "my", "we", "我") at this share of their score; 1.0: off.
-    rank_first_person_weight: float = _RANKING.first_person_weight
+    rank_first_person_weight: _Share = _RANKING.first_person_weight
     #: A query anchored in time ("last month", "三天前") ranks messages said outside that
     #: span at this share of their score; 1.0: off ...
-    rank_outside_span_weight: float = _RANKING.outside_span_weight
+    rank_outside_span_weight: _Share = _RANKING.outside_span_weight
     #: ... the span widened by this share of its length on both sides ("two weeks ago"
     #: is not to the day).
-    rank_span_slack: float = _RANKING.span_slack
+    rank_span_slack: _NonNegative = _RANKING.span_slack
     #: A query asking what is true now ("currently", "最近") weighs the oldest candidate
     #: down by this share, newer ones less (linear in time); 0.0: off, the default: the
     #: latest word does this better, and weighing every older turn down pushed the earlier
     #: statement out of the top 5 (LongMemEval dev subset: docs/performance.md).
-    rank_recent_weight: float = _RANKING.recent_weight
+    rank_recent_weight: _Share = _RANKING.recent_weight
     #: Of the best sessions' statements (each session's best message not of the speaker
     #: weighed down), one at least ``rank_supersede_gap`` seconds newer than a
     #: better-ranked one of the same speaker, with at least this cosine similarity to it
     #: (they speak to the same thing), ranks right above it: the latest word wins. Above
     #: 1.0: off.
-    rank_supersede_similarity: float = _RANKING.supersede_similarity
-    rank_supersede_gap: float = _RANKING.supersede_gap
+    rank_supersede_similarity: _NonNegative = _RANKING.supersede_similarity
+    rank_supersede_gap: _NonNegative = _RANKING.supersede_gap
     #: ... among the best this many sessions (both statements of a fact answer the
     #: query; further down, similar messages are more often about something else).
-    rank_supersede_depth: int = _RANKING.supersede_depth
+    rank_supersede_depth: _CountOrZero = _RANKING.supersede_depth
     #: ... and only for a question about the present: one in the past tense ("when did
     #: I...", "what was...", "...了") asks about an event or an earlier state.
     rank_supersede_present_only: bool = _RANKING.supersede_present_only
@@ -289,9 +318,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: total", "which did I do first, A or B"), each message already picked from a
     #: session multiplies the score of the next one from that session by this, so the
     #: top k cover several sessions; 1.0: off. Other questions keep their order.
-    rank_session_decay: float = _RANKING.session_decay
+    rank_session_decay: _Share = _RANKING.session_decay
     #: ... past the first this many from that session.
-    rank_session_free: int = _RANKING.session_free
+    rank_session_free: _CountOrZero = _RANKING.session_free
 
     @property
     def ranking(self) -> Ranking:

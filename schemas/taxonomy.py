@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
+from msgspec import Meta
 
 __all__ = ["CATEGORY_ALIASES", "DEFAULT_CATEGORIES", "PERMANENCE_DECAY", "CategorySpec"]
 
@@ -14,11 +17,11 @@ class CategorySpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     #: Lower comes first in context blocks (seed 004: project > preference > identity).
     priority: int
     #: Days after ``last_seen`` when an unpinned fact expires (None: never).
-    expiry_days: float | None = None
+    expiry_days: Annotated[float, Meta(gt=0)] | None = None
     #: Seed 004's eviction weight: score = age_days * weight / confidence.
-    eviction_weight: float = 0.5
+    eviction_weight: Annotated[float, Meta(ge=0)] = 0.5
     #: Seed 001's ``category_boost`` in the retrieval score.
-    retrieval_boost: float = 1.0
+    retrieval_boost: Annotated[float, Meta(gt=0)] = 1.0
 
 
 #: Seed 000's six categories plus seed 004's identity and project.

@@ -1,26 +1,49 @@
-"""Building ``Settings`` from ``MNEMO_*`` environment variables and an optional TOML file."""
+"""Building ``Settings`` from ``MNEMO_*`` environment variables and an optional TOML file.
+
+Every value is checked once, at start, against its field's type and bounds
+(``schemas.settings``); numbers must be finite. A bad one is a ``ConfigError`` whose one
+line names where the value came from (the variable, the file's key or the option), the
+value, and what is allowed.
+"""
 
 from __future__ import annotations
 
+import functools
 import ipaddress
+import math
 import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
+from urllib.parse import urlsplit
 
 import msgspec
+from msgspec import inspect
 
+from actors.context import FORMAT_NAMES
 from actors.errors import MnemoError
 from schemas.settings import Settings
+from server.budget import cost_of
 
-__all__ = ["CLIENT_KEY", "CLIENT_URL", "ConfigError", "is_loopback", "load_settings"]
+__all__ = [
+    "CLIENT_KEY",
+    "CLIENT_URL",
+    "ConfigError",
+    "allowed",
+    "is_loopback",
+    "load_settings",
+]
 
 _PREFIX = "MNEMO_"
 #: Read by the client commands (``mnemo export`` / ``import``), not by the server.
 CLIENT_KEY = "MNEMO_API_KEY"
 CLIENT_URL = "MNEMO_URL"
 _NOT_SETTINGS = {"MNEMO_CONFIG", CLIENT_KEY, CLIENT_URL}
+#: Settings whose values are secrets: a message names them, never shows them.
+_SECRET = {"api_keys", "admin_keys"}
+#: Text settings that name one of a few things (kept where those things are defined).
+_CHOICES: dict[str, tuple[str, ...]] = {"context_format": FORMAT_NAMES}
 _USER_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}\Z")
 _NODE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\Z")
 
@@ -29,6 +52,54 @@ class ConfigError(MnemoError):
     """The configuration is invalid; the message says which setting and why."""
 
     code = "config_error"
+
+
+@functools.cache
+def _types() -> tuple[dict[str, Any], dict[str, inspect.Type]]:
+    """Each field's annotated type (to convert a value) and its msgspec type (to say what
+    it allows)."""
+    fields = {f.name: f.type for f in inspect.type_info(Settings).fields}  # type: ignore[attr-defined]
+    return get_type_hints(Settings, include_extras=True), fields
+
+
+def _number(bound: float) -> str:
+    return str(bound) if isinstance(bound, int) else f"{bound:g}"
+
+
+def _range(kind: inspect.IntType | inspect.FloatType) -> str:
+    """ " from 0 to 1", " above 0 and at most 1", " of at least 1"... ("" for no bound)."""
+    if kind.ge is not None and kind.le is not None:
+        return f" from {_number(kind.ge)} to {_number(kind.le)}"
+    words = [
+        f"{word} {_number(bound)}"
+        for word, bound in (
+            ("at least", kind.ge),
+            ("above", kind.gt),
+            ("at most", kind.le),
+            ("below", kind.lt),
+        )
+        if bound is not None
+    ]
+    text = " and ".join(words)
+    return f" of {text}" if text.startswith("at ") else f" {text}" if text else ""
+
+
+def allowed(field: str) -> str | None:
+    """What ``Settings.<field>`` allows, in words ("a whole number from 0 to 65535"), or
+    None for text and structured settings."""
+    if field in _CHOICES:
+        return "one of " + ", ".join(_CHOICES[field])
+    kind = _types()[1][field]
+    match kind:
+        case inspect.BoolType():
+            return "true or false"
+        case inspect.IntType():
+            return f"a whole number{_range(kind)}"
+        case inspect.FloatType():
+            return f"a number{_range(kind)}"
+        case inspect.LiteralType():
+            return "one of " + ", ".join(map(str, kind.values))
+    return None
 
 
 def _parse_api_keys(raw: str) -> dict[str, str]:
@@ -41,103 +112,124 @@ def _parse_api_keys(raw: str) -> dict[str, str]:
     return keys
 
 
-def _from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
+def _from_environ(environ: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
     names = {f.upper(): f for f in Settings.__struct_fields__}
-    values: dict[str, Any] = {}
+    values: dict[str, tuple[Any, str]] = {}
     for name, raw in environ.items():
         if not name.startswith(_PREFIX) or name in _NOT_SETTINGS:
             continue
         field = names.get(name[len(_PREFIX) :])
         if field is None:
             raise ConfigError(f"unknown setting {name}")
+        shown = name if field in _SECRET else f"{name}={raw}"
         if field == "api_keys":
-            values[field] = _parse_api_keys(raw)
+            values[field] = (_parse_api_keys(raw), shown)
         elif field == "admin_keys":
-            values[field] = [k.strip() for k in raw.split(",") if k.strip()]
+            values[field] = ([k.strip() for k in raw.split(",") if k.strip()], shown)
         else:
-            values[field] = raw
+            values[field] = (raw, shown)
     return values
 
 
-def load_settings(environ: Mapping[str, str], **overrides: Any) -> Settings:
-    """Settings from a TOML file (``MNEMO_CONFIG``), then environment, then ``overrides``.
+def _from_file(path: str) -> dict[str, tuple[Any, str]]:
+    try:
+        table = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"MNEMO_CONFIG={path}: {exc}") from exc
+    values: dict[str, tuple[Any, str]] = {}
+    for key, value in table.items():
+        if key not in Settings.__struct_fields__:
+            raise ConfigError(f"unknown setting {key} in {path}")
+        shown = key if key in _SECRET else f"{key} = {msgspec.json.encode(value).decode()}"
+        values[key] = (value, f"{shown} in {path}")
+    return values
 
-    Raises ``ConfigError`` naming the bad setting.
+
+def _finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list | tuple):
+        return all(map(_finite, value))
+    if isinstance(value, dict):
+        return all(map(_finite, value.values()))
+    if isinstance(value, msgspec.Struct):
+        return _finite(msgspec.structs.asdict(value))
+    return True
+
+
+def _convert(field: str, value: Any, source: str) -> Any:
+    """``value`` as ``Settings.<field>`` holds it, or a ``ConfigError`` saying why not."""
+    try:
+        converted = msgspec.convert(value, _types()[0][field], strict=False)
+    except msgspec.ValidationError as exc:
+        words = allowed(field)
+        raise ConfigError(f"{source}: " + (f"must be {words}" if words else str(exc))) from None
+    if not _finite(converted):
+        words = (allowed(field) or "a number").replace("a number", "a finite number", 1)
+        raise ConfigError(f"{source}: must be {words}")
+    return converted
+
+
+def load_settings(environ: Mapping[str, str], **overrides: Any) -> Settings:
+    """Settings from a TOML file (``MNEMO_CONFIG``), then environment, then ``overrides``
+    (command-line options: ``port=...`` is ``--port``).
+
+    Raises ``ConfigError`` naming the bad setting, its value and what is allowed.
     """
-    values: dict[str, Any] = {}
+    given: dict[str, tuple[Any, str]] = {}
     config_file = environ.get("MNEMO_CONFIG")
     if config_file:
-        try:
-            values.update(tomllib.loads(Path(config_file).read_text(encoding="utf-8")))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"MNEMO_CONFIG={config_file}: {exc}") from exc
-    values.update(_from_environ(environ))
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    try:
-        settings = msgspec.convert(values, Settings, strict=False)
-    except msgspec.ValidationError as exc:
-        raise ConfigError(f"invalid setting: {exc}") from exc
-    _validate(settings)
+        given.update(_from_file(config_file))
+    given.update(_from_environ(environ))
+    for name, value in overrides.items():
+        if value is not None:
+            given[name] = (value, f"--{name.replace('_', '-')} {value}")
+    values = {name: _convert(name, value, source) for name, (value, source) in given.items()}
+    settings = Settings(**values)
+    sources = {name: source for name, (_, source) in given.items()}
+    _validate(settings, lambda field: _shown(settings, field, sources))
     return settings
 
 
-def _validate(settings: Settings) -> None:
+def _shown(settings: Settings, field: str, sources: Mapping[str, str]) -> str:
+    """How a message names a setting: as it was given, or its default."""
+    default = f"MNEMO_{field.upper()}={getattr(settings, field)} (the default)"
+    return sources.get(field, default)
+
+
+def _validate(settings: Settings, shown: Any) -> None:
     for user in [*settings.api_keys.values(), settings.default_user]:
         if not _USER_ID.match(user):
             raise ConfigError(f"invalid user id {user!r}: use 1-64 of A-Z a-z 0-9 _ . @ -")
-    positive = (
-        "idle_timeout",
-        "llm_timeout",
-        "ack_timeout",
-        "mailbox_size",
-        "max_frame_bytes",
-        "embed_threads",
-        "cache_mb",
-        "recall_limit",
-        "rules_limit",
-        "episode_max_entries",
-        "gc_young",
-        "gc_middle",
-        "lance_metadata_cache_mb",
-        "lance_index_cache_mb",
-        "lease_seconds",
-    )
-    for name in positive:
-        if getattr(settings, name) <= 0:
-            raise ConfigError(f"MNEMO_{name.upper()} must be positive")
-    shares = (
-        "rank_assistant_weight",
-        "rank_named_weight",
-        "rank_answer_weight",
-        "rank_first_person_weight",
-        "rank_outside_span_weight",
-        "rank_recent_weight",
-        "rank_session_decay",
-        "rules_share",
-    )
-    for name in shares:
-        if not 0.0 <= getattr(settings, name) <= 1.0:
-            raise ConfigError(f"MNEMO_{name.upper()} must be between 0 and 1")
-    if not 0.0 < settings.consolidation_share <= 1.0:
-        raise ConfigError("MNEMO_CONSOLIDATION_SHARE must be above 0 and at most 1")
-    for name in (
-        "rank_span_slack",
-        "rank_supersede_gap",
-        "rank_supersede_depth",
-        "rank_session_free",
-        "handover_after",
-        "min_hold",
-    ):
-        if getattr(settings, name) < 0:
-            raise ConfigError(f"MNEMO_{name.upper()} must not be negative")
+    for field, choices in _CHOICES.items():
+        if getattr(settings, field) not in choices:
+            raise ConfigError(f"{shown(field)}: must be {allowed(field)}")
+    frame = cost_of(settings.max_frame_bytes)
+    if settings.user_burst < frame:
+        raise ConfigError(
+            f"{shown('user_burst')}: must be at least {frame:g}, what a frame of"
+            f" {shown('max_frame_bytes')} costs"
+        )
+    _validate_url(settings.ollama_url, shown("ollama_url"))
     if settings.node:
         _validate_node(settings)
     elif settings.journal_dir:
         raise ConfigError("MNEMO_JOURNAL_DIR is the journal of a cluster node: set MNEMO_NODE")
     kind = settings.embedder
     if kind not in ("onnx-minilm", "hash") and not kind.startswith("ollama:"):
+        raise ConfigError(f"{shown('embedder')}: must be onnx-minilm, hash or ollama:<model>")
+
+
+def _validate_url(url: str, shown: str) -> None:
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == -1:
         raise ConfigError(
-            f"MNEMO_EMBEDDER: expected onnx-minilm, hash or ollama:<model>, got {kind!r}"
+            f"{shown}: must be an http:// or https:// URL with a host and a port from 1 to"
+            " 65535, such as http://127.0.0.1:11434"
         )
 
 

@@ -215,7 +215,7 @@ def test_default_settings_give_the_design_defaults() -> None:
 
 def test_unknown_duplicate_policy_is_rejected() -> None:
     with pytest.raises(ValueError, match="valid: reinforce, unchanged"):
-        FactPolicy.from_settings(Settings(duplicate_policy="merge"))
+        FactPolicy(duplicate_policy="merge")
 
 
 def test_extracted_fact_becomes_a_candidate_with_all_its_fields() -> None:
