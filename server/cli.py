@@ -11,7 +11,7 @@ import math
 import os
 import resource
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib.metadata import version
 from pathlib import Path
 
@@ -31,15 +31,34 @@ __all__ = ["describe_start", "main"]
 
 _VERSION = version("mnemo")
 _log = logging.getLogger("mnemo")
+#: The settings ``mnemo serve --help`` shows the values of.
+_SHOWN = (
+    "data_dir",
+    "host",
+    "port",
+    "ollama_url",
+    "chat_model",
+    "extract_model",
+    "embedder",
+    "api_keys",
+)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mnemo", description="Realtime memory server for AI chat")
     parser.add_argument("--version", action="version", version=f"mnemo {_VERSION}")
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run the server")
-    serve.add_argument("--host", help="address to bind (default MNEMO_HOST or 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="port (default MNEMO_PORT or 8000)")
+    serve = commands.add_parser(
+        "serve",
+        help="run the server",
+        description="Run the server. Every setting is a MNEMO_* environment variable or a key"
+        " of the TOML file MNEMO_CONFIG names; these options win over both"
+        " (docs/configuration.md lists them all).",
+        epilog=_serve_defaults(os.environ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    serve.add_argument("--host", help="address to bind (MNEMO_HOST)")
+    serve.add_argument("--port", type=int, help="port, 0 for any free one (MNEMO_PORT)")
     serve.add_argument("--data-dir", dest="data_dir", help="data directory (MNEMO_DATA_DIR)")
     watch_cli.add_commands(commands)
     add_commands(commands)
@@ -47,6 +66,25 @@ def _parser() -> argparse.ArgumentParser:
     cli_mcp.add_commands(commands)
     cli_cluster.add_commands(commands)
     return parser
+
+
+def _serve_defaults(environ: Mapping[str, str]) -> str:
+    """What ``mnemo serve`` would use here without options (a relative directory also as
+    the absolute path it is from here), as its settings stand."""
+    try:
+        settings, problem = load_settings(environ), ""
+    except ConfigError as exc:
+        settings, problem = Settings(), f"\n(the defaults: the settings are refused: {exc})"
+    lines = []
+    for field in _SHOWN:
+        value = str(getattr(settings, field))
+        if field == "api_keys":
+            count = len(settings.api_keys)
+            value = f"{count} key{'s' * (count != 1)}" if count else "none: one user"
+        elif field.endswith("_dir") and not is_uri(value) and not Path(value).is_absolute():
+            value = f"{value} ({Path(value).resolve()})"
+        lines.append(f"  MNEMO_{field.upper():<14} {value}")
+    return "what it uses without options:\n" + "\n".join(lines) + problem
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -72,6 +110,9 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     try:
         return _run(settings, build_app)
+    except KeyboardInterrupt:
+        # Ctrl-C: uvicorn shut down cleanly, then raised the signal again for its caller.
+        return 0
     finally:
         lock.release()
 
@@ -151,6 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return _command(args)
+    except KeyboardInterrupt:
+        return 130  # Ctrl-C before the command was done (the shell's 128 + SIGINT)
     except BrokenPipeError:
         # The reader left (``mnemo export | head``): not an error. Python would report
         # the pipe again when it flushes stdout at exit, so stdout goes nowhere now.

@@ -6,7 +6,9 @@ It never opens a second writer on a data directory a server owns. With ``--url``
 a ``mnemo serve`` holds it, it bridges to that server at ``MNEMO_HOST:MNEMO_PORT``;
 otherwise this process owns the directory and serves the tools itself, as the key's user
 (no keys configured: the single local user). One line on stderr says which it did;
-stdout carries MCP and nothing else.
+stdout carries MCP and nothing else. It runs until its client closes stdin; Ctrl-C
+(SIGINT) and SIGTERM end it the same way, after what it does is done (a bridge ends
+its session on the server, an owner writes what it holds and releases the directory).
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, Awaitable, Callable
 from typing import Any, Protocol
 
 import anyio
@@ -95,33 +98,114 @@ def _bridge(url: str, key: str | None, *, because: str | None = None) -> int:
         _say(f"{endpoint} refused the key: pass --key or set {CLIENT_KEY}")
         return 1
     _say(f"{because}: " * (because is not None) + f"bridging stdio to the server at {endpoint}")
-    try:
-        anyio.run(_relay, endpoint, headers)
-    except KeyboardInterrupt:
-        pass
+    anyio.run(_stdio, lambda stop: _relay(endpoint, headers, stop))
     return 0
 
 
-async def _relay(endpoint: str, headers: dict[str, str]) -> None:
+async def _relay(endpoint: str, headers: dict[str, str], stop_stdin: Callable[[], None]) -> None:
     """Every message from stdin to the server and back, until either side ends."""
     timeout = httpx2.Timeout(30.0, read=300.0)
     async with (
         httpx2.AsyncClient(headers=headers, timeout=timeout) as client,
         streamable_http_client(endpoint, http_client=client) as (remote_in, remote_out),
         stdio_server() as (local_in, local_out),
-        anyio.create_task_group() as relays,
     ):
+        async with anyio.create_task_group() as relays:
 
-        async def pump(source: AsyncIterable[SessionMessage | Exception], sink: _Sink) -> None:
-            async for message in source:
-                if isinstance(message, Exception):
-                    _log.warning("dropped a message that could not be read: %s", message)
-                    continue
-                await sink.send(message)
-            relays.cancel_scope.cancel()
+            async def pump(source: AsyncIterable[SessionMessage | Exception], sink: _Sink) -> None:
+                async for message in source:
+                    if isinstance(message, Exception):
+                        _log.warning("dropped a message that could not be read: %s", message)
+                        continue
+                    await sink.send(message)
+                relays.cancel_scope.cancel()
 
-        relays.start_soon(pump, local_in, remote_out)
-        relays.start_soon(pump, remote_in, local_out)
+            relays.start_soon(pump, local_in, remote_out)
+            relays.start_soon(pump, remote_in, local_out)
+        # The SDK's stdio ends when both of its sides do: its reader at the end of input
+        # (when the server went first, ours), its writer when nothing more is sent.
+        stop_stdin()
+        await local_out.aclose()
+
+
+async def _stdio(body: Callable[[Callable[[], None]], Awaitable[None]]) -> None:
+    """Run ``body`` (MCP on stdio, through the SDK) until the client closes stdin or a
+    SIGINT or SIGTERM comes, which ends the input the same way; a second one cancels
+    everything at once.
+
+    The SDK reads stdin in a worker thread, and no cancellation stops a thread blocked in
+    a read: fd 0 becomes a pipe this process feeds from the real stdin, with waits that can
+    be cancelled, and closes as the input's end. ``body`` gets the function that closes it
+    (to end the SDK's reader when the other side went first).
+    """
+    source = os.dup(0)
+    inner, feeder = os.pipe()
+    os.set_blocking(feeder, False)
+    os.dup2(inner, 0)
+    os.close(inner)
+    feed = _Feed(source, feeder)
+    try:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with anyio.create_task_group() as tg:
+
+                async def run() -> None:
+                    await body(feed.close)
+                    tg.cancel_scope.cancel()
+
+                async def stop_on_signals() -> None:
+                    async for number in signals:
+                        _say(f"{signal.Signals(number).name}: stopping")
+                        feed.close()
+                        break
+                    async for _ in signals:
+                        tg.cancel_scope.cancel()
+
+                tg.start_soon(feed.run)
+                tg.start_soon(stop_on_signals)
+                tg.start_soon(run)
+    finally:
+        os.dup2(source, 0)
+        os.close(source)
+
+
+class _Feed:
+    """Copies the real stdin into the pipe the SDK reads, until either ends or ``close``."""
+
+    def __init__(self, source: int, sink: int) -> None:
+        self._source, self._sink = source, sink
+        self._scope = anyio.CancelScope()
+
+    def close(self) -> None:
+        """End the SDK's input (the pipe closes as ``run`` ends)."""
+        self._scope.cancel()
+
+    async def run(self) -> None:
+        pollable = True
+        try:
+            with self._scope:
+                while True:
+                    if pollable:
+                        try:
+                            await anyio.wait_readable(self._source)
+                        except PermissionError:  # a file or /dev/null: a read never waits
+                            pollable = False
+                    data = os.read(self._source, 1 << 16)
+                    if not data or not await self._write(data):
+                        return
+        finally:
+            os.close(self._sink)
+
+    async def _write(self, data: bytes) -> bool:
+        """False when the SDK's reader is gone."""
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self._sink, view) :]
+            except BlockingIOError:
+                await anyio.wait_writable(self._sink)
+            except BrokenPipeError:
+                return False
+        return True
 
 
 def _own(settings: Settings, key: str | None) -> int:
@@ -141,16 +225,13 @@ def _own(settings: Settings, key: str | None) -> int:
     _say(f"no server runs on {settings.data_dir}: serving it from this process as {user_id}")
     app = build_app(settings)
 
-    async def run() -> None:
+    async def run(_: Callable[[], None]) -> None:
         async with app.router.lifespan_context(app) as state:
             assert state is not None
             caller = Caller(state["deps"], user_id, state["metrics"])
             await build_mcp(_Owned(caller)).run_stdio_async()
 
-    try:
-        anyio.run(run)
-    except KeyboardInterrupt:
-        pass
+    anyio.run(_stdio, run)
     return 0
 
 

@@ -4,12 +4,17 @@ bridges to the server that holds one (or to ``--url``), never opening a second w
 
 from __future__ import annotations
 
+import json
 import os
+import select
+import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -20,6 +25,7 @@ from server.datadir import DataDirLock
 from tests.fake_ollama import FakeOllama
 from tests.harness import http, make_app, serve, settings_for
 from tests.mcp_client import call
+from tests.test_serve_process import _get_json, _serving
 
 pytestmark = pytest.mark.anyio
 
@@ -155,3 +161,130 @@ def test_mnemo_mcp_owning_a_directory_needs_a_key_exactly_when_keys_are_set(
     )
     assert answer.returncode == 2
     assert said in answer.stderr
+
+
+class _Desktop:
+    """A desktop client's side of ``mnemo mcp``, by hand: JSON-RPC lines on the process's
+    stdin and stdout, so that how the process ends is the test's to choose (the SDK's
+    client would close stdin, then terminate a process that does not exit)."""
+
+    def __init__(self, env: dict[str, str], *args: str) -> None:
+        self.process = subprocess.Popen(
+            [*_COMMAND, *args],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self._read = b""
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def answer(self, id_: int) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        deadline = time.monotonic() + 30
+        while True:
+            while b"\n" in self._read:
+                line, self._read = self._read.split(b"\n", 1)
+                message: dict[str, Any] = json.loads(line)
+                if message.get("id") == id_:
+                    return message
+            assert select.select([self.process.stdout], [], [], deadline - time.monotonic())[0]
+            chunk = os.read(self.process.stdout.fileno(), 1 << 16)
+            assert chunk, "mnemo mcp closed its stdout"
+            self._read += chunk
+
+    def start(self) -> None:
+        client = {"name": "desktop", "version": "1"}
+        self.send(
+            {
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": client,
+                },
+            }
+        )
+        assert "result" in self.answer(1)
+        self.send({"method": "notifications/initialized"})
+
+    def call(self, id_: int, tool: str, **arguments: Any) -> Any:
+        self.send(
+            {"id": id_, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+        )
+        return self.answer(id_)["result"]["structuredContent"]
+
+    def stop(self, how: str) -> tuple[int, str]:
+        """End the process as a client or a user would; its exit status and stderr."""
+        assert self.process.stdin is not None
+        assert self.process.stderr is not None
+        if how == "closes-stdin":
+            self.process.stdin.close()
+        else:
+            self.process.send_signal(signal.SIGINT if how == "ctrl-c" else signal.SIGTERM)
+        try:
+            status = self.process.wait(30)
+            return status, self.process.stderr.read().decode()
+        finally:
+            self.process.kill()
+            self.process.wait()
+            for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+                stream.close()
+
+
+_ENDINGS = ["closes-stdin", "ctrl-c", "sigterm"]
+
+
+@pytest.mark.parametrize("how", _ENDINGS)
+def test_mnemo_mcp_owning_a_directory_ends_cleanly_when_its_client_leaves_or_on_a_signal(
+    tmp_path: Path, how: str
+) -> None:
+    data = tmp_path / "data"
+    desktop = _Desktop(_env(data, "http://127.0.0.1:9"))
+    desktop.start()
+    fact = desktop.call(
+        2, "memory_store_fact", subject="user", predicate="city", content="User is in Oslo"
+    )
+    status, said = desktop.stop(how)
+    assert status == 0, said
+    assert "Traceback" not in said, said
+    with DataDirLock(data):  # released
+        pass
+    with _serving(data, MNEMO_EMBEDDER="hash") as (address, _):
+        kept = _get_json(f"http://{address}/memory/long-term/{fact['id']}")
+    assert kept["content"] == "User is in Oslo"
+
+
+@pytest.fixture(scope="module")
+def holder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, Any]]:
+    """A ``mnemo serve`` on a data directory (its log: what it was asked)."""
+    data = tmp_path_factory.mktemp("held") / "data"
+    with _serving(data, MNEMO_EMBEDDER="hash") as (address, process):
+        yield data, address, process
+
+
+@pytest.mark.parametrize("how", _ENDINGS)
+def test_mnemo_mcp_bridging_ends_its_session_and_exits_when_its_client_leaves_or_on_a_signal(
+    holder: tuple[Path, str, Any], how: str
+) -> None:
+    data, address, server = holder
+    host, port = address.split(":")
+    desktop = _Desktop(_env(data, "http://127.0.0.1:9", MNEMO_HOST=host, MNEMO_PORT=port))
+    desktop.start()
+    rule = desktop.call(2, "memory_store_rule", content=f"Answer in French ({how})")
+    status, said = desktop.stop(how)
+    assert status == 0, said
+    assert "bridging stdio to the server" in said
+    assert "Traceback" not in said, said
+    assert _get_json(f"http://{address}/memory/rules/{rule['id']}")["content"] == (
+        f"Answer in French ({how})"
+    )
+    log = b""
+    while b'"DELETE /mcp' not in log:  # the session ended on the server
+        assert select.select([server.stdout], [], [], 10)[0], log.decode()
+        log += os.read(server.stdout.fileno(), 1 << 16)

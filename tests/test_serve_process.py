@@ -208,3 +208,74 @@ def test_an_idle_connection_is_kept_longer_than_clients_keep_theirs(
         assert connection.sock is opened
     finally:
         connection.close()
+
+
+async def test_ctrl_c_stops_the_server_after_a_clean_shutdown_without_a_traceback(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    with _serving(data, MNEMO_EMBEDDER="hash") as (address, process):
+        async with Client.connect(address, "s1") as client:
+            await client.receive()
+            await client.send(type="turn", id="t1", user="My bike is green", assistant="Ok")
+            ack = await client.receive()
+        process.send_signal(signal.SIGINT)
+        status = process.wait(30)
+        assert process.stdout is not None
+        log = process.stdout.read().decode()
+    assert ack == {"type": "ack", "id": "t1", "turn": 1}
+    assert status == 0
+    assert "Application shutdown complete." in log, log
+    assert "Traceback" not in log, log
+    assert "KeyboardInterrupt" not in log, log
+    with _serving(data, MNEMO_EMBEDDER="hash") as (address, _):
+        listed = _get_json(f"http://{address}/memory/long-term?kind=turns")
+    assert "My bike is green" in [item["text"] for item in listed["items"]]
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        "MNEMO_CONTEXT_BUDGET=0",
+        "MNEMO_CONFIDENCE_THRESHOLD=7",
+        "MNEMO_MAX_FACTS=0",
+        "MNEMO_SCORE_KEYWORD=nan",
+        "MNEMO_RATE_LIMIT=0",
+        "MNEMO_PORT=99999",
+    ],
+)
+def test_a_bad_setting_stops_the_server_with_status_2_and_one_line_naming_it(
+    tmp_path: Path, setting: str
+) -> None:
+    name, value = setting.split("=")
+    data = tmp_path / "data"
+    refused = subprocess.run(
+        [sys.executable, "-m", "server.cli", "serve"],
+        env={**os.environ, "MNEMO_DATA_DIR": str(data), "MNEMO_PORT": "0", name: value},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert refused.returncode == 2
+    [line] = refused.stderr.splitlines()
+    assert line.startswith(f"mnemo: {setting}: must be a "), line
+    assert refused.stdout == ""
+    assert not data.exists()
+
+
+def test_serve_help_shows_the_data_directory_and_the_other_defaults(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    shown = subprocess.run(
+        [sys.executable, "-m", "server.cli", "serve", "--help"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert f"MNEMO_DATA_DIR       mnemo-data ({tmp_path.resolve() / 'mnemo-data'})" in shown
+    assert "MNEMO_PORT           8000" in shown
+    assert "MNEMO_OLLAMA_URL     http://127.0.0.1:11434" in shown
+    assert "MNEMO_API_KEYS       none: one user" in shown
