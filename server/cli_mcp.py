@@ -29,6 +29,7 @@ from mcp.shared.message import SessionMessage
 
 from schemas.settings import Settings
 from server.auth import user_for_token
+from server.cli_errors import refused, unreachable
 from server.config import CLIENT_KEY, CLIENT_URL, ConfigError, load_settings
 from server.datadir import DataDirLock, DataDirLocked, local_dir
 from server.logs import configure_logging
@@ -92,10 +93,10 @@ def _bridge(url: str, key: str | None, *, because: str | None = None) -> int:
             timeout=5.0,
         )
     except httpx2.HTTPError as exc:
-        _say(f"no mnemo server answers at {endpoint} ({exc or type(exc).__name__})")
+        _say(unreachable(url, exc))
         return 1
-    if answer.status_code == 401:
-        _say(f"{endpoint} refused the key: pass --key or set {CLIENT_KEY}")
+    if answer.status_code in (401, 404):  # a wrong key, or no mnemo at that URL
+        _say(refused(endpoint, answer.status_code, answer.content, keyed=bool(key)))
         return 1
     _say(f"{because}: " * (because is not None) + f"bridging stdio to the server at {endpoint}")
     anyio.run(_stdio, lambda stop: _relay(endpoint, headers, stop))

@@ -24,6 +24,7 @@ from rich.progress import (
 )
 
 from schemas.transfer import ImportReply
+from server.cli_errors import refused, unreachable
 from server.config import CLIENT_KEY, CLIENT_URL
 
 __all__ = ["add_commands", "export_command", "import_command"]
@@ -50,19 +51,31 @@ def _add_connection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--key", help=f"API key (default {CLIENT_KEY})")
 
 
+def _url(args: argparse.Namespace) -> str:
+    return str(args.url or os.environ.get(CLIENT_URL) or "http://127.0.0.1:8000")
+
+
 def _client(args: argparse.Namespace) -> httpx.Client:
-    url = args.url or os.environ.get(CLIENT_URL) or "http://127.0.0.1:8000"
     key = args.key or os.environ.get(CLIENT_KEY)
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return httpx.Client(base_url=url, headers=headers, timeout=_TIMEOUT)
+    return httpx.Client(base_url=_url(args), headers=headers, timeout=_TIMEOUT)
 
 
 def _failure(response: httpx.Response) -> str:
-    try:
-        detail = response.json()["error"]["message"]
-    except (ValueError, KeyError, TypeError):
-        detail = response.text[:200]
-    return f"mnemo: HTTP {response.status_code}: {detail}"
+    keyed = "Authorization" in response.request.headers
+    said = refused(str(response.url), response.status_code, response.content, keyed=keyed)
+    return f"mnemo: {said}"
+
+
+def _lost(args: argparse.Namespace, exc: httpx.HTTPError) -> str:
+    """A request that failed: nothing answered, or the connection broke."""
+    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+        return f"mnemo: {unreachable(_url(args), exc)}"
+    return f"mnemo: the connection to {_url(args)} failed: {exc or type(exc).__name__}"
+
+
+def _say(console: Console, line: str) -> None:
+    console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def export_command(args: argparse.Namespace) -> int:
@@ -78,7 +91,7 @@ def export_command(args: argparse.Namespace) -> int:
         with _client(args) as client, progress, client.stream("GET", "/memory/export") as response:
             if response.status_code != 200:
                 response.read()
-                console.print(_failure(response))
+                _say(console, _failure(response))
                 return 2
             task = progress.add_task("export", total=None)
             for chunk in response.iter_bytes():
@@ -87,7 +100,7 @@ def export_command(args: argparse.Namespace) -> int:
                 out.write(chunk)
                 progress.advance(task, chunk.count(b"\n"))
     except httpx.HTTPError as exc:
-        console.print(f"mnemo: {exc}")
+        _say(console, _lost(args, exc))
         return 2
     finally:
         if args.out:
@@ -124,13 +137,27 @@ def _upload(client: httpx.Client, path: Path, progress: Progress) -> bytes | str
         return pending if pending.strip() else last
 
 
+def _is_json_array(path: Path) -> bool:
+    """Whether the file starts as a JSON array (a common mistake: JSON, not JSON lines)."""
+    with path.open("rb") as file:
+        start = file.read(_CHUNK).lstrip(b"\xef\xbb\xbf \t\r\n")
+    return start.startswith(b"[")
+
+
 def import_command(args: argparse.Namespace) -> int:
     """Exit status 0 when every line imported or was skipped, 1 when some failed, 2 when
     the import did not run (no file, no server, a refused key, a store failure)."""
     console = Console(stderr=True)
     path = Path(args.file)
     if not path.is_file():
-        console.print(f"mnemo: no such file: {path}")
+        _say(console, f"mnemo: no such file: {path}")
+        return 2
+    if _is_json_array(path):
+        _say(
+            console,
+            f"mnemo: {path} holds a JSON array, but import reads JSON lines: one object per"
+            f" line, as `mnemo export` writes them (`jq -c '.[]' {path}` turns it into them).",
+        )
         return 2
     progress = Progress(
         TextColumn("importing"),
@@ -144,10 +171,10 @@ def import_command(args: argparse.Namespace) -> int:
         with _client(args) as client, progress:
             last = _upload(client, path, progress)
     except httpx.HTTPError as exc:
-        console.print(f"mnemo: {exc}")
+        _say(console, _lost(args, exc))
         return 2
     if isinstance(last, str):
-        console.print(last)
+        _say(console, last)
         return 2
     try:
         answer = msgspec.json.decode(last, type=dict[str, Any])

@@ -26,6 +26,7 @@ from rich.text import Text
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from server.cli_errors import refused, unreachable
 from server.config import CLIENT_KEY, CLIENT_URL
 
 __all__ = ["actors", "add_commands", "format_event", "tail"]
@@ -119,20 +120,22 @@ async def _follow(args: argparse.Namespace, out: TextIO, err: Console) -> int:
                     if args.count is not None and seen >= args.count:
                         return 0
         except InvalidStatus as exc:
-            err.print(f"mnemo tail: refused ({exc.response.status_code}): {_reason(exc)}")
+            answer = exc.response
+            said = refused(
+                f"{args.url}/ws/tail",
+                answer.status_code,
+                bytes(answer.body or b""),
+                keyed=bool(args.key),
+            )
+            err.print(f"mnemo tail: {said}", markup=False, highlight=False, soft_wrap=True)
             return 1
-        except (OSError, ConnectionClosed):
-            pass
-        err.print(f"[dim]mnemo tail: disconnected; reconnecting in {delay:.1f} s[/dim]")
+        except OSError as exc:
+            lost = f"mnemo tail: {unreachable(str(args.url), exc)} Retrying in {delay:.1f} s."
+            err.print(lost, markup=False, highlight=False, style="dim", soft_wrap=True)
+        except ConnectionClosed:
+            err.print(f"[dim]mnemo tail: disconnected; reconnecting in {delay:.1f} s[/dim]")
         await anyio.sleep(delay)
         delay = min(delay * 2, _RETRY_MAX)
-
-
-def _reason(exc: InvalidStatus) -> str:
-    try:
-        return str(json.loads(exc.response.body or b"{}")["error"]["message"])
-    except (ValueError, KeyError, TypeError):
-        return "no reason given"
 
 
 def tail(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
@@ -149,10 +152,13 @@ def actors(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     try:
         response = httpx.get(f"{args.url}/actors", headers=headers, params=params, timeout=10)
     except httpx.HTTPError as exc:
-        print(f"mnemo actors: {exc}", file=sys.stderr)
+        print(f"mnemo actors: {unreachable(str(args.url), exc)}", file=sys.stderr)
         return 1
     if response.status_code != 200:
-        print(f"mnemo actors: {response.status_code} {response.text}", file=sys.stderr)
+        said = refused(
+            str(response.url), response.status_code, response.content, keyed=bool(args.key)
+        )
+        print(f"mnemo actors: {said}", file=sys.stderr)
         return 1
     body = response.json()
     if args.json:

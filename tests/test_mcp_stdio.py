@@ -122,13 +122,17 @@ async def test_mnemo_mcp_bridges_to_a_url_with_a_key_and_says_when_the_key_is_re
             [*_COMMAND, "--url", url, "--key", "wrong"], env=env, check=False
         )
     assert refused.returncode == 1
-    assert f"{url}/mcp refused the key: pass --key or set MNEMO_API_KEY" in refused.stderr.decode()
+    said = refused.stderr.decode()
+    assert said == f"mnemo mcp: {url}/mcp refused the key: pass --key or set MNEMO_API_KEY.\n"
     assert refused.stdout == b""
     nobody = await anyio.run_process(
         [*_COMMAND, "--url", "http://127.0.0.1:9"], env=env, check=False
     )
     assert nobody.returncode == 1
-    assert "no mnemo server answers at http://127.0.0.1:9/mcp" in nobody.stderr.decode()
+    assert nobody.stderr.decode() == (
+        "mnemo mcp: can't reach mnemo at http://127.0.0.1:9 (connection refused): is"
+        " `mnemo serve` running? Set --url or MNEMO_URL.\n"
+    )
     assert not (tmp_path / "elsewhere").exists()  # a bridge never touches a data directory
 
 
