@@ -29,7 +29,14 @@ async def index(request: Request) -> Response:
     return FileResponse(WEB / "index.html", headers=_HEADERS)
 
 
+async def favicon(request: Request) -> Response:
+    """The page links its icon; browsers ask ``/favicon.ico`` for any other page (a JSON
+    answer opened in a tab): the same icon."""
+    return FileResponse(WEB / "favicon.svg", media_type="image/svg+xml")
+
+
 routes = [
     Route("/", index, methods=["GET"]),
+    Route("/favicon.ico", favicon, methods=["GET"]),
     Mount("/web", app=StaticFiles(directory=WEB), name="web"),
 ]

@@ -273,3 +273,77 @@ def test_a_session_and_app_chosen_in_the_header_are_where_the_turns_go(
     page.get_by_label("Session", exact=True).press("Enter")
     expect(page.get_by_label("Session", exact=True)).to_have_attribute("aria-invalid", "true")
     expect(page.locator(".msg.assistant")).to_have_count(1)  # still in trip.2026
+
+
+def test_after_a_refused_key_and_the_right_one_the_pill_shows_and_no_raw_error_covers_the_page(
+    tmp_path: Path, page: Page
+) -> None:
+    with running_site(tmp_path, api_keys={"ada-secret": "ada"}) as site:
+        stored = httpx.post(
+            f"{site.url}/memory/long-term",
+            json={"content": "My name is Ada"},
+            headers={"Authorization": "Bearer ada-secret"},
+        )
+        assert stored.status_code == 201
+        page.goto(site.url)
+        dialog = page.get_by_role("dialog", name="API key")
+        dialog.get_by_label("Key").fill("not-the-key")
+        dialog.get_by_role("button", name="Save key").click()
+        expect(dialog.get_by_role("alert")).to_have_text("That key was refused.")
+        # While a key is wanted the header says so, never "connected".
+        expect(page.locator("#chat")).to_have_attribute("data-state", "needs-key")
+        page.wait_for_load_state("networkidle")
+        expect(page.locator("#status")).to_have_text("needs an API key")
+        dialog.get_by_label("Key").fill("ada-secret")
+        dialog.get_by_role("button", name="Save key").click()
+        expect(page.locator("#chat")).to_have_attribute("data-state", "live")
+        expect(page.locator("#status")).to_have_text("connected")
+        expect(page.locator("#memory-pill")).to_have_text("1 memory ↗")
+        page.wait_for_load_state("networkidle")
+        expect(page.locator(".mp-notice")).to_be_hidden()
+        expect(page.locator("body")).not_to_contain_text("Authorization")
+
+
+def test_a_key_declined_leaves_the_banner_asking_and_a_key_given_later_fills_the_pill(
+    tmp_path: Path, page: Page
+) -> None:
+    with running_site(tmp_path, api_keys={"ada-secret": "ada"}) as site:
+        page.goto(site.url)
+        dialog = page.get_by_role("dialog", name="API key")
+        dialog.get_by_role("button", name="Cancel").click()
+        expect(page.locator(".link-banner")).to_have_text(
+            re.compile("^This server needs an API key to chat.")
+        )
+        expect(page.locator("#status")).to_have_text("needs an API key")
+        page.wait_for_load_state("networkidle")
+        expect(page.locator(".mp-notice")).to_be_hidden()  # the banner says it, once
+        page.get_by_role("button", name="Enter key").click()
+        dialog.get_by_label("Key").fill("ada-secret")
+        dialog.get_by_role("button", name="Save key").click()
+        expect(page.locator("#chat")).to_have_attribute("data-state", "live")
+        expect(page.locator("#memory-pill")).to_have_text("0 memories ↗")
+
+
+def test_with_the_server_down_the_banner_says_in_words_where_it_tried(
+    tmp_path: Path, page: Page
+) -> None:
+    with running_site(tmp_path) as site:
+        open_chat(page, site.url)
+    banner = page.locator(".link-banner")
+    expect(banner).to_contain_text(
+        f"Can't reach mnemo at {site.url}: is mnemo serve running? Trying again in"
+    )
+    expect(page.locator("#status")).to_have_text("offline, reconnecting…")
+    expect(page.locator("body")).not_to_contain_text("Failed to fetch")
+
+
+def test_the_session_field_shows_a_whole_new_id_at_1280_px(site: Site, browser: Browser) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    try:
+        session = open_chat(page, site.url)
+        assert re.fullmatch(r"chat-\d{8}-[0-9a-f]{6}", session)
+        field = page.locator("#session-id")
+        assert field.evaluate("node => node.scrollWidth <= node.clientWidth")
+    finally:
+        context.close()

@@ -20,3 +20,23 @@ def test_the_page_is_served_by_the_server_and_fetches_nothing_from_another_host(
     assert "frame-ancestors 'none'" in answer.headers["content-security-policy"]
     assert httpx.get(site.url + "/web/app.js").headers["content-type"].startswith("text/javascript")
     assert httpx.get(site.url + "/web/nothing.js").status_code == 404
+
+
+def test_a_first_visit_asks_for_nothing_that_is_not_there_and_has_an_icon(
+    site: Site, page: Page
+) -> None:
+    failed: list[str] = []
+    page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    page.on("console", lambda m: failed.append(m.text) if m.type == "error" else None)
+    page.goto(site.url)
+    expect(page.locator("#chat")).to_have_attribute("data-state", "live")
+    expect(page.locator("#memory-pill")).to_have_text("0 memories ↗")
+    page.wait_for_load_state("networkidle")
+    assert failed == []
+    icon = page.locator('link[rel="icon"]').get_attribute("href")
+    assert icon is not None
+    for path in (icon, "/favicon.ico"):  # browsers ask the second for pages with no link
+        answer = httpx.get(site.url + path)
+        assert answer.status_code == 200
+        assert answer.headers["content-type"] == "image/svg+xml"
+        assert answer.text.startswith("<svg")

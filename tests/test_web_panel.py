@@ -6,13 +6,14 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from tests.browser import Site
+from tests.browser import Site, running_site
 
 #: Shortened undo windows for the tests that are not about their length; the tests
 #: about the seed's 4 s and 8 s keep the page's defaults.
@@ -278,7 +279,7 @@ def test_a_deleted_fact_undone_within_four_seconds_never_reaches_the_store_else_
     assert deletes == [f"{site.url}{FACTS}/{kept['id']}"]
 
 
-def test_pin_shows_on_hover_with_an_orange_accent_and_the_cap_of_ten_is_told_kindly(
+def test_a_pinned_card_shows_its_pin_unhovered_the_others_on_hover_and_the_cap_is_told_kindly(
     site: Site, rest: httpx.Client, page: Page
 ) -> None:
     pinned = [add(rest, f"Pinned fact number {n}", pinned=True) for n in range(10)]
@@ -289,9 +290,13 @@ def test_pin_shows_on_hover_with_an_orange_accent_and_the_cap_of_ten_is_told_kin
 
     page.mouse.move(5, 5)
     expect(pin).to_be_hidden()
+    third = card(page, "Pinned fact number 3")
+    expect(third.get_by_role("button", name="Unpin")).to_be_visible()  # pinned: seen at once
+    expect(third.get_by_role("button", name="Unpin")).to_have_css("color", "rgb(249, 115, 22)")
+    expect(third.get_by_role("button", name="Delete")).to_be_hidden()
     eleventh.hover()
     expect(pin).to_be_visible()
-    expect(card(page, "Pinned fact number 3")).to_have_css(
+    expect(third).to_have_css(
         "box-shadow", re.compile(r"rgb\(249, 115, 22\) 1px 0px 0px 0px inset")
     )
     expect(eleventh).to_have_css("box-shadow", "none")
@@ -355,7 +360,7 @@ def test_highlighting_text_of_an_ai_reply_offers_a_remember_action_that_stores_i
         getSelection().removeAllRanges();
         getSelection().addRange(range);
     }"""
-    remember = page.get_by_role("button", name="🧠 Remember")
+    remember = page.get_by_role("button", name="Remember", exact=True)
     page.evaluate(select, ["user", 0, 9])  # a user message: nothing offered
     page.wait_for_timeout(300)
     expect(remember).to_be_hidden()
@@ -367,6 +372,9 @@ def test_highlighting_text_of_an_ai_reply_offers_a_remember_action_that_stores_i
     assert reply is not None
     assert floating is not None
     assert reply["y"] - 60 < floating["y"] < reply["y"] + reply["height"] + 60  # by the text
+    # Drawn, not an emoji: no emoji font needed (without one, an emoji is an empty box).
+    expect(remember).to_have_text("Remember")
+    expect(remember.locator("svg path")).to_have_count(1)
     remember.click()
     expect(remember).to_be_hidden()
     expect(page.locator("#memory-pill")).to_have_text("1 memory ↗")
@@ -552,3 +560,60 @@ def test_the_sheet_fits_a_phone_in_the_dark_without_motion(
         expect(sheet.get_by_role("textbox", name="Remember something")).to_be_in_viewport()
     finally:
         context.close()
+
+
+def test_tabs_that_run_off_the_edge_show_an_arrow_there_that_scrolls_to_the_others(
+    site: Site, rest: httpx.Client, browser: Browser
+) -> None:
+    for category, content in [
+        ("project", "Building a memory server"),
+        ("preference", "Likes green tea"),
+        ("identity", "Lives in Porto"),
+        ("goal", "Wants to run a marathon"),
+        ("correction", "The cat is called Tom, not Tim"),
+        ("knowledge", "Knows Rust well"),
+        ("behavior", "Writes late at night"),
+        ("context", "Moving house in May"),
+    ]:
+        add(rest, content, category=category)
+    context = browser.new_context(viewport={"width": 390, "height": 760})
+    page = context.new_page()
+    try:
+        sheet = open_panel(page, site)
+        tabs = sheet.get_by_role("tablist", name="Categories")
+        expect(tabs.get_by_role("tab")).to_have_count(9)
+        before, after = sheet.locator(".mp-tabs-before"), sheet.locator(".mp-tabs-after")
+        expect(after).to_be_visible()
+        expect(before).to_be_hidden()
+        expect(tabs).to_have_css("mask-image", re.compile("linear-gradient"))
+        after.click()
+        expect(before).to_be_visible()
+        assert tabs.evaluate("node => node.scrollLeft") > 0
+        tabs.get_by_role("tab").last.click()  # the last one, now in view
+        expect(after).to_be_hidden()
+        expect(tabs.get_by_role("tab").last).to_have_attribute("aria-selected", "true")
+    finally:
+        context.close()
+
+
+def test_with_every_tab_in_view_no_arrow_shows(site: Site, rest: httpx.Client, page: Page) -> None:
+    add(rest, "Likes green tea", category="preference")
+    sheet = open_panel(page, site)
+    expect(sheet.get_by_role("tab")).to_have_count(2)
+    expect(sheet.locator(".mp-tabs-after")).to_be_hidden()
+    expect(sheet.locator(".mp-tabs-before")).to_be_hidden()
+
+
+def test_with_the_server_gone_the_open_panel_says_in_words_it_cant_reach_it(
+    tmp_path: Path, page: Page
+) -> None:
+    with running_site(tmp_path) as site:
+        httpx.post(f"{site.url}{FACTS}", json={"content": "Plays the cello"})
+        sheet = open_panel(page, site)
+        expect(card(page, "Plays the cello")).to_be_visible()
+        page.keyboard.press("Escape")
+    page.locator("#memory-pill").click()  # the server has stopped
+    expect(sheet.get_by_role("alert")).to_have_text(
+        f"Can't reach mnemo at {site.url}: is mnemo serve running?"
+    )
+    expect(page.locator("body")).not_to_contain_text("Failed to fetch")

@@ -1,5 +1,6 @@
 // The page's entry: who the user is (an API key kept in this browser when the server
-// asks for one) and the server's state. The chat and the Memory Panel build on it.
+// asks for one) and how REST calls go. The chat and the Memory Panel build on it; the
+// chat's connection says in the header whether the server answers.
 
 import { mountChat } from "./chat.js";
 import { askKey, keptKey } from "./key.js";
@@ -19,32 +20,37 @@ export function authHeaders() {
   return key ? { Authorization: `Bearer ${key}` } : {};
 }
 
-/** A REST call as JSON; asks for a key once when the server answers 401. */
+/** What a REST call failed with: the server's answer (`status`), or none (`status` 0). */
+export class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+/** Where this page's server is, as people read it (the page's origin). */
+export function cantReach() {
+  return `Can't reach mnemo at ${location.origin}: is mnemo serve running?`;
+}
+
+/** A REST call as JSON; asks for a key when the server answers 401, again while the
+ * person gives keys it refuses. Throws an ApiError: status 0 when nothing answered. */
 export async function api(path, options = {}) {
-  const answer = await fetch(path, { ...options, headers: { ...authHeaders(), ...options.headers } });
-  if (answer.status === 401 && !options.retried) {
-    if (await askKey({ refused: keptKey() !== null })) {
-      return api(path, { ...options, retried: true });
-    }
+  let answer;
+  try {
+    answer = await fetch(path, { ...options, headers: { ...authHeaders(), ...options.headers } });
+  } catch {
+    throw new ApiError(0, cantReach()); // not "Failed to fetch": the server is down or away
+  }
+  if (answer.status === 401 && (await askKey({ refused: keptKey() !== null })) !== null) {
+    return api(path, options);
   }
   const body = answer.headers.get("content-type")?.includes("json") ? await answer.json() : null;
   if (!answer.ok) {
-    const message = body?.error?.message ?? `HTTP ${answer.status}`;
-    throw new Error(message);
+    throw new ApiError(answer.status, body?.error?.message ?? `HTTP ${answer.status}`);
   }
   return body;
 }
 
-async function start() {
-  const status = document.getElementById("status");
-  try {
-    const health = await api("/healthz");
-    status.textContent = health.status === "ok" ? "connected" : "server unwell";
-  } catch (error) {
-    status.textContent = `server unreachable: ${error.message}`;
-  }
-}
-
 mountChat();
-start();
 mountPanel();

@@ -1,7 +1,7 @@
 // The chat page: pick or start a session (and an app scope) in the header, talk in it
 // over protocol v1, and see what mnemo remembers as it learns.
 
-import { api, bus } from "./app.js";
+import { api, bus, cantReach } from "./app.js";
 import { Connection } from "./connection.js";
 import { Conversation } from "./conversation.js";
 import { element } from "./dom.js";
@@ -45,8 +45,8 @@ export function mountChat() {
   controls.fresh.addEventListener("click", () => open(newSessionId(), current?.app ?? "global"));
   controls.key.addEventListener("click", async () => {
     if ((await askKey()) !== null || keptKey() === null) {
-      open(current.session, current.app); // another key may be another user
-      bus.dispatchEvent(new CustomEvent("memory-changed", { detail: null }));
+      open(current.session, current.app); // another key may be another user (the panel
+      // hears of the key itself)
     }
     controls.key.hidden = keptKey() === null;
   });
@@ -212,7 +212,7 @@ class ChatSession {
     if (wasLive) this.#lost = true;
   }
 
-  #show({ state, delay }) {
+  #show({ state, delay, down }) {
     const { chat, banner, bannerText, retry, status } = this.page;
     chat.dataset.state = state;
     status.textContent = STATES[state];
@@ -223,7 +223,8 @@ class ChatSession {
       bannerText.textContent = "Connecting…";
     } else if (state === "waiting") {
       const seconds = Math.max(1, Math.round(delay / 1000));
-      bannerText.textContent = `Not connected to the server. Trying again in ${seconds} s.`;
+      const why = down ? cantReach() : "Not connected to the server.";
+      bannerText.textContent = `${why} Trying again in ${seconds} s.`;
       retry.textContent = "Retry now";
     } else if (state === "needs-key") {
       bannerText.textContent = "This server needs an API key to chat.";

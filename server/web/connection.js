@@ -10,8 +10,8 @@ const DELAYS = [500, 1000, 2000, 4000, 8000];
 /**
  * Events:
  * - "frame" (detail: a server frame, parsed);
- * - "state" (detail: {state, delay?}): "connecting", "live" (after `ready`), "waiting"
- *   (the next attempt in `delay` ms), "needs-key" (asking for a key; stays when the person
+ * - "state" (detail: {state, delay?, down?}): "connecting", "live" (after `ready`), "waiting"
+ *   (the next attempt in `delay` ms; `down`: the server did not answer), "needs-key" (asking for a key; stays when the person
  *   declines to give one);
  * - "lost" (detail: {wasLive}): the socket closed under us.
  */
@@ -68,10 +68,10 @@ export class Connection extends EventTarget {
     if (this.#stopped) return;
     this.#state("connecting");
     // A browser cannot read why a handshake failed: ask REST whether the key is refused.
-    const access = await probe(this.#session);
+    const access = await probe();
     if (this.#stopped) return;
     if (access === "down") {
-      this.#wait();
+      this.#wait(true);
       return;
     }
     if (access === "refused") {
@@ -112,29 +112,32 @@ export class Connection extends EventTarget {
     this.#wait();
   }
 
-  #wait() {
+  /** @param {boolean} down nothing answered (else the socket closed, or was refused) */
+  #wait(down = false) {
     if (this.#stopped) return;
     const base = DELAYS[Math.min(this.#attempt, DELAYS.length - 1)];
     const delay = Math.round(base * (0.8 + Math.random() * 0.4)); // spread many tabs' retries
     this.#attempt += 1;
-    this.#state("waiting", delay);
+    this.#state("waiting", delay, down);
     this.#timer = setTimeout(() => {
       this.#timer = null;
       this.#connect();
     }, delay);
   }
 
-  #state(state, delay) {
-    this.dispatchEvent(new CustomEvent("state", { detail: { state, delay } }));
+  #state(state, delay, down = false) {
+    this.dispatchEvent(new CustomEvent("state", { detail: { state, delay, down } }));
   }
 }
 
-/** "open" (a key is not needed or is accepted), "refused" (401) or "down" (no answer). */
-async function probe(session) {
+/** "open" (a key is not needed or is accepted), "refused" (401) or "down" (no answer).
+ * It asks for the taxonomy: a small answer every user has (a new session's working memory
+ * would answer 404 until its first message). */
+async function probe() {
   const key = keptKey();
   const headers = key ? { Authorization: `Bearer ${key}` } : {};
   try {
-    const answer = await fetch(`/memory/working/${encodeURIComponent(session)}`, { headers });
+    const answer = await fetch("/memory/categories", { headers });
     return answer.status === 401 ? "refused" : "open";
   } catch {
     return "down";

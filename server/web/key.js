@@ -6,6 +6,9 @@ import { element } from "./dom.js";
 
 const STORAGE = "mnemo.key";
 
+/** Dispatches "change" when a key is kept or forgotten: what was refused may work now. */
+export const keyChanges = new EventTarget();
+
 /** The key kept in this browser, or null. */
 export function keptKey() {
   return localStorage.getItem(STORAGE);
@@ -44,8 +47,12 @@ function showDialog(refused) {
         if (dialog.returnValue === "save" && key) {
           localStorage.setItem(STORAGE, key);
           resolve(key);
+          keyChanges.dispatchEvent(new Event("change"));
         } else {
-          if (dialog.returnValue === "forget") localStorage.removeItem(STORAGE);
+          if (dialog.returnValue === "forget") {
+            localStorage.removeItem(STORAGE);
+            keyChanges.dispatchEvent(new Event("change"));
+          }
           resolve(null);
         }
       },

@@ -4,6 +4,7 @@
 // Everything goes through the REST API of docs/rest.md.
 
 import { api, bus } from "./app.js";
+import { keyChanges } from "./key.js";
 
 /**
  * How long an undo stays offered, in milliseconds: a deleted fact's DELETE is sent
@@ -26,6 +27,11 @@ const ICONS = {
   edit: "M4 20h4L19 9l-4-4L4 16v4zM14 6l4 4",
   delete: "M5 7h14M10 7V4h4v3M7 7l1 13h8l1-13",
   close: "M6 6l12 12M18 6L6 18",
+  before: "M15 5l-7 7 7 7",
+  after: "M9 5l7 7-7 7",
+  // Keep this: a bookmark with a plus (drawn, not an emoji: without an emoji font an emoji
+  // is an empty box).
+  remember: "M7 3.5h10a1 1 0 0 1 1 1V21l-6-4-6 4V4.5a1 1 0 0 1 1-1zM12 7.5v6M9 10.5h6",
 };
 
 /** An element: attributes as given (``on…`` keys are listeners), then its children. */
@@ -132,6 +138,23 @@ class MemoryPanel {
     );
     this.tabs = el("div", { class: "mp-tabs", role: "tablist", "aria-label": "Categories" });
     this.tabs.addEventListener("keydown", (event) => this.moveBetweenTabs(event));
+    this.tabs.addEventListener("scroll", () => this.showTabsBeyond(), { passive: true });
+    // The tabs run off the edge with many categories: arrows at that edge say so (and
+    // scroll on a click; the keyboard moves between tabs with the arrow keys instead).
+    const scroller = (side) =>
+      el(
+        "button",
+        {
+          type: "button",
+          class: `mp-tabs-more mp-tabs-${side}`,
+          tabindex: "-1",
+          "aria-hidden": "true",
+          title: side === "before" ? "More categories before" : "More categories after",
+          onclick: () => this.tabs.scrollBy({ left: (side === "before" ? -0.8 : 0.8) * this.tabs.clientWidth }),
+        },
+        icon(side),
+      );
+    this.tabBar = el("div", { class: "mp-tabbar" }, this.tabs, scroller("before"), scroller("after"));
     this.list = el("div", { class: "mp-body", role: "tabpanel", tabindex: "-1" });
     this.toasts = el("div", { class: "mp-toasts", "aria-live": "polite" });
     this.input = el("input", {
@@ -166,7 +189,7 @@ class MemoryPanel {
         hidden: true,
       },
       el("header", { class: "mp-head" }, this.title, this.manageButton, closeButton),
-      this.tabs,
+      this.tabBar,
       this.list,
       this.toasts,
       this.footer,
@@ -174,7 +197,8 @@ class MemoryPanel {
     this.rememberButton = el(
       "button",
       { type: "button", class: "mp-remember", hidden: true, onclick: () => this.rememberSelection() },
-      "🧠 Remember",
+      icon("remember"),
+      "Remember",
     );
     // Pressing it must not drop the selection it is about to store.
     this.rememberButton.addEventListener("mousedown", (event) => event.preventDefault());
@@ -213,6 +237,8 @@ class MemoryPanel {
       if (document.visibilityState === "visible") this.refresh();
     });
     bus.addEventListener("memory-changed", () => this.refresh());
+    keyChanges.addEventListener("change", () => this.refresh()); // another key: another user
+    window.addEventListener("resize", () => this.showTabsBeyond());
     let queued = false;
     document.addEventListener("selectionchange", () => {
       if (queued) return;
@@ -243,6 +269,7 @@ class MemoryPanel {
     for (const outside of this.outside()) outside.inert = true;
     this.hideRememberButton();
     this.sheet.focus();
+    this.showTabsBeyond();
     this.refresh();
   }
 
@@ -322,7 +349,15 @@ class MemoryPanel {
       this.facts = facts;
       this.render();
     } catch (error) {
-      if (generation === this.generation) this.toast(`Could not load memories: ${error.message}`);
+      if (generation !== this.generation) return;
+      // Refused (no key, or one the person would not give): the chat's banner asks for it,
+      // and a new key refreshes. Nothing answered: the banner says so; an open sheet too.
+      if (error.status === 401) return;
+      if (error.status === 0) {
+        if (this.isOpen) this.toast(error.message, { alert: true });
+        return;
+      }
+      this.toast(`Could not load memories: ${error.message}`);
     }
   }
 
@@ -381,7 +416,8 @@ class MemoryPanel {
       this.tabButton("all", "All", facts.length),
       ...names.map((name) => this.tabButton(name, this.labelOf(name), counts.get(name))),
     );
-    this.tabs.hidden = facts.length === 0;
+    this.tabBar.hidden = facts.length === 0;
+    this.showTabsBeyond();
     this.list.setAttribute("aria-labelledby", `mp-tab-${this.tab}`);
     if (facts.length === 0) {
       this.list.replaceChildren(
@@ -430,6 +466,13 @@ class MemoryPanel {
     );
     if (name !== "all") this.colour(tab, name);
     return tab;
+  }
+
+  /** Marks the edges beyond which more tabs lie (the CSS fades them, shows an arrow). */
+  showTabsBeyond() {
+    const { scrollLeft, scrollWidth, clientWidth } = this.tabs;
+    this.tabBar.classList.toggle("mp-more-before", scrollLeft > 1);
+    this.tabBar.classList.toggle("mp-more-after", scrollLeft + clientWidth < scrollWidth - 1);
   }
 
   moveBetweenTabs(event) {
