@@ -13,7 +13,7 @@ import ipaddress
 import math
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, get_type_hints
 from urllib.parse import urlsplit
@@ -58,8 +58,9 @@ class ConfigError(MnemoError):
 def _types() -> tuple[dict[str, Any], dict[str, inspect.Type]]:
     """Each field's annotated type (to convert a value) and its msgspec type (to say what
     it allows)."""
-    fields = {f.name: f.type for f in inspect.type_info(Settings).fields}  # type: ignore[attr-defined]
-    return get_type_hints(Settings, include_extras=True), fields
+    info = inspect.type_info(Settings)
+    assert isinstance(info, inspect.StructType)
+    return get_type_hints(Settings, include_extras=True), {f.name: f.type for f in info.fields}
 
 
 def _number(bound: float) -> str:
@@ -67,7 +68,8 @@ def _number(bound: float) -> str:
 
 
 def _range(kind: inspect.IntType | inspect.FloatType) -> str:
-    """ " from 0 to 1", " above 0 and at most 1", " of at least 1"... ("" for no bound)."""
+    """The bounds in words, after a noun: "from 0 to 1", "above 0 and at most 1", "of at
+    least 1" (with a leading space; "" for none)."""
     if kind.ge is not None and kind.le is not None:
         return f" from {_number(kind.ge)} to {_number(kind.le)}"
     words = [
@@ -104,10 +106,12 @@ def allowed(field: str) -> str | None:
 
 def _parse_api_keys(raw: str) -> dict[str, str]:
     keys: dict[str, str] = {}
-    for item in filter(None, (part.strip() for part in raw.split(","))):
+    for n, item in enumerate(filter(None, (part.strip() for part in raw.split(","))), 1):
         key, sep, user = item.rpartition(":")
-        if not sep or not key or not user:
-            raise ConfigError(f"MNEMO_API_KEYS: expected key:user, got {item!r}")
+        if not sep or not key or not user:  # (the item is not shown: it may be a key)
+            raise ConfigError(
+                f"MNEMO_API_KEYS: must be key:user pairs, comma-separated (pair {n} is not one)"
+            )
         keys[key] = user
     return keys
 
@@ -197,7 +201,7 @@ def _shown(settings: Settings, field: str, sources: Mapping[str, str]) -> str:
     return sources.get(field, default)
 
 
-def _validate(settings: Settings, shown: Any) -> None:
+def _validate(settings: Settings, shown: Callable[[str], str]) -> None:
     for user in [*settings.api_keys.values(), settings.default_user]:
         if not _USER_ID.match(user):
             raise ConfigError(f"invalid user id {user!r}: use 1-64 of A-Z a-z 0-9 _ . @ -")

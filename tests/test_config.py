@@ -15,9 +15,11 @@ from tests.docs_examples import ROOT
 
 
 def test_every_numeric_setting_has_bounds_beside_its_field() -> None:
+    info = inspect.type_info(Settings)
+    assert isinstance(info, inspect.StructType)
     unbounded = [
         field.name
-        for field in inspect.type_info(Settings).fields  # type: ignore[attr-defined]
+        for field in info.fields
         if isinstance(field.type, inspect.IntType | inspect.FloatType)
         and (field.type.ge, field.type.gt, field.type.le, field.type.lt) == (None,) * 4
     ]
@@ -140,6 +142,11 @@ def test_a_refused_key_setting_names_the_setting_but_never_shows_the_keys(tmp_pa
         load_settings({"MNEMO_CONFIG": str(config)})
     assert str(refused.value).startswith(f"api_keys in {config}: ")
     assert "k-secret-1" not in str(refused.value)
+    with pytest.raises(ConfigError) as refused:
+        load_settings({"MNEMO_API_KEYS": "k1:ada,k-secret-2"})
+    assert str(refused.value) == (
+        "MNEMO_API_KEYS: must be key:user pairs, comma-separated (pair 2 is not one)"
+    )
 
 
 def test_the_limits_of_each_range_are_allowed() -> None:
