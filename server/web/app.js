@@ -28,7 +28,7 @@ export class ApiError extends Error {
   }
 }
 
-/** Where this page's server is, as people read it (the page's origin). */
+/** The sentence for a server that does not answer, naming where the page looked. */
 export function cantReach() {
   return `Can't reach mnemo at ${location.origin}: is mnemo serve running?`;
 }
@@ -46,6 +46,7 @@ export async function api(path, options = {}) {
     return api(path, options);
   }
   const body = answer.headers.get("content-type")?.includes("json") ? await answer.json() : null;
+  if (answer.status === 401) throw new ApiError(401, "this server needs an API key");
   if (!answer.ok) {
     throw new ApiError(answer.status, body?.error?.message ?? `HTTP ${answer.status}`);
   }
