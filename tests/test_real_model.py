@@ -66,15 +66,14 @@ def test_the_model_is_listed_and_described_as_ollama_describes_a_model(
 
 
 def test_a_streamed_chat_sends_pieces_then_a_done_line_with_the_counts(
-    client: ollama.Client,
+    client: ollama.Client, url: str
 ) -> None:
+    system = {"role": "system", "content": "You are terse."}
+    question = {"role": "user", "content": "Name three colours."}
     parts = list(
         client.chat(
             model=MODEL,
-            messages=[
-                {"role": "system", "content": "You are terse."},
-                {"role": "user", "content": "Name three colours."},
-            ],
+            messages=[system, question],
             stream=True,
             options={"temperature": 0},
         )
@@ -94,6 +93,10 @@ def test_a_streamed_chat_sends_pieces_then_a_done_line_with_the_counts(
     assert last.prompt_eval_duration
     assert last.total_duration
     assert last.total_duration >= last.eval_duration
+    again = raw(url, "POST", "/api/chat", json={"model": MODEL, "messages": [system, question]})
+    last_line = json.loads(again.text.splitlines()[-1])
+    # The same prompt again: all of it but its last token is kept from the first time.
+    assert last_line["prompt_eval_cached_count"] == last_line["prompt_eval_count"] - 1
 
 
 def test_an_answer_not_streamed_comes_as_one_object(client: ollama.Client) -> None:
@@ -288,7 +291,10 @@ def test_an_empty_request_loads_the_model_and_keep_alive_zero_unloads_it(
 def test_a_client_that_leaves_mid_answer_frees_the_model_for_the_next_one(
     url: str, client: ollama.Client
 ) -> None:
-    endless = {"model": MODEL, "prompt": "1, 2, 3, 4,", "raw": True}
+    # A grammar that asks for 10,000 digits: the answer cannot end before its limit.
+    row = {"type": "array", "items": {"type": "integer", "maximum": 9}, "minItems": 10}
+    digits = {"type": "array", "items": row, "minItems": 1000}
+    endless = {"model": MODEL, "prompt": "Digits, please.", "format": digits}
     with httpx.stream(
         "POST", url + "/api/generate", json=endless | {"options": {"num_predict": 4000}}
     ) as streamed:

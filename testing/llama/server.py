@@ -286,6 +286,8 @@ def _last_frame(call: _Call, event: Event) -> dict[str, Any]:
         "total_duration": time.perf_counter_ns() - call.started,
         "load_duration": event["load_ns"],
         "prompt_eval_count": event["prompt_tokens"],
+        # Of those, the tokens kept evaluated from the previous request (Ollama 0.30+).
+        "prompt_eval_cached_count": event["cached_tokens"],
         "prompt_eval_duration": event["prompt_ns"],
         "eval_count": event["eval_count"],
         "eval_duration": event["eval_ns"],
