@@ -44,9 +44,7 @@ class Worker:
     @asynccontextmanager
     async def running(cls, script: Path, node_modules: Path) -> AsyncIterator[Worker]:
         """Start the worker, route its events while in the block, then stop it."""
-        process = await anyio.open_process(
-            ["node", str(script), str(node_modules)], stderr=None, start_new_session=False
-        )
+        process = await anyio.open_process(["node", str(script), str(node_modules)], stderr=None)
         worker = cls(process)
         try:
             async with anyio.create_task_group() as tg:
