@@ -64,14 +64,15 @@ def create_app(
     """The Ollama API over ``models``, run by ``scheduler``."""
     by_name = {m.name: m for m in models}
 
-    def find(body: dict[str, Any], *, key: str = "model") -> ServedModel:
-        name = body.get(key) or (body.get("name") if key == "model" else None)
+    def find(body: dict[str, Any]) -> tuple[str, ServedModel]:
+        """The model a request names (``model``, or ``name`` as ``/api/show`` allows)."""
+        name = body.get("model") or body.get("name")
         if not isinstance(name, str) or not name:
             raise _Refused(400, "model is required")
         model = by_name.get(full_name(name))
         if model is None:
             raise _Refused(404, f"model '{name}' not found")
-        return model
+        return name, model
 
     async def tags(request: Request) -> Response:
         return JSONResponse({"models": [m.entry() for m in models]})
@@ -100,7 +101,7 @@ def create_app(
 
     async def show(request: Request) -> Response:
         try:
-            model = find(await _body(request))
+            _, model = find(await _body(request))
         except _Refused as refused:
             return _error(refused.status, refused.message)
         architecture = model.info.get("architecture") or ""
@@ -134,8 +135,8 @@ def create_app(
         started = time.perf_counter_ns()
         try:
             body = await _body(request)
-            model = find(body)
-            call = _Call(chat, model, body["model"], body, _keep_alive(body), started)
+            name, model = find(body)
+            call = _Call(chat, model, name, body, _keep_alive(body), started)
             answer: Response | None = None
             async with anyio.create_task_group() as tg:
                 # Like Ollama, drop the work of a client that left: while it waits its
@@ -159,8 +160,11 @@ def create_app(
         _refuse_unsupported(call)
         prompt = _prompt(call) if not empty else {}
         try:
+            asked = body.get("options")
+            if isinstance(asked, dict):
+                asked = model.parameters | asked
             options = read_options(
-                model.parameters | (body.get("options") or {}), max_ctx=model.max_ctx
+                model.parameters if asked is None else asked, max_ctx=model.max_ctx
             )
         except OptionError as exc:
             raise _Refused(500, str(exc)) from None
@@ -232,6 +236,8 @@ def _keep_alive(body: dict[str, Any]) -> float | None:
 
 def _refuse_unsupported(call: _Call) -> None:
     body = call.body
+    if not isinstance(body.get("options") or {}, dict):
+        raise _Refused(400, "json: cannot unmarshal options into map[string]interface {}")
     if body.get("think") not in (None, False):
         raise _Refused(400, f'"{call.name}" does not support thinking')
     if body.get("tools"):
