@@ -181,7 +181,7 @@ def test_a_json_schema_holds_the_answer_to_it_whatever_the_model_says(
             model=MODEL,
             messages=[{"role": "user", "content": "Ada is 36, lives in Lyon, has a cat Tom."}],
             format=inline_root(msgspec.json.schema(Person)),
-            options={"temperature": temperature, "seed": 7, "num_predict": 400},
+            options={"temperature": temperature, "seed": 7, "num_predict": 1000},
         )
         assert reply.done_reason == "stop"
         person = msgspec.json.decode(reply.message.content or "", type=Person)
