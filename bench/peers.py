@@ -286,6 +286,8 @@ def run(
                     raw[name]["ranked"].append(hits)
             for n in range(warm):
                 user, query = n % len(records), questions[(n * 7 + 3) % len(questions)]
+                if n % 20 == 0:
+                    loads.append(os.getloadavg()[0])
                 for name in _order(n):
                     ms, _ = sides[name].search(user, query, _LIMIT)
                     raw[name]["warm_ms"].append(ms)
