@@ -94,6 +94,15 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     min_hold: _NonNegative = 30.0
     host: str = "127.0.0.1"
     port: _Port = 8000
+    #: Host names (no port) requests may carry in ``Host``, besides the loopback names a
+    #: server always answers to; ``*.example.com`` matches its subdomains, ``*`` any name.
+    #: Empty: the loopback names only on a loopback ``host``, any name on another address
+    #: (which needs API keys). See ``server.boundary``.
+    allowed_hosts: list[str] = []
+    #: Origins (``scheme://host[:port]``) of pages served elsewhere that may call this
+    #: server, with CORS; a page of the server's own origin, and clients that send no
+    #: ``Origin``, always may.
+    allowed_origins: list[str] = []
     ollama_url: str = "http://127.0.0.1:11434"
     chat_model: str = "llama3.2"
     extract_model: str = "llama3.2"
@@ -262,6 +271,14 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: Live sessions one user may have at once (each holds memory until idle expiry);
     #: a new session beyond it is refused with ``too_many_sessions``.
     max_sessions_per_user: _Count = 100
+    #: MCP sessions (``/mcp``) one key's user may have open at once; one more
+    #: ``initialize`` is answered 429 ``too_many_sessions`` (end one with ``DELETE /mcp``,
+    #: or wait for an idle one to close). The server holds at most this many per user, so
+    #: one user's sessions never make another's ``initialize`` fail.
+    max_mcp_sessions_per_user: _Count = 16
+    #: Seconds an MCP session may stay idle (no request in flight, no open stream) before
+    #: it closes; its id then answers 404 and the client initializes again.
+    mcp_idle_timeout: _Positive = 600.0
     #: Seconds a connection may take to send a whole request head (the WebSocket upgrade
     #: included), from being opened or from its previous response; then it is closed.
     handshake_timeout: _Positive = 10.0

@@ -14,6 +14,7 @@ from anyio.abc import TaskStatus
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
@@ -28,6 +29,7 @@ from actors.wiring import build_deps
 from actors.writer import ArchiveWriter
 from schemas.settings import Settings
 from server import http, observe, rest, site, ws
+from server.boundary import Boundary
 from server.budget import UserBudgets
 from server.cluster.node import ClusterNode
 from server.cluster.ownership import Ownership
@@ -214,6 +216,8 @@ def create_app(
     ]
     app = Starlette(
         routes=routes,
+        # Outermost: no route, the page and /mcp included, runs for a foreign Host or Origin.
+        middleware=[Middleware(Boundary, settings=settings)],
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_error, Exception: _server_error},
     )

@@ -128,7 +128,7 @@ def _from_environ(environ: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
         shown = name if field in _SECRET else f"{name}={raw}"
         if field == "api_keys":
             values[field] = (_parse_api_keys(raw), shown)
-        elif field == "admin_keys":
+        elif field in ("admin_keys", "allowed_hosts", "allowed_origins"):
             values[field] = ([k.strip() for k in raw.split(",") if k.strip()], shown)
         else:
             values[field] = (raw, shown)
@@ -215,6 +215,7 @@ def _validate(settings: Settings, shown: Callable[[str], str]) -> None:
             f" {shown('max_frame_bytes')} costs"
         )
     _validate_url(settings.ollama_url, shown("ollama_url"))
+    _validate_origins(settings.allowed_origins, shown("allowed_origins"))
     if settings.node:
         _validate_node(settings)
     elif settings.journal_dir:
@@ -235,6 +236,28 @@ def _validate_url(url: str, shown: str) -> None:
             f"{shown}: must be an http:// or https:// URL with a host and a port from 1 to"
             " 65535, such as http://127.0.0.1:11434"
         )
+
+
+def _validate_origins(origins: list[str], shown: str) -> None:
+    """Each allowed origin is ``scheme://host[:port]``, as a browser sends it."""
+    for origin in origins:
+        try:
+            parts = urlsplit(origin)
+            parts.port  # noqa: B018 - raises for a port that is not one
+        except ValueError:
+            parts = urlsplit("")
+        if (
+            parts.scheme not in ("http", "https")
+            or not parts.hostname
+            or parts.path not in ("", "/")
+            or parts.query
+            or parts.username
+        ):
+            raise ConfigError(
+                f"{shown}: must be origins as browsers send them, http:// or https:// and a"
+                f" host with an optional port, such as https://chat.example.com ({origin!r}"
+                " is not one)"
+            )
 
 
 def _validate_node(settings: Settings) -> None:

@@ -14,13 +14,13 @@ __all__ = ["WEB", "routes"]
 
 WEB = Path(__file__).parent / "web"
 
-#: No page of another origin may frame it or load scripts into it.
+#: No page of another origin may frame it or load scripts into it (``nosniff``, on every
+#: answer, is ``server.boundary``'s).
 _HEADERS = {
     "Content-Security-Policy": (
         "default-src 'self'; connect-src 'self'; img-src 'self' data:; "
         "style-src 'self'; script-src 'self'; frame-ancestors 'none'"
     ),
-    "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
 
