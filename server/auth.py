@@ -1,14 +1,39 @@
-"""Who is calling: API keys map to user ids; no keys configured means single-user mode."""
+"""Who is calling: API keys map to user ids; no keys configured means single-user mode.
+
+A key travels as ``Authorization: Bearer <key>``. A browser cannot set that header on
+a WebSocket, so a handshake may carry it as a ``Sec-WebSocket-Protocol`` entry
+``mnemo.bearer.<key as unpadded base64url>`` beside ``mnemo``, the subprotocol the
+server answers (``socket_key``). A query ``token`` is still read on WebSockets for old
+clients, and redacted from every log line (``server.logs``); HTTP routes never read it.
+"""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 from dataclasses import dataclass
 
+from starlette.requests import HTTPConnection
+
 from schemas.settings import Settings
 
-__all__ = ["Viewer", "bearer", "user_for_token", "viewer_for_token"]
+__all__ = [
+    "BEARER_PROTOCOL",
+    "PROTOCOL",
+    "Viewer",
+    "bearer",
+    "protocol_entry",
+    "socket_key",
+    "user_for_token",
+    "viewer_for_token",
+]
+
+#: The WebSocket subprotocol of mnemo's sockets: offered by clients, answered by the server.
+PROTOCOL = "mnemo"
+#: The prefix of the subprotocol entry carrying a key, ``mnemo.bearer.<base64url key>``.
+BEARER_PROTOCOL = "mnemo.bearer."
 
 
 def user_for_token(settings: Settings, token: str | None) -> str | None:
@@ -76,3 +101,32 @@ def bearer(header: str | None) -> str | None:
         return None
     scheme, _, token = header.partition(" ")
     return token.strip() or None if scheme.lower() == "bearer" else None
+
+
+def protocol_entry(key: str) -> str:
+    """The ``Sec-WebSocket-Protocol`` entry carrying ``key``: base64url without padding,
+    so any key fits the header's token characters."""
+    encoded = base64.urlsafe_b64encode(key.encode()).rstrip(b"=").decode()
+    return BEARER_PROTOCOL + encoded
+
+
+def _from_protocols(offered: list[str]) -> str | None:
+    for entry in offered:
+        if entry.startswith(BEARER_PROTOCOL):
+            encoded = entry.removeprefix(BEARER_PROTOCOL)
+            try:
+                raw = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
+                return raw.decode() or None
+            except (binascii.Error, ValueError):
+                return None
+    return None
+
+
+def socket_key(connection: HTTPConnection) -> str | None:
+    """The key of a WebSocket handshake: ``Authorization: Bearer``, else a
+    ``mnemo.bearer.`` subprotocol entry, else the query's ``token`` (old clients)."""
+    return (
+        bearer(connection.headers.get("authorization"))
+        or _from_protocols(list(connection.scope.get("subprotocols") or ()))
+        or connection.query_params.get("token")
+    )

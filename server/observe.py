@@ -18,10 +18,10 @@ from actors.events import KINDS, Event, EventBus, RecentEvents
 from actors.registry import SessionRegistry
 from actors.session import SessionActor
 from schemas.settings import Settings
-from server.auth import Viewer, bearer, viewer_for_token
+from server.auth import Viewer, bearer, socket_key, viewer_for_token
 from server.http import BadRequest, error, int_param, json
 from server.metrics import CONTENT_TYPE_LATEST, Metrics
-from server.ws import SESSION_ID, refuse
+from server.ws import KEY_NEEDED, SESSION_ID, accept, refuse
 
 __all__ = ["routes"]
 
@@ -31,9 +31,11 @@ _encode = msgspec.json.Encoder().encode
 
 
 def _viewer(request: Request | WebSocket) -> Viewer | None:
+    """Who asks: by ``Authorization`` over HTTP, by ``server.auth.socket_key`` on the tail."""
     settings: Settings = request.state.settings
-    token = bearer(request.headers.get("authorization")) or request.query_params.get("token")
-    return viewer_for_token(settings, token)
+    if isinstance(request, WebSocket):
+        return viewer_for_token(settings, socket_key(request))
+    return viewer_for_token(settings, bearer(request.headers.get("authorization")))
 
 
 def _actor_view(actor: SessionActor, settings: Settings) -> dict[str, Any]:
@@ -126,7 +128,7 @@ async def tail(websocket: WebSocket) -> None:
     that reads too slowly misses events and gets a ``tail.skipped`` marker instead."""
     viewer = _viewer(websocket)
     if viewer is None:
-        await refuse(websocket, 401, "unauthorized", "a valid ?token= is required")
+        await refuse(websocket, 401, "unauthorized", KEY_NEEDED)
         return
     try:
         session, user, kinds = _tail_filters(websocket, viewer)
@@ -134,7 +136,7 @@ async def tail(websocket: WebSocket) -> None:
         await refuse(websocket, 400, "bad_request", str(exc))
         return
     bus: EventBus = websocket.state.events
-    await websocket.accept()
+    await accept(websocket)
     with bus.subscribe(
         buffer=_TAIL_BUFFER, session_id=session, user_id=user, kinds=kinds
     ) as subscription:

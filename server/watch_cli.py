@@ -96,8 +96,7 @@ def _short(value: Any) -> str:
 def _tail_url(args: argparse.Namespace) -> str:
     parts = urlsplit(str(args.url))
     scheme = "wss" if parts.scheme == "https" else "ws"
-    query: list[tuple[str, str]] = [("token", args.key)] if args.key else []
-    query += [(name, v) for name in ("session", "user") if (v := getattr(args, name))]
+    query = [(name, v) for name in ("session", "user") if (v := getattr(args, name))]
     query += [("kind", kind) for kind in args.kind]
     return str(urlunsplit((scheme, parts.netloc, "/ws/tail", urlencode(query), "")))
 
@@ -107,7 +106,8 @@ async def _follow(args: argparse.Namespace, out: TextIO, err: Console) -> int:
     seen, delay = 0, 0.5
     while True:
         try:
-            async with connect(_tail_url(args)) as connection:
+            headers = {"Authorization": f"Bearer {args.key}"} if args.key else {}
+            async with connect(_tail_url(args), additional_headers=headers) as connection:
                 delay = 0.5
                 async for raw in connection:
                     event = json.loads(raw)

@@ -34,16 +34,21 @@ from schemas.wire import (
     encode_server,
     frame_id,
 )
-from server.auth import user_for_token
+from server.auth import PROTOCOL, socket_key, user_for_token
 from server.budget import UserBudgets
 from server.cluster.ownership import Ownership
 from server.metrics import Metrics
 
-__all__ = ["SESSION_ID", "chat_socket", "refuse"]
+__all__ = ["KEY_NEEDED", "SESSION_ID", "accept", "chat_socket", "refuse"]
 
 _log = logging.getLogger("mnemo.ws")
 
 SESSION_ID = re.compile(NAME_PATTERN)
+#: Why a handshake without a valid key is refused.
+KEY_NEEDED = (
+    "send a valid key: Authorization: Bearer <key>, or the subprotocols mnemo and "
+    "mnemo.bearer.<key as base64url>"
+)
 _OUTBOX_SIZE = 256
 
 
@@ -60,6 +65,14 @@ def _id_of(frame: bytes) -> str | None:
 async def refuse(websocket: WebSocket, status: int, code: str, message: str) -> None:
     """Answer the handshake with an HTTP error and a JSON body instead of accepting."""
     await websocket.send_denial_response(JSONResponse(_error_body(code, message), status))
+
+
+async def accept(websocket: WebSocket) -> None:
+    """Accept the handshake, answering the ``mnemo`` subprotocol when the client offered
+    it (a browser that offered subprotocols fails a handshake that answers none; the
+    entry carrying the key is never answered)."""
+    offered = websocket.scope.get("subprotocols") or ()
+    await websocket.accept(subprotocol=PROTOCOL if PROTOCOL in offered else None)
 
 
 class _FirstDeltas:
@@ -115,9 +128,9 @@ async def _send_replies(
 async def chat_socket(websocket: WebSocket) -> None:
     settings: Settings = websocket.state.settings
     registry: SessionRegistry = websocket.state.registry
-    user_id = user_for_token(settings, websocket.query_params.get("token"))
+    user_id = user_for_token(settings, socket_key(websocket))
     if user_id is None:
-        await refuse(websocket, 401, "unauthorized", "a valid ?token= is required")
+        await refuse(websocket, 401, "unauthorized", KEY_NEEDED)
         return
     session_id = websocket.path_params["session_id"]
     if not SESSION_ID.match(session_id):
@@ -152,7 +165,7 @@ async def _session(
     who: tuple[str, str, str],
 ) -> None:
     user_id, session_id, scope = who
-    await websocket.accept()
+    await accept(websocket)
     try:
         actor, resumed = await registry.open(user_id, session_id, scope)
     except TooManySessions as exc:

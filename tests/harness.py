@@ -91,9 +91,9 @@ class Client:
     async def connect(
         cls, address: str, session_id: str, token: str | None = None
     ) -> AsyncIterator[Client]:
-        url = f"ws://{address}/ws/{session_id}" + (f"?token={token}" if token else "")
-        async with connect(url) as connection:
-            yield cls(connection)
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with connect(f"ws://{address}/ws/{session_id}", additional_headers=headers) as ws:
+            yield cls(ws)
 
     async def send(self, **frame: Any) -> None:
         await self.connection.send(json.dumps(frame))

@@ -81,7 +81,7 @@ export class Connection extends EventTarget {
       if (key !== null) this.#connect();
       return;
     }
-    const socket = new WebSocket(socketUrl(this.#session, this.#app));
+    const socket = new WebSocket(socketUrl(this.#session, this.#app), socketProtocols(keptKey()));
     this.#socket = socket;
     socket.addEventListener("message", (event) => this.#receive(socket, event));
     socket.addEventListener("close", () => this.#closed(socket));
@@ -148,8 +148,21 @@ function socketUrl(session, app) {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   const query = new URLSearchParams();
   if (app && app !== "global") query.set("app", app);
-  const key = keptKey();
-  if (key) query.set("token", key);
   const search = query.toString();
   return `${scheme}://${location.host}/ws/${encodeURIComponent(session)}${search ? "?" : ""}${search}`;
+}
+
+/**
+ * The subprotocols a socket offers: "mnemo" (which the server answers) and, with a key,
+ * "mnemo.bearer.<the key as unpadded base64url>". A browser cannot set Authorization on
+ * a WebSocket, and a key in the URL would end up in logs and history (docs/protocol.md).
+ */
+export function socketProtocols(key) {
+  if (!key) return ["mnemo"];
+  const bytes = new TextEncoder().encode(key);
+  const encoded = btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
+  return ["mnemo", `mnemo.bearer.${encoded}`];
 }

@@ -1,6 +1,6 @@
 // The API key this browser keeps for a server that asks for one (MNEMO_API_KEYS), and
 // the small dialog that asks for it. The key never leaves this browser except to the
-// server: as a bearer token over REST and as ?token= on the WebSocket.
+// server: as a bearer token over REST and as a subprotocol entry on the WebSocket.
 
 import { element } from "./dom.js";
 
