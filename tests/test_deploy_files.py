@@ -23,6 +23,7 @@ import httpx
 import pytest
 import yaml
 
+from server.auth import protocol_entry
 from server.cli import _parser
 from server.cluster.shards import shard_of
 from tests.test_serve_process import _free_port
@@ -34,6 +35,8 @@ _MAP_PATH = "/etc/haproxy/mnemo-shards.map"
 _HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
 # Forty users, the first five with a second key: the keys of one user share a shard.
 _KEYS = {f"key-{n}": f"user-{n}" for n in range(40)} | {f"other-{n}": f"user-{n}" for n in range(5)}
+# A key of characters a subprotocol entry cannot carry as they are (base64url does).
+_KEYS["odd/k+y=="] = "user-7"
 
 
 def _mnemo_map(output: Path, keys: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -213,6 +216,13 @@ class _Proxy:
         assert answer.status_code == 200
         return answer.text
 
+    def by_protocol(self, key: str) -> str:
+        """As a browser's WebSocket sends a key: a subprotocol entry beside ``mnemo``."""
+        offered = f"mnemo, {protocol_entry(key)}"
+        answer = self.client.get("/ws", headers={"Sec-WebSocket-Protocol": offered})
+        assert answer.status_code == 200
+        return answer.text
+
     def close(self) -> None:
         self.client.close()
         self.process.terminate()
@@ -253,6 +263,7 @@ def test_haproxy_keeps_a_users_keys_on_one_node_and_moves_only_a_stopped_nodes_u
     before = {key: proxy.by_header(key) for key in _KEYS}
     for key, node in before.items():
         assert proxy.by_token(key) == node, key
+        assert proxy.by_protocol(key) == node, key
         assert proxy.by_header(key) == node, key
     for key, user in _KEYS.items():
         assert before[key] == before[f"key-{user.removeprefix('user-')}"], key

@@ -42,7 +42,8 @@ async def server(tmp_path: Path, fake: FakeOllama) -> AsyncIterator[str]:
 def test_the_subprotocol_entry_is_the_key_in_unpadded_base64url() -> None:
     entry = protocol_entry(USER_KEY)
     encoded = entry.removeprefix("mnemo.bearer.")
-    assert entry.startswith("mnemo.bearer.") and "=" not in encoded
+    assert entry.startswith("mnemo.bearer.")
+    assert "=" not in encoded
     assert base64.urlsafe_b64decode(encoded + "==").decode() == USER_KEY
     assert all(c.isalnum() or c in "-_." for c in entry)  # header token characters only
 
