@@ -9,16 +9,24 @@ per-turn extraction (the keeper: dedup, supersession by key, the cap), each link
 group whose model call fails stays pending (its ``retry_count`` and ``last_error``
 say why) and the other groups go on. Without a model (``dry_run``, or Ollama
 unreachable) only the grouping and counting happen.
+
+One group of a user runs at a time: a run that finds a scope of that user being
+consolidated by another run (an agent's call, REST, the scheduled sweep) waits for it,
+then takes what is still pending there (usually nothing: the other run took it). So
+concurrent runs never send the same episodes to the model twice nor store their
+rules twice; a rule already held in its scope is reinforced anyway (``RuleKeeper``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import anyio
 import msgspec
 
 from actors.audit import record_one
@@ -108,30 +116,65 @@ class Consolidator:
         self._llm, self._store, self._writer = llm, store, writer
         self._keeper, self._rules, self._settings, self._clock = keeper, rules, settings, clock
         self._bus = bus
+        #: The (user, scope) groups being consolidated, each held by one run: its lock,
+        #: and how many runs hold or wait for it.
+        self._running: dict[tuple[str, str], tuple[anyio.Lock, int]] = {}
 
     async def run(self, user_id: str, *, dry_run: bool = False) -> ConsolidationReport:
-        """Consolidate the user's pending episodes (``memory_run_consolidation``)."""
+        """Consolidate the user's pending episodes (``memory_run_consolidation``); waits
+        for another run consolidating one of the same scopes (see the module)."""
         report = ConsolidationReport(dry_run=dry_run)
         pending = [
             (e, v) for e, v in await self._store.episodes.episodes_of(user_id) if not e.consolidated
         ]
-        groups: dict[str, list[tuple[Episode, Any]]] = {}
-        for item in pending:
-            groups.setdefault(item[0].scope, []).append(item)
-        report.episodes, report.groups = len(pending), len(groups)
-        for scope, items in sorted(groups.items()):
+        scopes = sorted({e.scope for e, _ in pending})
+        report.episodes, report.groups = len(pending), len(scopes)
+        for scope in scopes:
             if report.dry_run:
                 break
-            try:
-                await self._group(user_id, scope, items, report)
-            except LlmUnavailable as exc:
-                report.dry_run = True  # no model: nothing more can be consolidated now
-                report.errors.append(f"{scope}: {exc}")
-            except (LlmFailure, MnemoError) as exc:
-                report.errors.append(f"{scope}: {exc}")
-                _log.warning("consolidation of %s for user %s failed: %s", scope, user_id, exc)
-                await self._failed(items, str(exc))
+            async with self._alone(user_id, scope):
+                items = [
+                    (e, v)
+                    for e, v in await self._store.episodes.episodes_of(user_id, scope=scope)
+                    if not e.consolidated
+                ]
+                if items:
+                    await self._consolidate(user_id, scope, items, report)
         return report
+
+    @asynccontextmanager
+    async def _alone(self, user_id: str, scope: str) -> AsyncIterator[None]:
+        """Hold the user's ``scope`` for one run; the lock is forgotten once no run holds
+        or waits for it."""
+        key = (user_id, scope)
+        lock, users = self._running.get(key) or (anyio.Lock(), 0)
+        self._running[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._running[key]
+            if users == 1:
+                del self._running[key]
+            else:
+                self._running[key] = (lock, users - 1)
+
+    async def _consolidate(
+        self,
+        user_id: str,
+        scope: str,
+        items: Sequence[tuple[Episode, Any]],
+        report: ConsolidationReport,
+    ) -> None:
+        try:
+            await self._group(user_id, scope, items, report)
+        except LlmUnavailable as exc:
+            report.dry_run = True  # no model: nothing more can be consolidated now
+            report.errors.append(f"{scope}: {exc}")
+        except (LlmFailure, MnemoError) as exc:
+            report.errors.append(f"{scope}: {exc}")
+            _log.warning("consolidation of %s for user %s failed: %s", scope, user_id, exc)
+            await self._failed(items, str(exc))
 
     async def _failed(self, items: Sequence[tuple[Episode, Any]], error: str) -> None:
         changed = [
@@ -225,7 +268,7 @@ class Consolidator:
                 report.facts_updated += 1
         for rule in result.new_rules:
             try:
-                stored = await self._rules.store_rule(
+                stored, new = await self._rules.stated(
                     user_id,
                     rule.content,
                     scope=scope,
@@ -236,7 +279,8 @@ class Consolidator:
                 report.errors.append(f"{scope}: new_rules {rule.content[:60]!r}: {exc}")
                 continue
             links += _derived(user_id, "rule", stored.id, episodes, now)
-            report.rules_added += 1
+            if new:
+                report.rules_added += 1
         for memory_id in result.confirmations:
             try:
                 confirm = (

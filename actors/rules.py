@@ -46,12 +46,36 @@ class RuleKeeper:
         tags: Sequence[str] = (),
         source_episode_id: str | None = None,
     ) -> Rule:
-        """A new candidate rule (``store_rule``). Raises ``ValueError`` for blank content."""
+        """A new candidate rule (``store_rule``); or, when the scope already holds the
+        rule (``memory.rules.same_rule``), that rule reinforced. Raises ``ValueError``
+        for blank content."""
+        return (await self.stated(user_id, content, scope=scope, tags=tags,
+                                  source_episode_id=source_episode_id))[0]  # fmt: skip
+
+    async def stated(
+        self,
+        user_id: str,
+        content: str,
+        *,
+        scope: str = "global",
+        tags: Sequence[str] = (),
+        source_episode_id: str | None = None,
+    ) -> tuple[Rule, bool]:
+        """``store_rule``, and whether the rule is new (False: an existing one reinforced)."""
         if not content.strip():
             raise ValueError("content must not be blank")
         [vector] = await self._embedder.embed([content])
 
-        async def write() -> Rule:
+        async def write() -> tuple[Rule, bool]:
+            # In the writer's task: two statements of one rule never both find it missing.
+            held = rules.same_rule(
+                content, await self._store.rules.rules_of(user_id, scope=scope), scope
+            )
+            if held is not None:
+                again = rules.reinforce(held.rule, self._clock.now(), tags)
+                await self._store.rules.put_rules([StoredRule(again, held.vector)])
+                await self._log(held.rule, again, CHANGED_BY.get(), "rule_reinforced")
+                return again, False
             # A drawn id is checked alone: reading every rule (and its vector) to make one
             # slowed creation as rules piled up.
             rule_id = fresh_id("rule", ())
@@ -69,7 +93,7 @@ class RuleKeeper:
             await self._store.rules.put_rules([StoredRule(rule, vector)])
             await self._log(None, rule, CHANGED_BY.get(), "rule_created")
             _log.info("stored rule %s for user %s", rule.id, user_id)
-            return rule
+            return rule, True
 
         return await self._writer.call(write)
 

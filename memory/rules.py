@@ -15,6 +15,7 @@ four times a success: ``successes / (successes + 4 * harms + 0.01)``.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -39,6 +40,8 @@ __all__ = [
     "new_rule",
     "recall_rules",
     "referenced",
+    "reinforce",
+    "same_rule",
     "sweep_rule",
 ]
 
@@ -186,6 +189,31 @@ def invert(rule: Rule, now: datetime) -> Rule:
 def confirm(rule: Rule, now: datetime) -> Rule:
     """Confirmed: decay counts from now again, and a fading mark is cleared."""
     return _unfaded(msgspec.structs.replace(rule, last_confirmed_at=now), now)
+
+
+def _rule_text(content: str) -> str:
+    """What two statements of one rule share: NFKC, case folded, single spaces, no final
+    full stop or exclamation mark."""
+    text = " ".join(unicodedata.normalize("NFKC", content).casefold().split())
+    return text.rstrip(".!。 ")
+
+
+def same_rule(content: str, candidates: Sequence[StoredRule], scope: str) -> StoredRule | None:
+    """The rule among ``candidates`` that ``content`` states again in ``scope``: same
+    scope, not forgotten, the same text up to case, spacing and a final full stop."""
+    wanted = _rule_text(content)
+    for item in candidates:
+        rule = item.rule
+        if rule.scope == scope and not is_forgotten(rule) and _rule_text(rule.content) == wanted:
+            return item
+    return None
+
+
+def reinforce(rule: Rule, now: datetime, tags: Sequence[str] = ()) -> Rule:
+    """Stated again: confirmed (decay counts from now, no fading mark), its tags joined
+    by ``tags`` (without repeats)."""
+    joined = [*rule.tags, *(t for t in dict.fromkeys(tags) if t not in rule.tags)]
+    return confirm(msgspec.structs.replace(rule, tags=joined, updated_at=now), now)
 
 
 def forget(rule: Rule, now: datetime) -> Rule:

@@ -78,12 +78,12 @@ def _rule_id(request: Request) -> str | None:
 async def create_rule(request: Request, user_id: str) -> Response:
     body = await decode_body(request, NewRule)
     try:
-        rule = await _keeper(request).store_rule(
+        rule, new = await _keeper(request).stated(
             user_id, body.content, scope=_scope(body.scope) or "global", tags=body.tags
         )
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
-    return json(rule_view(rule), 201)
+    return json(rule_view(rule), 201 if new else 200)
 
 
 async def list_rules(request: Request, user_id: str) -> Response:

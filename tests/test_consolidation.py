@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
@@ -203,3 +204,94 @@ async def test_without_a_reachable_model_consolidation_is_a_dry_run(tmp_path: Pa
         assert (report["episodes"], report["dry_run"], report["consolidated"]) == (1, True, 0)
         kept = (await alice.get(f"/memory/episodes/{made['id']}")).json()
         assert kept["consolidated"] is False
+
+
+class RulesModel:
+    """Ten rules for each scope a consolidation prompt names, whatever its episodes."""
+
+    def __call__(self, path: str, body: dict[str, Any]) -> Any:
+        if "format" not in body:
+            return "Sure."
+        system, prompt = body["messages"][0]["content"], body["messages"][-1]["content"]
+        if system != SYSTEM:
+            return {"facts": [], "memory_update": {}, "analysis": {}}
+        scope = prompt.removeprefix("Episodes of ").split(maxsplit=1)[0].rstrip(":")
+        rules = [{"content": f"In {scope}, suggest option {k}."} for k in range(10)]
+        return {"new_facts": [], "updated_facts": [], "new_rules": rules, "confirmations": []}
+
+
+async def _rules_after_consolidations(tmp_path: Path, fake: FakeOllama, runs: int) -> set[Any]:
+    """The (scope, content) of every rule after ``runs`` concurrent consolidations of 30
+    episodes in three scopes; every episode must end consolidated."""
+    fake.json_default = None
+    fake.responder = RulesModel()
+    settings = settings_for(tmp_path, fake.url, api_keys={"key-alice": "alice"})
+    async with (
+        serve(make_app(settings)) as address,
+        http(address, "key-alice", timeout=60) as alice,
+    ):
+        for n in range(30):
+            await episode(
+                alice, f"The user cooked dish {n}", ("kitchen", "garden", "office")[n % 3]
+            )
+        reports: list[dict[str, Any]] = []
+
+        async def consolidate() -> None:
+            reports.append((await alice.post("/memory/consolidation")).json())
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(runs):
+                tg.start_soon(consolidate)
+        assert sum(r["consolidated"] for r in reports) == 30
+        assert sum(r["rules_added"] for r in reports) == 30
+        episodes = (await alice.get("/memory/episodes")).json()["episodes"]
+        assert all(e["consolidated"] for e in episodes)
+        rules = (await alice.get("/memory/rules")).json()["rules"]
+    assert len(rules) == len({(r["scope"], r["content"]) for r in rules})
+    return {(r["scope"], r["content"]) for r in rules}
+
+
+async def test_sixteen_concurrent_runs_over_thirty_episodes_leave_the_rules_of_one_run(
+    tmp_path: Path, fake: FakeOllama
+) -> None:
+    alone = await _rules_after_consolidations(tmp_path / "one", fake, 1)
+    together = await _rules_after_consolidations(tmp_path / "sixteen", fake, 16)
+    assert len(alone) == 30
+    assert together == alone
+    calls = [b for _, _, b in fake.requests if b["messages"][0]["content"] == SYSTEM]
+    assert len(calls) == 6  # three groups each time: no episode went to the model twice
+
+
+async def test_a_rule_stated_again_in_its_scope_is_reinforced_never_added_twice(
+    server: str,
+) -> None:
+    async with http(server, "key-alice") as alice:
+        first = await alice.post(
+            "/memory/rules", json={"content": "Answer in Portuguese.", "tags": ["a"]}
+        )
+        assert first.status_code == 201
+        same = [
+            alice.post("/memory/rules", json={"content": text, "tags": ["b"]})
+            for text in (
+                "  answer in   PORTUGUESE ",
+                "Answer in Portuguese!",
+                "Answer in Portuguese",
+            )
+        ]
+        answers = [await call for call in same]
+        assert {a.status_code for a in answers} == {200}
+        assert {a.json()["id"] for a in answers} == {first.json()["id"]}
+        assert answers[-1].json()["tags"] == ["a", "b"]
+        elsewhere = await alice.post(
+            "/memory/rules", json={"content": "Answer in Portuguese", "scope": "kitchen"}
+        )
+        assert elsewhere.status_code == 201
+        await alice.post(f"/memory/rules/{elsewhere.json()['id']}/forget")
+        again = await alice.post(
+            "/memory/rules", json={"content": "answer in portuguese", "scope": "kitchen"}
+        )
+        assert again.status_code == 201  # the forgotten one is not brought back
+        rules = (await alice.get("/memory/rules")).json()["rules"]
+        assert sorted(r["scope"] for r in rules) == ["global", "kitchen"]
+        log = (await alice.get("/memory/events", params={"type": "rule_reinforced"})).json()
+        assert len(log["events"]) == 3
