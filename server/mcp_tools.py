@@ -20,7 +20,8 @@ import msgspec
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, ToolAnnotations
 from pydantic import Field
 
 from actors.audit import CHANGED_BY
@@ -69,7 +70,9 @@ Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
 Word = Annotated[str, Field(min_length=1, max_length=64)]
 Tags = Annotated[list[Word], Field(max_length=32)]
 Importance = Annotated[float, Field(ge=0, le=10)]
-Id = Annotated[str, Field(min_length=1, max_length=64)]
+#: A memory's id: ``fact_``, ``rule_``, ``ep_``, ``msg_`` ... and letters, digits, ``_.:@-``;
+#: anything else (a NUL byte, a quote) is a bad argument, never a question for the store.
+Id = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:@-]+$")]
 
 _READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False)
@@ -114,6 +117,24 @@ def _timed(connection: Connection, known: Container[str]) -> ServerMiddleware[An
     return middleware
 
 
+#: Requests naming something the server may not have: an unknown name is the caller's
+#: mistake, answered as invalid parameters, not a handler failure logged with a traceback.
+_NAMED = frozenset({"prompts/get", "resources/read"})
+
+
+async def _unknown_is_invalid(
+    ctx: ServerRequestContext[Any, Any], call_next: CallNext
+) -> HandlerResult:
+    """Middleware: the SDK's ``ValueError`` for an unknown prompt or resource becomes an
+    ``INVALID_PARAMS`` error (tools answer an unknown name with ``isError`` already)."""
+    try:
+        return await call_next(ctx)
+    except ValueError as exc:
+        if ctx.method not in _NAMED:
+            raise
+        raise MCPError(INVALID_PARAMS, str(exc)) from None
+
+
 def build_mcp(connection: Connection) -> MCPServer[Any]:
     """The MCP server with every tool; its transports are the caller's to run."""
     server: MCPServer[Any] = MCPServer(
@@ -126,6 +147,7 @@ def build_mcp(connection: Connection) -> MCPServer[Any]:
         log_level="WARNING",
     )
     server.middleware.append(_timed(connection, frozenset(TOOLS)))
+    server.middleware.append(_unknown_is_invalid)
 
     def who(ctx: Context) -> Caller:
         CHANGED_BY.set("mcp")  # the log's actor of what this call changes

@@ -5,6 +5,7 @@ tool's effect checked through REST."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ import anyio
 import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 from websockets.asyncio.client import connect
 
 from server.mcp_tools import TOOLS
@@ -488,3 +490,31 @@ async def test_an_archived_chat_turn_is_an_episode_that_memory_get_shows_as_rest
         assert got == turn
         with pytest.raises(ToolFailed, match="not forgotten but deleted"):
             await call(mcp, "memory_forget", memory_type="episode", memory_id=turn["id"])
+
+
+async def test_bad_ids_unknown_prompts_and_tools_are_clean_errors_and_log_nothing(
+    server: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO):
+        async with mcp_session(server, "key-alice") as mcp:
+            with pytest.raises(MCPError) as unknown:
+                await mcp.get_prompt("nope", {})
+            assert (unknown.value.code, unknown.value.error.message) == (
+                INVALID_PARAMS,
+                "Unknown prompt: nope",
+            )
+            for tool, arguments in [
+                ("memory_get", {"memory_type": "fact", "memory_id": "fact_\x00"}),
+                ("memory_get", {"memory_type": "episode", "memory_id": "msg_'\x00"}),
+                ("memory_forget", {"memory_type": "rule", "memory_id": "\x00"}),
+                ("memory_confirm", {"memory_type": "fact", "memory_id": "a' OR '1"}),
+                ("memory_mark_helpful", {"rule_id": "rule_\x00"}),
+                ("memory_mark_harmful", {"rule_id": "x\x00y"}),
+            ]:
+                with pytest.raises(ToolFailed, match=r"memory_id|rule_id") as refused:
+                    await call(mcp, tool, **arguments)
+                assert "try again later" not in str(refused.value)
+            with pytest.raises(ToolFailed, match="Unknown tool"):
+                await call(mcp, "no_such_tool")
+    failures = [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info]
+    assert failures == [], [r.getMessage() for r in failures]
