@@ -15,6 +15,7 @@ consolidated by another run (an agent's call, REST, the scheduled sweep) waits f
 then takes what is still pending there (usually nothing: the other run took it). So
 concurrent runs never send the same episodes to the model twice nor store their
 rules twice; a rule already held in its scope is reinforced anyway (``RuleKeeper``).
+Each model call waits for the user's turn (``actors.model_queue``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from actors.audit import record_one
 from actors.errors import LlmFailure, LlmUnavailable, MnemoError
 from actors.events import EventBus
 from actors.keeper import FactKeeper, Stated
+from actors.model_queue import ModelQueue
 from actors.ports import Clock, Llm, Store
 from actors.rules import RuleKeeper
 from actors.writer import ArchiveWriter
@@ -112,10 +114,12 @@ class Consolidator:
         settings: Settings,
         clock: Clock,
         bus: EventBus | None = None,
+        queue: ModelQueue | None = None,
     ) -> None:
         self._llm, self._store, self._writer = llm, store, writer
         self._keeper, self._rules, self._settings, self._clock = keeper, rules, settings, clock
         self._bus = bus
+        self._queue = queue or ModelQueue(settings.extract_concurrency)
         #: The (user, scope) groups being consolidated, each held by one run: its lock,
         #: and how many runs hold or wait for it.
         self._running: dict[tuple[str, str], tuple[anyio.Lock, int]] = {}
@@ -208,12 +212,13 @@ class Consolidator:
             for s in await self._store.rules.rules_of(user_id, scope=scope)
             if not is_forgotten(s.rule)
         ][-MAX_RULES:]
-        answer = await self._llm.generate_json(
-            consolidation_prompt(scope, episodes, facts, rules),
-            model=self._settings.extract_model,
-            schema=SCHEMA,
-            system=SYSTEM,
-        )
+        async with self._queue.turn(user_id):
+            answer = await self._llm.generate_json(
+                consolidation_prompt(scope, episodes, facts, rules),
+                model=self._settings.extract_model,
+                schema=SCHEMA,
+                system=SYSTEM,
+            )
         result = parse_consolidation(answer)
         report.errors += [f"{scope}: {e}" for e in result.parse_errors]
         links = await self._execute(user_id, scope, episodes, result, report)

@@ -11,6 +11,7 @@ __all__ = [
     "LlmTimeout",
     "LlmUnavailable",
     "MnemoError",
+    "ModelBusy",
     "Overloaded",
     "Rejected",
     "SessionClosed",
@@ -82,6 +83,13 @@ class LlmUnavailable(LlmFailure):
     """Ollama cannot be reached."""
 
     code = "llm_unavailable"
+
+
+class ModelBusy(LlmUnavailable):
+    """This user already has as many model calls waiting as a user may
+    (``actors.model_queue``): treated as a model out of reach, for this user only."""
+
+    code = "model_busy"
 
 
 class LlmTimeout(LlmFailure):

@@ -15,8 +15,8 @@ from typing import Any
 import anyio
 import msgspec
 
-from actors.errors import LlmFailure, LlmInvalidOutput, LlmUnavailable, MnemoError
-from actors.lanes import Lanes
+from actors.errors import LlmFailure, LlmInvalidOutput, LlmUnavailable, MnemoError, ModelBusy
+from actors.model_queue import ModelQueue
 from actors.ports import Llm
 from memory.predicates import Vocabulary
 from memory.prompts import Exchange, classification_prompt, extraction_prompt
@@ -62,11 +62,19 @@ class ExtractionResult:
 
 
 class Extractor:
-    """Shared by all sessions; at most ``extract_concurrency`` calls run at once."""
+    """Shared by all sessions; its calls wait for their user's turn in ``queue``
+    (``actors.model_queue``; by default one of its own, of ``extract_concurrency`` places)."""
 
-    def __init__(self, llm: Llm, settings: Settings, *, backoff: float = 0.5) -> None:
+    def __init__(
+        self,
+        llm: Llm,
+        settings: Settings,
+        *,
+        queue: ModelQueue | None = None,
+        backoff: float = 0.5,
+    ) -> None:
         self._llm, self._settings = llm, settings
-        self._limiter = Lanes(settings.extract_concurrency)
+        self._queue = queue or ModelQueue(settings.extract_concurrency)
         self._backoff = backoff
         self._categories = [c.name for c in settings.categories]
         self._headings = [(c.name, c.heading) for c in settings.categories]
@@ -80,12 +88,14 @@ class Extractor:
 
     async def extract(
         self,
+        user_id: str,
         exchanges: Sequence[Exchange],
         *,
         known_facts: Sequence[Fact] = (),
         people: People | None = None,
     ) -> ExtractionResult:
-        """Extract from ``exchanges``. Raises ``ExtractionFailed`` after the last retry."""
+        """Extract from ``exchanges`` of ``user_id``. Raises ``ExtractionFailed`` after the
+        last retry, ``ModelBusy`` when the user has too many model calls waiting."""
         system, prompt = extraction_prompt(
             exchanges,
             categories=self._categories,
@@ -96,7 +106,9 @@ class Extractor:
         reason = "no attempt"
         for attempt in range(1, _ATTEMPTS + 1):
             try:
-                extraction = _decoder.decode(await self._ask(prompt, system, _SCHEMA))
+                extraction = _decoder.decode(await self._ask(user_id, prompt, system, _SCHEMA))
+            except ModelBusy:
+                raise  # the turns stay pending, for the retry
             except LlmUnavailable as exc:
                 _log.info("extraction model unreachable (%s): using the rule-based extractor", exc)
                 self.stats.by_rules += 1
@@ -117,25 +129,32 @@ class Extractor:
         raise ExtractionFailed(reason)
 
     async def _ask(
-        self, prompt: str, system: str, schema: dict[str, Any], *, urgent: bool = False
+        self,
+        user_id: str,
+        prompt: str,
+        system: str,
+        schema: dict[str, Any],
+        *,
+        urgent: bool = False,
     ) -> str:
-        """One structured call of the extraction model, within the shared limit (an
-        ``urgent`` call goes before queued background ones) and ``extract_timeout``."""
-        async with self._limiter.hold(urgent=urgent):
+        """One structured call of the extraction model, in the user's turn (an ``urgent``
+        one in the lane of its own) and within ``extract_timeout``."""
+        async with self._queue.turn(user_id, urgent=urgent):
             with anyio.fail_after(self._settings.extract_timeout):
                 return await self._llm.generate_json(
                     prompt, model=self._settings.extract_model, schema=schema, system=system
                 )
 
-    async def classify(self, content: str) -> str | None:
-        """The category the model gives a fact added by hand (seed 004), or None when it
-        cannot say (unreachable, slow, or an answer outside the taxonomy): the caller's
-        rules decide then. One attempt, within ``extract_timeout``; someone waits for it,
-        so it goes before queued extractions."""
+    async def classify(self, user_id: str, content: str) -> str | None:
+        """The category the model gives a fact ``user_id`` added by hand (seed 004), or None
+        when it cannot say (unreachable, slow, busy, or an answer outside the taxonomy):
+        the caller's rules decide then. One attempt, within ``extract_timeout``; someone
+        waits for it, so it is urgent."""
         system, prompt = classification_prompt(content, self._headings)
         try:
             answer = msgspec.json.decode(
-                await self._ask(prompt, system, self._classes, urgent=True), type=_Classified
+                await self._ask(user_id, prompt, system, self._classes, urgent=True),
+                type=_Classified,
             )
         except (LlmFailure, TimeoutError, msgspec.DecodeError) as exc:
             _log.info("no category from the model (%s): the rules classify", exc)

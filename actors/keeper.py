@@ -191,7 +191,7 @@ class FactKeeper:
         settings: Settings,
         clock: Clock,
         bus: EventBus | None = None,
-        classify: Callable[[str], Awaitable[str | None]] | None = None,
+        classify: Callable[[str, str], Awaitable[str | None]] | None = None,
     ) -> None:
         self._store, self._embedder, self._writer = store, embedder, writer
         self._settings, self._clock, self._bus = settings, clock, bus
@@ -261,7 +261,7 @@ class FactKeeper:
         content, or ``stated`` fields that are wrong (``Stated``)."""
         stated = stated or Stated()
         if category is None and self._classify is not None and stated.extractor == "manual":
-            category = await self._classify(content)
+            category = await self._classify(user_id, content)
         if category is None:
             category = _guess_category(content)
         name = normalize_category(category, self._settings.categories)

@@ -188,7 +188,7 @@ class SessionLearning:
         try:
             if self._people is None:
                 self._people = await self._deps.keeper.cast(self._user)
-            return await self._deps.extractor.extract(batch, people=self._people)
+            return await self._deps.extractor.extract(self._user, batch, people=self._people)
         except MnemoError as exc:
             _log.warning(
                 "extraction for session %s failed, %d turns stay pending: %s",

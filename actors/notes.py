@@ -16,6 +16,7 @@ import msgspec
 
 from actors.errors import LlmFailure, MnemoError
 from actors.events import EventBus
+from actors.model_queue import ModelQueue
 from actors.ports import Clock, Llm, Store
 from actors.writer import ArchiveWriter
 from memory.formats import clip_note
@@ -78,9 +79,11 @@ class NoteKeeper:
         settings: Settings,
         clock: Clock,
         events: EventBus | None = None,
+        queue: ModelQueue | None = None,
     ) -> None:
         self._llm, self._store, self._writer = llm, store, writer
         self._settings, self._clock = settings, clock
+        self._queue = queue or ModelQueue(settings.extract_concurrency)
         self._events = events or EventBus()
         self.stats = NoteStats()
         #: Conversations whose note and profile are being written (see ``forget``).
@@ -122,11 +125,14 @@ class NoteKeeper:
                 ending.note_void = True
                 ending.profile_void = ending.profile_void or app_id is None
 
-    async def _ask(self, system: str, prompt: str, kind: type) -> str:
-        with anyio.fail_after(_NOTE_TIMEOUT):
-            return await self._llm.generate_json(
-                prompt, model=self._settings.extract_model, schema=_SCHEMAS[kind], system=system
-            )
+    async def _ask(self, user_id: str, system: str, prompt: str, kind: type) -> str:
+        """One structured call in the user's turn (``actors.model_queue``); the timeout
+        counts from the turn, not from the wait for it."""
+        async with self._queue.turn(user_id):
+            with anyio.fail_after(_NOTE_TIMEOUT):
+                return await self._llm.generate_json(
+                    prompt, model=self._settings.extract_model, schema=_SCHEMAS[kind], system=system
+                )
 
     async def create_note(
         self,
@@ -140,7 +146,7 @@ class NoteKeeper:
         system, prompt = note_prompt(app_id, exchanges)
         started = anyio.current_time()
         try:
-            text = _note.decode(await self._ask(system, prompt, NoteText))
+            text = _note.decode(await self._ask(user_id, system, prompt, NoteText))
         except (LlmFailure, TimeoutError, msgspec.DecodeError) as exc:
             self.stats.skipped += 1
             _log.warning("no note for session %s of app %s: %s", session_id, app_id, exc)
@@ -243,7 +249,7 @@ class NoteKeeper:
     ) -> NoteDecision | None:
         system, prompt = note_decision_prompt(existing, new, keep=limit)
         try:
-            decision = _decision.decode(await self._ask(system, prompt, NoteDecision))
+            decision = _decision.decode(await self._ask(new.user_id, system, prompt, NoteDecision))
         except (LlmFailure, TimeoutError, msgspec.DecodeError) as exc:
             _log.warning("note compaction decision failed, falling back to FIFO: %s", exc)
             return None
@@ -301,7 +307,7 @@ class NoteKeeper:
             facts = [s.fact for s in await self._store.facts.facts_of(user_id)][:50]
             shown = msgspec.json.encode(previous).decode() if previous else ""
             system, prompt = profile_prompt(facts, exchanges, shown)
-            summary = _profile.decode(await self._ask(system, prompt, ProfileSummary))
+            summary = _profile.decode(await self._ask(user_id, system, prompt, ProfileSummary))
         except (MnemoError, TimeoutError, msgspec.DecodeError) as exc:
             _log.warning("profile of user %s not updated: %s", user_id, exc)
             return

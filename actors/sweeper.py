@@ -128,7 +128,7 @@ class Sweeper:
             )
             return True
         try:
-            result = await deps.learning.extractor.extract(batch)
+            result = await deps.learning.extractor.extract(progress.user_id, batch)
         except MnemoError as exc:
             _log.info("retry of session %s still failing: %s", progress.session_id, exc)
             return False

@@ -12,6 +12,7 @@ from actors.keeper import FactKeeper
 from actors.learning import LearningDeps, ProgressBook
 from actors.links import LinkKeeper
 from actors.mailbox import SessionDeps
+from actors.model_queue import ModelQueue
 from actors.notes import NoteKeeper
 from actors.ports import Clock, Embedder, Llm, Store
 from actors.rules import RuleKeeper
@@ -35,7 +36,8 @@ def build_deps(
     events: EventBus | None = None,
 ) -> SessionDeps:
     events = events or EventBus()
-    extractor = Extractor(llm, settings, backoff=extract_backoff)
+    queue = ModelQueue(settings.extract_concurrency)  # every learning call of the model
+    extractor = Extractor(llm, settings, queue=queue, backoff=extract_backoff)
     keeper = FactKeeper(
         store, embedder, fact_writer, settings, clock, events, classify=extractor.classify
     )
@@ -53,7 +55,7 @@ def build_deps(
         learning=LearningDeps(
             extractor=extractor,
             keeper=keeper,
-            notes=NoteKeeper(llm, store, fact_writer, settings, clock, events),
+            notes=NoteKeeper(llm, store, fact_writer, settings, clock, events, queue),
             progress=ProgressBook(store, fact_writer),
             events=events,
         ),
@@ -61,5 +63,7 @@ def build_deps(
         entities=EntityKeeper(store, fact_writer, clock, Vocabulary(settings.predicates), events),
         links=LinkKeeper(store, fact_writer, clock),
         episodes=EpisodeKeeper(store, embedder, fact_writer, clock, events),
-        consolidator=Consolidator(llm, store, fact_writer, keeper, rules, settings, clock, events),
+        consolidator=Consolidator(
+            llm, store, fact_writer, keeper, rules, settings, clock, events, queue
+        ),
     )

@@ -216,8 +216,13 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     manual_confidence: _Share = 0.6
     #: Confidence of facts found by the rule-based extractor (no Ollama).
     rules_confidence: _Share = 0.6
-    #: Seconds an extraction call may take; at most this many run at once.
+    #: Seconds an extraction call may take.
     extract_timeout: _Positive = 60.0
+    #: Model calls of learning work (extraction, notes, their compaction, consolidation)
+    #: at once, over all users, served round-robin by user; calls a person waits for
+    #: (classifying a fact added by hand) have as many places of their own
+    #: (``actors.model_queue``). Keep ``2 *`` this at most the model server's parallel
+    #: requests (Ollama's ``OLLAMA_NUM_PARALLEL``), so a chat never queues behind them.
     extract_concurrency: _Count = 2
     #: Seconds between decay/expiry sweeps of every user's facts.
     sweep_interval: _Positive = 3600.0
