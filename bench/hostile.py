@@ -1,6 +1,10 @@
 """What the worst legal input of each kind costs, and what another user sees meanwhile.
 
     python -m bench.hostile [--seconds S] [--connections N] [--embedder NAME] [--only KIND]
+    python -m bench.hostile --storm [--seconds S] [--workers N]
+
+(``--storm``: one user's storm of model work against another user's chat and fact
+writes, ``bench.storm``.)
 
 Starts ``mnemo serve`` in its own process (real LanceDB; a fake Ollama in another
 process) with its default rate limits. A bystander (another user) sends a ``turn`` every
@@ -29,6 +33,7 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 
 from bench.common import cpu_seconds, load_server, machine, percentiles, write_result
+from bench.storm import storm_main
 
 _FRAME = 65536
 _RATE = 50.0  # MNEMO_RATE_LIMIT's default: frames a second per connection
@@ -323,7 +328,12 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=4)
     parser.add_argument("--embedder", default="hash")
     parser.add_argument("--only", nargs="*", help="attack kinds to run (default: all)")
+    parser.add_argument("--storm", action="store_true", help="the model-work storm instead")
+    parser.add_argument("--workers", type=int, default=16, help="--storm: consolidation loops")
     args = parser.parse_args()
+    if args.storm:
+        storm_main(args)
+        return
     env = {
         "MNEMO_EMBEDDER": args.embedder,
         "MNEMO_RATE_LIMIT": str(_RATE),  # the defaults, not load_server's "no limit"
