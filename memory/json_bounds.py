@@ -26,6 +26,7 @@ __all__ = [
     "check_depth",
     "check_integers",
     "depth_bound",
+    "flattened",
 ]
 
 #: The deepest nesting of arrays and objects, the outermost object counting as 1.
@@ -76,6 +77,32 @@ def depth_bound(raw: bytes) -> int:
     if not brackets.size:
         return 0
     return max(int(np.cumsum(steps[brackets]).max()), 0)
+
+
+def flattened(raw: bytes) -> bytes:
+    """``raw`` with each array or object nested in its outermost one replaced by ``0``:
+    a frame refused for its depth still shows its own top-level members (its ``id``) to
+    a decoder that goes no deeper than one level. Linear; unchanged when ``raw`` nests
+    no deeper than ``MAX_DEPTH``."""
+    if depth_bound(raw) <= MAX_DEPTH:
+        return raw
+    data = np.frombuffer(raw, dtype=np.uint8)
+    steps = _STEP[data]
+    brackets = np.flatnonzero(steps)
+    brackets = brackets[_outside_strings(brackets, _quotes(data))]
+    kinds = steps[brackets]
+    depths = np.cumsum(kinds)  # the depth after each bracket
+    opens = brackets[(kinds == 1) & (depths == 2)]  # a value nested in the outermost one
+    closes = brackets[(kinds == -1) & (depths == 1)]  # ... and where it ends
+    ends = np.searchsorted(closes, opens)
+    pieces, at = [], 0
+    for start, end in zip(opens.tolist(), ends.tolist(), strict=True):
+        if start < at:
+            continue  # inside a value already replaced (an unbalanced text)
+        pieces += [raw[at:start], b"0"]
+        at = int(closes[end]) + 1 if end < closes.size else len(raw)
+    pieces.append(raw[at:])
+    return b"".join(pieces)
 
 
 def check_depth(raw: bytes) -> None:

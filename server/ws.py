@@ -16,7 +16,7 @@ from actors.channels import receive, send
 from actors.errors import NotHome, Overloaded, SessionClosed, TooManySessions
 from actors.mailbox import Mail
 from actors.registry import END_TIMEOUT, SessionRegistry
-from memory.json_bounds import MAX_DEPTH, check_depth, check_integers, depth_bound
+from memory.json_bounds import check_depth, check_integers, flattened
 from memory.ratelimit import TokenBucket
 from schemas.settings import Settings
 from schemas.wire import (
@@ -57,9 +57,10 @@ def _error_body(code: str, message: str) -> dict[str, dict[str, str]]:
 
 
 def _id_of(frame: bytes) -> str | None:
-    """The id of a refused frame (``schemas.wire.frame_id``), unless reading it would mean
-    decoding JSON nested far past the bound: then None."""
-    return frame_id(frame) if depth_bound(frame) <= 2 * MAX_DEPTH else None
+    """The id of a refused frame (``schemas.wire.frame_id``); of a frame nested past the
+    bound, read with its nested values left out (``flattened``), so however deep it
+    nests, its error carries its id and the decoder never goes deep."""
+    return frame_id(flattened(frame))
 
 
 async def refuse(websocket: WebSocket, status: int, code: str, message: str) -> None:

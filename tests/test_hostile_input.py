@@ -113,6 +113,34 @@ async def test_deeply_nested_frames_get_bad_request_and_the_socket_stays_open(
     assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
 
 
+async def test_eighty_frames_nested_20000_deep_each_get_an_error_with_their_id_at_once(
+    server: str,
+) -> None:
+    nested = deep_json(20_000)
+    frames = {
+        f"d{n}": (
+            f'{{"type": "chat", "id": "d{n}", "content": "x", "meta": {nested}}}'
+            if n % 2
+            else f'{{"type": "turn", "meta": {{"deep": {nested}}}, "user": "u", "id": "d{n}"}}'
+        )
+        for n in range(80)
+    }
+    async with Client.connect(server, "s1", token="key-eve") as client:
+        await client.receive()
+        for frame in frames.values():
+            await client.connection.send(frame)
+        answers = [await client.receive(timeout=10) for _ in frames]
+        with anyio.fail_after(20):
+            while True:  # the socket stays open; the user's budget fills up again
+                await client.send(type="ping")
+                if (await client.receive())["type"] == "pong":
+                    break
+                await anyio.sleep(0.5)
+    assert {a["id"] for a in answers} == set(frames)
+    assert {a["type"] for a in answers} == {"error"}
+    assert {a["code"] for a in answers} <= {"bad_request", "rate_limited"}
+
+
 async def test_a_frame_at_the_nesting_bound_is_taken(server: str) -> None:
     async with Client.connect(server, "s1", token="key-eve") as client:
         await client.receive()
