@@ -174,7 +174,10 @@ class Probe:
 
 
 async def _bystander(address: str, probe: Probe) -> None:
-    async with connect(f"ws://{address}/ws/bystander?token=k1", max_queue=None) as ws:
+    headers = {"Authorization": "Bearer k1"}
+    async with connect(
+        f"ws://{address}/ws/bystander", additional_headers=headers, max_queue=None
+    ) as ws:
         await ws.recv()
         n = 0
         while True:
@@ -212,8 +215,8 @@ async def _ws_attack(
     """Frames at the rate limit for ``seconds``; the answer times of those with an id."""
     sent: dict[str, float] = {}
     times: list[float] = []
-    url = f"ws://{address}/ws/attack{index}?token=k0"
-    async with connect(url, max_queue=None, max_size=None) as ws:
+    url, headers = f"ws://{address}/ws/attack{index}", {"Authorization": "Bearer k0"}
+    async with connect(url, additional_headers=headers, max_queue=None, max_size=None) as ws:
         await ws.recv()
 
         async def read(ws: ClientConnection) -> None:

@@ -154,3 +154,34 @@ def test_the_page_sends_its_key_in_a_subprotocol_never_in_a_url(tmp_path: Path, 
         assert _memory(site, "ada-secret/+")["sessions"] != []
     assert sockets
     assert not [url for url in sockets if "token" in url or "secret" in url]
+
+
+def test_a_page_of_a_listed_origin_reads_and_writes_memory_with_its_key(
+    tmp_path: Path, page: Page, other_origin: str
+) -> None:
+    origin = other_origin.rstrip("/")
+    with running_site(tmp_path, api_keys={"k-1": "ada"}, allowed_origins=[origin]) as site:
+        page.goto(other_origin)
+        result = page.evaluate(
+            """async ([target, key]) => {
+            const auth = {Authorization: `Bearer ${key}`, "Content-Type": "application/json"};
+            const made = await fetch(target + "/memory/long-term", {
+                method: "POST", headers: auth, body: JSON.stringify({content: "I like tea"}),
+            });
+            const read = await fetch(target + "/memory/long-term", {headers: auth});
+            const listed = await read.json();
+            const entry = "mnemo.bearer." + btoa(key).replace(/=+$/, "");
+            const ready = await new Promise((done) => {
+                const url = target.replace("http", "ws") + "/ws/s1";
+                const socket = new WebSocket(url, ["mnemo", entry]);
+                socket.onmessage = (event) => {
+                    done(`${JSON.parse(event.data).type} ${socket.protocol}`);
+                    socket.close();
+                };
+                socket.onclose = () => done("closed");
+            });
+            return {made: made.status, total: listed.total, ready};
+        }""",
+            [site.url, "k-1"],
+        )
+    assert result == {"made": 201, "total": 1, "ready": "ready mnemo"}
