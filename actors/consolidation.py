@@ -273,7 +273,7 @@ class Consolidator:
                 report.facts_updated += 1
         for rule in result.new_rules:
             try:
-                stored, new = await self._rules.stated(
+                stored, new = await self._rules.store_rule(
                     user_id,
                     rule.content,
                     scope=scope,

@@ -45,23 +45,10 @@ class RuleKeeper:
         scope: str = "global",
         tags: Sequence[str] = (),
         source_episode_id: str | None = None,
-    ) -> Rule:
-        """A new candidate rule (``store_rule``); or, when the scope already holds the
-        rule (``memory.rules.same_rule``), that rule reinforced. Raises ``ValueError``
-        for blank content."""
-        return (await self.stated(user_id, content, scope=scope, tags=tags,
-                                  source_episode_id=source_episode_id))[0]  # fmt: skip
-
-    async def stated(
-        self,
-        user_id: str,
-        content: str,
-        *,
-        scope: str = "global",
-        tags: Sequence[str] = (),
-        source_episode_id: str | None = None,
     ) -> tuple[Rule, bool]:
-        """``store_rule``, and whether the rule is new (False: an existing one reinforced)."""
+        """A new candidate rule (``store_rule``), or, when the scope already holds the rule
+        (``memory.rules.same_rule``), that rule reinforced; and whether it is new. Raises
+        ``ValueError`` for blank content."""
         if not content.strip():
             raise ValueError("content must not be blank")
         [vector] = await self._embedder.embed([content])

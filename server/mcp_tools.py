@@ -223,9 +223,11 @@ def build_mcp(connection: Connection) -> MCPServer[Any]:
         content: Text, ctx: Context, scope: Scope = "global", tags: Tags | None = None
     ) -> dict[str, Any]:
         """Store a behaviour rule for the assistant ("answer in Portuguese"). It starts as
-        a candidate and matures with memory_mark_helpful / memory_mark_harmful feedback."""
+        a candidate and matures with memory_mark_helpful / memory_mark_harmful feedback.
+        A rule the scope already holds (same text up to case and spacing) is reinforced
+        and answered instead of stored twice."""
         caller = who(ctx)
-        rule = await guarded(
+        rule, _ = await guarded(
             caller.deps.rules.store_rule(caller.user_id, content, scope=scope, tags=tags or [])
         )
         return rule_view(rule)

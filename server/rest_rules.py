@@ -78,7 +78,7 @@ def _rule_id(request: Request) -> str | None:
 async def create_rule(request: Request, user_id: str) -> Response:
     body = await decode_body(request, NewRule)
     try:
-        rule, new = await _keeper(request).stated(
+        rule, new = await _keeper(request).store_rule(
             user_id, body.content, scope=_scope(body.scope) or "global", tags=body.tags
         )
     except ValueError as exc:
