@@ -142,8 +142,17 @@ class Consolidator:
                     for e, v in await self._store.episodes.episodes_of(user_id, scope=scope)
                     if not e.consolidated
                 ]
-                if items:
-                    await self._consolidate(user_id, scope, items, report)
+                if not items:
+                    continue  # another run took them while this one waited
+                try:
+                    await self._group(user_id, scope, items, report)
+                except LlmUnavailable as exc:
+                    report.dry_run = True  # no model: nothing more can be consolidated now
+                    report.errors.append(f"{scope}: {exc}")
+                except (LlmFailure, MnemoError) as exc:
+                    report.errors.append(f"{scope}: {exc}")
+                    _log.warning("consolidation of %s for user %s failed: %s", scope, user_id, exc)
+                    await self._failed(items, str(exc))
         return report
 
     @asynccontextmanager
@@ -162,23 +171,6 @@ class Consolidator:
                 del self._running[key]
             else:
                 self._running[key] = (lock, users - 1)
-
-    async def _consolidate(
-        self,
-        user_id: str,
-        scope: str,
-        items: Sequence[tuple[Episode, Any]],
-        report: ConsolidationReport,
-    ) -> None:
-        try:
-            await self._group(user_id, scope, items, report)
-        except LlmUnavailable as exc:
-            report.dry_run = True  # no model: nothing more can be consolidated now
-            report.errors.append(f"{scope}: {exc}")
-        except (LlmFailure, MnemoError) as exc:
-            report.errors.append(f"{scope}: {exc}")
-            _log.warning("consolidation of %s for user %s failed: %s", scope, user_id, exc)
-            await self._failed(items, str(exc))
 
     async def _failed(self, items: Sequence[tuple[Episode, Any]], error: str) -> None:
         changed = [

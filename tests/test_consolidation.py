@@ -113,6 +113,9 @@ class Model:
         system, prompt = body["messages"][0]["content"], body["messages"][-1]["content"]
         if system != SYSTEM:
             return {"facts": [], "memory_update": {}, "analysis": {}}
+        return self.consolidation(prompt)
+
+    def consolidation(self, prompt: str) -> Any:
         if prompt.startswith("Episodes of garden"):
             return Reply(content="{", done_reason="length")  # cut off: the group fails
         return ANSWER
@@ -206,15 +209,10 @@ async def test_without_a_reachable_model_consolidation_is_a_dry_run(tmp_path: Pa
         assert kept["consolidated"] is False
 
 
-class RulesModel:
+class RulesModel(Model):
     """Ten rules for each scope a consolidation prompt names, whatever its episodes."""
 
-    def __call__(self, path: str, body: dict[str, Any]) -> Any:
-        if "format" not in body:
-            return "Sure."
-        system, prompt = body["messages"][0]["content"], body["messages"][-1]["content"]
-        if system != SYSTEM:
-            return {"facts": [], "memory_update": {}, "analysis": {}}
+    def consolidation(self, prompt: str) -> Any:
         scope = prompt.removeprefix("Episodes of ").split(maxsplit=1)[0].rstrip(":")
         rules = [{"content": f"In {scope}, suggest option {k}."} for k in range(10)]
         return {"new_facts": [], "updated_facts": [], "new_rules": rules, "confirmations": []}
