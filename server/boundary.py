@@ -159,6 +159,7 @@ _FOREIGN_ORIGIN = (
 def _nosniff(send: Send) -> Send:
     async def sending(message: Message) -> None:
         if message["type"] in ("http.response.start", "websocket.http.response.start"):
+            message.setdefault("headers", [])
             headers = MutableHeaders(scope=message)
             headers.append(*(part.decode() for part in _NOSNIFF))
         await send(message)
