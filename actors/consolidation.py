@@ -21,19 +21,18 @@ Each model call waits for the user's turn (``actors.model_queue``).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import anyio
 import msgspec
 
 from actors.audit import record_one
 from actors.errors import LlmFailure, LlmUnavailable, MnemoError
 from actors.events import EventBus
 from actors.keeper import FactKeeper, Stated
+from actors.keyed import KeyedLocks
 from actors.model_queue import ModelQueue
 from actors.ports import Clock, Llm, Store
 from actors.rules import RuleKeeper
@@ -120,9 +119,8 @@ class Consolidator:
         self._keeper, self._rules, self._settings, self._clock = keeper, rules, settings, clock
         self._bus = bus
         self._queue = queue or ModelQueue(settings.extract_concurrency)
-        #: The (user, scope) groups being consolidated, each held by one run: its lock,
-        #: and how many runs hold or wait for it.
-        self._running: dict[tuple[str, str], tuple[anyio.Lock, int]] = {}
+        #: The (user, scope) groups being consolidated, each held by one run.
+        self._running = KeyedLocks()
 
     async def run(self, user_id: str, *, dry_run: bool = False) -> ConsolidationReport:
         """Consolidate the user's pending episodes (``memory_run_consolidation``); waits
@@ -136,7 +134,7 @@ class Consolidator:
         for scope in scopes:
             if report.dry_run:
                 break
-            async with self._alone(user_id, scope):
+            async with self._running.hold((user_id, scope)):
                 items = [
                     (e, v)
                     for e, v in await self._store.episodes.episodes_of(user_id, scope=scope)
@@ -154,23 +152,6 @@ class Consolidator:
                     _log.warning("consolidation of %s for user %s failed: %s", scope, user_id, exc)
                     await self._failed(items, str(exc))
         return report
-
-    @asynccontextmanager
-    async def _alone(self, user_id: str, scope: str) -> AsyncIterator[None]:
-        """Hold the user's ``scope`` for one run; the lock is forgotten once no run holds
-        or waits for it."""
-        key = (user_id, scope)
-        lock, users = self._running.get(key) or (anyio.Lock(), 0)
-        self._running[key] = (lock, users + 1)
-        try:
-            async with lock:
-                yield
-        finally:
-            lock, users = self._running[key]
-            if users == 1:
-                del self._running[key]
-            else:
-                self._running[key] = (lock, users - 1)
 
     async def _failed(self, items: Sequence[tuple[Episode, Any]], error: str) -> None:
         changed = [
@@ -263,19 +244,16 @@ class Consolidator:
                 report.facts_added += len(changes.added)
             else:
                 report.facts_updated += 1
-        for rule in result.new_rules:
-            try:
-                stored, new = await self._rules.store_rule(
-                    user_id,
-                    rule.content,
-                    scope=scope,
-                    tags=rule.tags,
-                    source_episode_id=episodes[0].id,
-                )
-            except (ValueError, MnemoError) as exc:
-                report.errors.append(f"{scope}: new_rules {rule.content[:60]!r}: {exc}")
-                continue
-            links += _derived(user_id, "rule", stored.id, episodes, now)
+        statements = [(r.content, r.tags) for r in result.new_rules]
+        try:  # one write for the group's rules
+            stored = await self._rules.store_rules(
+                user_id, statements, scope=scope, source_episode_id=episodes[0].id
+            )
+        except (ValueError, MnemoError) as exc:
+            report.errors.append(f"{scope}: new_rules: {exc}")
+            stored = []
+        for rule, new in stored:
+            links += _derived(user_id, "rule", rule.id, episodes, now)
             if new:
                 report.rules_added += 1
         for memory_id in result.confirmations:

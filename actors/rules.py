@@ -8,7 +8,7 @@ maturity ladder, the feedback formulas, decay, inversion) are pure: ``memory.rul
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from actors.audit import CHANGED_BY, record, record_one
 from actors.events import EventBus
@@ -49,40 +49,73 @@ class RuleKeeper:
         """A new candidate rule (``store_rule``), or, when the scope already holds the rule
         (``memory.rules.same_rule``), that rule reinforced; and whether it is new. Raises
         ``ValueError`` for blank content."""
-        if not content.strip():
-            raise ValueError("content must not be blank")
-        [vector] = await self._embedder.embed([content])
+        [stored] = await self.store_rules(
+            user_id, [(content, tags)], scope=scope, source_episode_id=source_episode_id
+        )
+        return stored
 
-        async def write() -> tuple[Rule, bool]:
+    async def store_rules(
+        self,
+        user_id: str,
+        statements: Sequence[tuple[str, Sequence[str]]],
+        *,
+        scope: str = "global",
+        source_episode_id: str | None = None,
+    ) -> list[tuple[Rule, bool]]:
+        """``store_rule`` for each (content, tags), in one read and one write: a rule
+        stated twice among them is stored once and reinforced once. Raises ``ValueError``
+        when a content is blank (nothing is stored then)."""
+        if any(not content.strip() for content, _ in statements):
+            raise ValueError("content must not be blank")
+        if not statements:
+            return []
+        vectors = await self._embedder.embed([content for content, _ in statements])
+
+        async def write() -> list[tuple[Rule, bool]]:
             # In the writer's task: two statements of one rule never both find it missing.
-            held = rules.same_rule(
-                content, await self._store.rules.rules_of(user_id, scope=scope), scope
-            )
-            if held is not None:
-                again = rules.reinforce(held.rule, self._clock.now(), tags)
-                await self._store.rules.put_rules([StoredRule(again, held.vector)])
-                await self._log(held.rule, again, CHANGED_BY.get(), "rule_reinforced")
-                return again, False
-            # A drawn id is checked alone: reading every rule (and its vector) to make one
-            # slowed creation as rules piled up.
-            rule_id = fresh_id("rule", ())
-            while await self._store.rules.get_rules(user_id, [rule_id]):
-                rule_id = fresh_id("rule", (rule_id,))
-            rule = rules.new_rule(
-                rule_id,
-                user_id,
-                content,
-                self._clock.now(),
-                scope=scope,
-                tags=list(tags),
-                source_episode_id=source_episode_id,
-            )
-            await self._store.rules.put_rules([StoredRule(rule, vector)])
-            await self._log(None, rule, CHANGED_BY.get(), "rule_created")
-            _log.info("stored rule %s for user %s", rule.id, user_id)
-            return rule, True
+            now, actor = self._clock.now(), CHANGED_BY.get()
+            held = await self._store.rules.rules_of(user_id, scope=scope)
+            stored: list[tuple[Rule, bool]] = []
+            changed: dict[str, StoredRule] = {}
+            logs: list[tuple[Rule | None, Rule, str]] = []
+            for (content, tags), vector in zip(statements, vectors, strict=True):
+                found = rules.same_rule(content, held, scope)
+                if found is not None:
+                    item = StoredRule(rules.reinforce(found.rule, now, tags), found.vector)
+                    held = [item if h is found else h for h in held]
+                    logs.append((found.rule, item.rule, "rule_reinforced"))
+                else:
+                    item = StoredRule(
+                        rules.new_rule(
+                            await self._new_id(user_id, changed),
+                            user_id,
+                            content,
+                            now,
+                            scope=scope,
+                            tags=list(tags),
+                            source_episode_id=source_episode_id,
+                        ),
+                        vector,
+                    )
+                    held = [*held, item]
+                    logs.append((None, item.rule, "rule_created"))
+                    _log.info("stored rule %s for user %s", item.rule.id, user_id)
+                changed[item.rule.id] = item
+                stored.append((item.rule, found is None))
+            await self._store.rules.put_rules(list(changed.values()))
+            for before, after, cause in logs:
+                await self._log(before, after, actor, cause)
+            return stored
 
         return await self._writer.call(write)
+
+    async def _new_id(self, user_id: str, taken: Collection[str]) -> str:
+        """A rule id no rule of the user (nor ``taken``) has. A drawn id is checked alone:
+        reading every rule (and its vector) to make one slowed creation as rules piled up."""
+        rule_id = fresh_id("rule", taken)
+        while await self._store.rules.get_rules(user_id, [rule_id]):
+            rule_id = fresh_id("rule", {*taken, rule_id})
+        return rule_id
 
     async def list_rules(
         self,

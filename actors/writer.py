@@ -7,6 +7,10 @@ a purge drops old versions. Two exceptions keep a purge off the acks' path: the
 working-memory snapshots are written, deleted and purged in one background task
 beside the appends, and the archive's message deletes run outside this writer
 entirely (the store serializes them with its journal's moves into the table).
+
+The writer is shared by every user, so a user has one ``call`` queued or running at a
+time (their others wait their turn outside the queue): one user's storm of writes never
+stands between another user's write and the writer by more than one call.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from actors.audit import ACTING_FOR, CHANGED_BY
 from actors.channels import receive, send
 from actors.errors import ArchiveUnavailable, MnemoError, NotHome, Rejected
 from actors.events import EventBus
+from actors.keyed import KeyedLocks
 from actors.keys import key_vectors
 from actors.ports import Embedder, Store
 from schemas.records import ArchivedMessage, WorkingMemory
@@ -140,6 +145,8 @@ class ArchiveWriter:
         self._snapshot_lock = anyio.Lock()
         #: The requests of the write under way (answered if it crashes).
         self._in_flight: list[_Append | _Call] = []
+        #: The users with a call queued or running (``call``).
+        self._calling = KeyedLocks()
         self.stats = WriterStats()
 
     # -- API for other tasks -------------------------------------------------
@@ -166,7 +173,8 @@ class ArchiveWriter:
             raise ArchiveUnavailable("the archive queue is full") from None
 
     async def call(self, fn: Callable[[], Awaitable[_T]], *, barrier: bool = True) -> _T:
-        """Run ``fn`` in the writer's task, after every write queued before it.
+        """Run ``fn`` in the writer's task, after every write queued before it; the
+        caller's user (``actors.audit.ACTING_FOR``) has one call queued at a time.
 
         With ``barrier`` (the default) the working-memory snapshots and coalesced
         writes (``request_flush``) waiting for their interval land first, so a delete
@@ -175,8 +183,13 @@ class ArchiveWriter:
         the coalesced writes to their interval instead of paying for them each time.
         """
         op = _Call(fn, barrier)
-        await self._enqueue(op)
-        await op.done.wait()
+        if op.user_id is None:  # the server's own upkeep
+            await self._enqueue(op)
+            await op.done.wait()
+        else:
+            async with self._calling.hold(op.user_id):  # one queued call per user
+                await self._enqueue(op)
+                await op.done.wait()
         if op.error is not None:
             raise op.error
         result: _T = op.result

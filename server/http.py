@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, nullcontext
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, TypeVar
 
 import anyio
@@ -11,6 +11,7 @@ import msgspec
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 
+from actors.audit import ACTING_FOR
 from actors.errors import ArchiveUnavailable, Conflict, MnemoError, NotHome, Rejected
 from memory.json_bounds import check_depth, check_integers
 from schemas.settings import Settings
@@ -85,10 +86,20 @@ def authenticated(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
 
 
 def serving(request: HTTPConnection, user_id: str) -> AbstractAsyncContextManager[None]:
-    """Serve ``user_id`` here: on a cluster node, only while it is their home (raises
-    ``NotHome`` otherwise); on a single server, always."""
+    """Serve ``user_id`` here, acting for them (``actors.audit.ACTING_FOR``: their writes
+    take their turn at the writers): on a cluster node, only while it is their home
+    (raises ``NotHome`` otherwise); on a single server, always."""
     cluster: Ownership | None = request.state.cluster
-    return cluster.serving(user_id) if cluster is not None else nullcontext()
+    return cluster.serving(user_id) if cluster is not None else _acting_for(user_id)
+
+
+@asynccontextmanager
+async def _acting_for(user_id: str) -> AsyncIterator[None]:
+    acting = ACTING_FOR.set(user_id)
+    try:
+        yield
+    finally:
+        ACTING_FOR.reset(acting)
 
 
 def not_home(exc: NotHome) -> Response:

@@ -293,3 +293,25 @@ async def test_a_rule_stated_again_in_its_scope_is_reinforced_never_added_twice(
         assert sorted(r["scope"] for r in rules) == ["global", "kitchen"]
         log = (await alice.get("/memory/events", params={"type": "rule_reinforced"})).json()
         assert len(log["events"]) == 3
+
+
+class TwiceModel(Model):
+    """One rule, named twice in one answer (case and a full stop aside)."""
+
+    def consolidation(self, prompt: str) -> Any:
+        rules = [{"content": "Be brief"}, {"content": "be brief.", "tags": ["style"]}]
+        return {"new_facts": [], "updated_facts": [], "new_rules": rules, "confirmations": []}
+
+
+async def test_a_rule_named_twice_in_one_answer_is_stored_once(
+    tmp_path: Path, fake: FakeOllama
+) -> None:
+    fake.json_default = None
+    fake.responder = TwiceModel()
+    settings = settings_for(tmp_path, fake.url, api_keys={"key-alice": "alice"})
+    async with serve(make_app(settings)) as address, http(address, "key-alice") as alice:
+        await episode(alice, "The user asked for shorter answers", "chat")
+        report = (await alice.post("/memory/consolidation")).json()
+        [rule] = (await alice.get("/memory/rules")).json()["rules"]
+    assert (report["rules_added"], report["errors"]) == (1, [])
+    assert (rule["content"], rule["tags"]) == ("Be brief", ["style"])
