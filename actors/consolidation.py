@@ -10,11 +10,13 @@ group whose model call fails stays pending (its ``retry_count`` and ``last_error
 say why) and the other groups go on. Without a model (``dry_run``, or Ollama
 unreachable) only the grouping and counting happen.
 
-One group of a user runs at a time: a run that finds a scope of that user being
-consolidated by another run (an agent's call, REST, the scheduled sweep) waits for it,
-then takes what is still pending there (usually nothing: the other run took it). So
-concurrent runs never send the same episodes to the model twice nor store their
-rules twice; a rule already held in its scope is reinforced anyway (``RuleKeeper``).
+One run of a user at a time: a call that finds another run of the same user under way
+(an agent's call, REST, the scheduled sweep) waits for it. Then, if a run that started
+after the call arrived has ended meanwhile, that run took everything the call would
+have, and its report is the call's answer; otherwise the call runs. So sixteen calls at
+once make two runs, no episode goes to the model twice and no rule is stored twice, and
+one user's storm of calls holds one model call and one group's writes at a time. A
+rule already held in its scope is reinforced anyway (``RuleKeeper``).
 Each model call waits for the user's turn (``actors.model_queue``).
 """
 
@@ -119,39 +121,62 @@ class Consolidator:
         self._keeper, self._rules, self._settings, self._clock = keeper, rules, settings, clock
         self._bus = bus
         self._queue = queue or ModelQueue(settings.extract_concurrency)
-        #: The (user, scope) groups being consolidated, each held by one run.
+        #: The users being consolidated, each by one run at a time ...
         self._running = KeyedLocks()
+        #: ... and, while a user's runs are asked for, how many ended and the last one's
+        #: report.
+        self._runs: dict[str, tuple[int, ConsolidationReport]] = {}
 
     async def run(self, user_id: str, *, dry_run: bool = False) -> ConsolidationReport:
-        """Consolidate the user's pending episodes (``memory_run_consolidation``); waits
-        for another run consolidating one of the same scopes (see the module)."""
-        report = ConsolidationReport(dry_run=dry_run)
-        pending = [
-            (e, v) for e, v in await self._store.episodes.episodes_of(user_id) if not e.consolidated
-        ]
-        scopes = sorted({e.scope for e, _ in pending})
-        report.episodes, report.groups = len(pending), len(scopes)
-        for scope in scopes:
+        """Consolidate the user's pending episodes (``memory_run_consolidation``), after
+        any run of theirs under way (see the module); a ``dry_run`` only counts them."""
+        if dry_run:
+            return self._counted(await self._pending(user_id), dry_run=True)
+        arrived = self._runs.get(user_id, (0, None))[0]
+        try:
+            async with self._running.hold(user_id):
+                ended, last = self._runs.get(user_id, (0, None))
+                if ended > arrived + 1 and last is not None:
+                    # Two runs ended since this call arrived, so the last one started
+                    # after it and took everything pending then: its report answers.
+                    return last
+                report = await self._consolidate(user_id)
+                self._runs[user_id] = (ended + 1, report)
+                return report
+        finally:
+            if user_id not in self._running:
+                self._runs.pop(user_id, None)  # nobody asks: forget the count
+
+    async def _consolidate(self, user_id: str) -> ConsolidationReport:
+        """One run over everything pending now (the caller holds the user)."""
+        pending = await self._pending(user_id)
+        report = self._counted(pending, dry_run=False)
+        groups: dict[str, list[tuple[Episode, Any]]] = {}
+        for item in pending:
+            groups.setdefault(item[0].scope, []).append(item)
+        for scope, items in sorted(groups.items()):
             if report.dry_run:
                 break
-            async with self._running.hold((user_id, scope)):
-                items = [
-                    (e, v)
-                    for e, v in await self._store.episodes.episodes_of(user_id, scope=scope)
-                    if not e.consolidated
-                ]
-                if not items:
-                    continue  # another run took them while this one waited
-                try:
-                    await self._group(user_id, scope, items, report)
-                except LlmUnavailable as exc:
-                    report.dry_run = True  # no model: nothing more can be consolidated now
-                    report.errors.append(f"{scope}: {exc}")
-                except (LlmFailure, MnemoError) as exc:
-                    report.errors.append(f"{scope}: {exc}")
-                    _log.warning("consolidation of %s for user %s failed: %s", scope, user_id, exc)
-                    await self._failed(items, str(exc))
+            try:
+                await self._group(user_id, scope, items, report)
+            except LlmUnavailable as exc:
+                report.dry_run = True  # no model: nothing more can be consolidated now
+                report.errors.append(f"{scope}: {exc}")
+            except (LlmFailure, MnemoError) as exc:
+                report.errors.append(f"{scope}: {exc}")
+                _log.warning("consolidation of %s for user %s failed: %s", scope, user_id, exc)
+                await self._failed(items, str(exc))
         return report
+
+    async def _pending(self, user_id: str) -> list[tuple[Episode, Any]]:
+        return [
+            (e, v) for e, v in await self._store.episodes.episodes_of(user_id) if not e.consolidated
+        ]
+
+    @staticmethod
+    def _counted(pending: Sequence[tuple[Episode, Any]], *, dry_run: bool) -> ConsolidationReport:
+        scopes = {e.scope for e, _ in pending}
+        return ConsolidationReport(episodes=len(pending), groups=len(scopes), dry_run=dry_run)
 
     async def _failed(self, items: Sequence[tuple[Episode, Any]], error: str) -> None:
         changed = [

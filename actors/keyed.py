@@ -34,6 +34,6 @@ class KeyedLocks:
             else:
                 self._locks[key] = (lock, users - 1)
 
-    def __len__(self) -> int:
-        """Keys held or waited for."""
-        return len(self._locks)
+    def __contains__(self, key: Hashable) -> bool:
+        """Whether ``key`` is held or waited for."""
+        return key in self._locks

@@ -103,8 +103,10 @@ class RuleKeeper:
                 changed[item.rule.id] = item
                 stored.append((item.rule, found is None))
             await self._store.rules.put_rules(list(changed.values()))
+            event = EventMaker(user_id, actor, now, new_event_id)
             for before, after, cause in logs:
-                await self._log(before, after, actor, cause)
+                rule_events(before, after, event, cause)
+            await record(self._store, self._bus, event.made)  # one append for them all
             return stored
 
         return await self._writer.call(write)
