@@ -7,11 +7,12 @@ process that behaves like a model server: ``PARALLEL`` requests at once, the res
 queued in arrival order; a structured answer (extraction, classification,
 consolidation) takes ``JSON_SECONDS``, a chat reply ``FIRST_SECONDS`` to its first
 token and then streams. A bystander (user ``u1``) chats (one ``chat`` every 0.5 s,
-timed to its first ``delta``) and adds facts by hand over REST (one every 0.25 s,
-timed to the answer; each is classified by the model). First a quiet phase, then the
-storm: user ``u0`` runs ``--workers`` consolidation loops at once, each storing an
-episode in a scope of its own and consolidating, for ``--seconds``. Goal (issue 42):
-the bystander's first-``delta`` p99 and fact-write p99 within 1.5x of the quiet phase.
+timed to its first ``delta``) and adds facts by hand over REST (timed to the answer):
+one every 0.5 s that the model classifies, one every 0.5 s that names its category.
+First a quiet phase, then the storm: user ``u0`` runs ``--workers`` consolidation
+loops at once, each storing an episode in a scope of its own and consolidating, for
+``--seconds``. Goal (issue 42): the bystander's first-``delta`` p99 and fact-write p99s
+within 1.5x of the quiet phase.
 Writes ``bench/results/hostile_storm.json``.
 """
 
@@ -37,6 +38,9 @@ JSON_SECONDS = 0.3
 FIRST_SECONDS = 0.1
 CHUNK_SECONDS = 0.01
 _CONSOLIDATE = "You consolidate an assistant's episodic memory"
+#: What is timed for the bystander: first deltas, facts added by hand that the model
+#: classifies, facts added by hand with their category.
+_MEASURES = ("first_delta_ms", "fact_write_ms", "fact_write_categorized_ms")
 _CLASSIFY = "You sort a user's memory."
 
 
@@ -82,15 +86,15 @@ class _Bystander:
 
     first_delta: list[tuple[float, float]] = field(default_factory=list)
     fact_write: list[tuple[float, float]] = field(default_factory=list)
+    fact_write_categorized: list[tuple[float, float]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
     def window(self, start: float, end: float) -> dict[str, Any]:
-        deltas = [ms for at, ms in self.first_delta if start <= at < end]
-        writes = [ms for at, ms in self.fact_write if start <= at < end]
-        return {
-            "first_delta_ms": {**percentiles(deltas), "n": len(deltas)},
-            "fact_write_ms": {**percentiles(writes), "n": len(writes)},
-        }
+        out: dict[str, Any] = {}
+        for name in _MEASURES:
+            times = [ms for at, ms in getattr(self, name.removesuffix("_ms")) if start <= at < end]
+            out[name] = {**percentiles(times), "n": len(times)}
+        return out
 
 
 async def _chats(address: str, seen: _Bystander) -> None:
@@ -117,19 +121,25 @@ async def _chats(address: str, seen: _Bystander) -> None:
             await asyncio.sleep(max(0.0, 0.5 - (time.perf_counter() - started)))
 
 
-async def _facts(address: str, seen: _Bystander) -> None:
+async def _facts(address: str, seen: _Bystander, classified: bool) -> None:
+    """Facts added by hand, one every 0.5 s: ``classified`` ones name no category (the
+    model classifies each), the others name theirs (no model call)."""
     headers = {"Authorization": "Bearer k1"}
+    times = seen.fact_write if classified else seen.fact_write_categorized
     async with httpx.AsyncClient(base_url=f"http://{address}", headers=headers, timeout=60) as c:
         n = 0
         while True:
             n += 1
             started = time.perf_counter()
-            answer = await c.post("/memory/long-term", json={"content": f"I like dish {n}"})
+            body: dict[str, Any] = {"content": f"I like dish {n}"}
+            if not classified:
+                body = {"content": f"I like drink {n}", "category": "preference"}
+            answer = await c.post("/memory/long-term", json=body)
             done = time.perf_counter()
-            seen.fact_write.append((done, (done - started) * 1000))
+            times.append((done, (done - started) * 1000))
             if answer.status_code not in (200, 201):
                 seen.errors.append(f"fact write {answer.status_code}: {answer.text[:200]}")
-            await asyncio.sleep(max(0.0, 0.25 - (done - started)))
+            await asyncio.sleep(max(0.0, 0.5 - (done - started)))
 
 
 async def _storm(address: str, worker: int, tally: dict[str, int]) -> None:
@@ -140,23 +150,32 @@ async def _storm(address: str, worker: int, tally: dict[str, int]) -> None:
             n += 1
             body = {"content": f"The user tried recipe {worker}-{n}", "scope": f"storm{worker}"}
             await c.post("/memory/episodes", json=body)
-            report = (await c.post("/memory/consolidation")).json()
-            tally["runs"] += 1
-            tally["consolidated"] += report.get("consolidated", 0)
-            tally["rules_added"] += report.get("rules_added", 0)
+            tally["episodes"] += 1
+            await c.post("/memory/consolidation")
+            tally["consolidations"] += 1
+
+
+async def _storm_memory(address: str) -> dict[str, Any]:
+    """What the storm left: the storming user's episodes still pending, and rules."""
+    headers = {"Authorization": "Bearer k0"}
+    async with httpx.AsyncClient(base_url=f"http://{address}", headers=headers, timeout=60) as c:
+        stats = (await c.get("/memory/stats")).json()
+        rules = (await c.get("/memory/rules")).json()["rules"]
+    return {"unconsolidated": stats["episodes"]["unconsolidated"], "rules": len(rules)}
 
 
 async def run_storm(address: str, server_pid: int, seconds: float, workers: int) -> dict[str, Any]:
     seen = _Bystander()
     watchers = [
         asyncio.create_task(_chats(address, seen)),
-        asyncio.create_task(_facts(address, seen)),
+        asyncio.create_task(_facts(address, seen, classified=True)),
+        asyncio.create_task(_facts(address, seen, classified=False)),
     ]
     phases: dict[str, Any] = {}
     try:
         await asyncio.sleep(2.0)  # warm up
         for phase in ("quiet", "storm"):
-            tally = {"runs": 0, "consolidated": 0, "rules_added": 0}
+            tally = {"episodes": 0, "consolidations": 0}
             stormers = (
                 [asyncio.create_task(_storm(address, i, tally)) for i in range(workers)]
                 if phase == "storm"
@@ -169,26 +188,23 @@ async def run_storm(address: str, server_pid: int, seconds: float, workers: int)
                 task.cancel()
             phases[phase] = {
                 **seen.window(start, end),
-                "storm": tally,
+                "storm": {**tally, **(await _storm_memory(address) if stormers else {})},
                 "server_cpu_s": round(cpu_seconds(server_pid) - cpu, 2),
             }
             row = phases[phase]
+            shown = " | ".join(
+                f"{name.removesuffix('_ms').replace('_', ' ')} p50 {row[name]['p50']:6.1f}"
+                f" p99 {row[name]['p99']:6.1f} (n {row[name]['n']})"
+                for name in _MEASURES
+            )
             print(
-                f"{phase:6} first delta p50 {row['first_delta_ms']['p50']:7.1f}"
-                f" p99 {row['first_delta_ms']['p99']:7.1f} (n {row['first_delta_ms']['n']})"
-                f" | fact write p50 {row['fact_write_ms']['p50']:7.1f}"
-                f" p99 {row['fact_write_ms']['p99']:7.1f} (n {row['fact_write_ms']['n']})"
-                f" | cpu {row['server_cpu_s']:5.2f} s | {tally}",
-                flush=True,
+                f"{phase:6} {shown} | cpu {row['server_cpu_s']:5.2f} s | {row['storm']}", flush=True
             )
     finally:
         for task in watchers:
             task.cancel()
     quiet, storm = phases["quiet"], phases["storm"]
-    ratios = {
-        name: round(storm[name]["p99"] / quiet[name]["p99"], 2)
-        for name in ("first_delta_ms", "fact_write_ms")
-    }
+    ratios = {name: round(storm[name]["p99"] / quiet[name]["p99"], 2) for name in _MEASURES}
     print(f"p99 storm / quiet: {ratios} (goal: each at most 1.5)", flush=True)
     return {"phases": phases, "p99_ratio": ratios, "bystander_errors": seen.errors[:20]}
 
@@ -210,7 +226,10 @@ def storm_main(args: argparse.Namespace) -> None:
             "first_token_s": FIRST_SECONDS,
             "chunk_s": CHUNK_SECONDS,
         },
-        "bystander": "user u1: a chat every 0.5 s, a fact added by hand every 0.25 s",
+        "bystander": (
+            "user u1: a chat every 0.5 s; a fact added by hand every 0.5 s, classified by"
+            " the model, and one every 0.5 s with its category"
+        ),
         "storm": "user u0: each worker stores an episode in its own scope, then consolidates",
     }
     print(write_result("hostile_storm", result))
