@@ -59,7 +59,7 @@ async def test_a_chat_socket_takes_the_key_from_a_header_a_subprotocol_or_an_old
     ]
     for form in forms:
         target = str(form.pop("uri", url))
-        async with connect(target, **form) as ws:  # type: ignore[arg-type]
+        async with connect(target, **form) as ws:
             ready = await ws.recv()
             assert '"type":"ready"' in str(ready).replace(" ", ""), ready
             assert ws.subprotocol == ("mnemo" if "subprotocols" in form else None)
@@ -82,7 +82,7 @@ async def test_a_socket_without_a_valid_key_in_any_form_is_refused_401(
     query = str(form.pop("query", ""))
     for path in ("/ws/s1", "/ws/tail"):
         with pytest.raises(InvalidStatus) as refused:
-            async with connect(f"ws://{server}{path}{query}", **form):  # type: ignore[arg-type]
+            async with connect(f"ws://{server}{path}{query}", **form):
                 pass
         assert refused.value.response.status_code == 401
 
@@ -104,7 +104,7 @@ async def test_http_routes_take_keys_from_authorization_only(server: str) -> Non
 async def test_the_tail_takes_an_admin_key_as_a_subprotocol_entry(server: str) -> None:
     protocols = ["mnemo", protocol_entry(ADMIN_KEY)]
     async with (
-        connect(f"ws://{server}/ws/tail?kind=actor", subprotocols=protocols) as tail,  # type: ignore[list-item]
+        connect(f"ws://{server}/ws/tail?kind=actor", subprotocols=protocols) as tail,
         Client.connect(server, "s9", token=OTHER_KEY) as bob,
     ):
         await bob.receive()
@@ -164,7 +164,7 @@ async def _whole_session(address: str) -> None:
         connect(f"ws://{address}/ws/tail?token={ADMIN_KEY}", open_timeout=30) as tail,
         connect(
             f"ws://{address}/ws/s1",
-            subprotocols=["mnemo", protocol_entry(USER_KEY)],  # type: ignore[list-item]
+            subprotocols=["mnemo", protocol_entry(USER_KEY)],
         ) as chat,
     ):
         await chat.recv()
@@ -183,7 +183,7 @@ async def _whole_session(address: str) -> None:
     with pytest.raises(InvalidStatus):
         async with connect(
             f"ws://{address}/ws/s5",
-            subprotocols=["mnemo", protocol_entry(WRONG_KEY)],  # type: ignore[list-item]
+            subprotocols=["mnemo", protocol_entry(WRONG_KEY)],
         ):
             pass
     async with mcp_session(address, USER_KEY) as mcp:
