@@ -416,16 +416,18 @@ class SessionActor:
             self._emit("chat.failed", id=chat.id, code=exc.code)
             self._archive([user_row])
             await send_reply(reply, ErrorFrame(id=chat.id, code=exc.code, message=str(exc)))
+            # What the user said teaches without a reply: with no model to extract either,
+            # the rule-based reader reads it (``actors.extraction``).
+            self._learn(number, chat.content, "")
             return
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             # The client went away mid-stream: keep what was said, stop generating.
             partial = {**chat.meta, "interrupted": True}
+            answered = "".join(parts)
             self._archive(
-                [
-                    user_row,
-                    self._row(number, "assistant", "".join(parts), chat.id, partial, asked),
-                ]
+                [user_row, self._row(number, "assistant", answered, chat.id, partial, asked)]
             )
+            self._learn(number, chat.content, answered)
             return
         finally:
             self._state = "idle"

@@ -16,9 +16,10 @@ speech (他说, 听说 ...) give nothing.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from memory.chinese_verbs import PARTICLES, PET_NAMED, RELATIONS, VERBS, State, clean, name_of
-from memory.clauses import Clause
+from memory.clauses import HOLE, Clause
 from memory.statements import USER, People, Speaker, Statement
 
 __all__ = ["chinese_statements"]
@@ -265,7 +266,9 @@ _LABEL = {
 
 
 def chinese_statements(clause: Clause, people: People) -> list[Statement]:
-    """What a Chinese ``clause`` states (see the module docstring)."""
+    """What a Chinese ``clause`` states (see the module docstring), up to a hole
+    ``memory.clauses.normalize`` left (no value reads across it)."""
+    clause = replace(clause, text=clause.text.partition(HOLE.strip())[0].rstrip())
     text = clause.text
     if clause.question or _QUESTION.search(text) or _HEDGE.search(text) or _REPORTED.search(text):
         return []

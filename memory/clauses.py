@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from memory.lexicon import PETS, RELATIONS, VERBS, lemma
 from memory.tokens import is_cjk
 
-__all__ = ["Clause", "clauses", "normalize"]
+__all__ = ["HOLE", "Clause", "clauses", "normalize"]
 
 #: At most this much of a message is read: facts are stated in a sentence, not a page.
 MAX_CHARS = 4000
@@ -71,7 +71,7 @@ _SENTENCE_END = re.compile(
 _ZH_CONJUNCTION = "但是|但|可是|不过|所以|因为|而且|然后|并且|而是|另外|不然|否则|要不然"
 _CLAUSE_BREAK = re.compile(
     r"\s*[,:\uff0c\uff1a\u3001]\s*(?=(?:and\s+|but\s+|so\s+|also\s+)?(?:I|we|my|our|he|she|they)\b)"
-    r"|,?\s+(?:and|plus)\s+(?=(?:also\s+|now\s+|then\s+)?(?:I|we|my|our|he|she|they)\b)"
+    r"|,?\s+(?:and|plus|&)\s+(?=(?:also\s+|now\s+|then\s+)?(?:I|we|my|our|he|she|they)\b)"
     r"|,?\s*\b(?:but|so|because|although|though|whereas|except)\b\s*|,\s+then\s+"
     # "Handed in my notice and started at Ocado": a second verb in the past, same subject.
     r"|,?\s+and\s+(?=(?:then |also |just |finally )?(?:[a-z]{3,}ed|got|went|took|left|quit"
@@ -90,6 +90,23 @@ _JOINS_NEXT_I = frozenset(
     """.split()
 )
 _BARE_I = re.compile(r"\s(?=I\s)")
+#: Markup and code: what a message shows or runs, not what its writer states. Code (fenced
+#: or inline in backticks, a comment), an element that embeds something other than text
+#: (a script, an image, a frame...) go whole, each leaving a hole (``HOLE``) the reader
+#: does not read across; any other tag goes, the text it marks up stays ("I love
+#: <b>jazz</b>"). "<3" or "a < b" is no tag.
+_CODE = re.compile(
+    r"```.*?(?:```|$)|`[^`\n]*`|<!--.*?(?:-->|$)"
+    r"|<(script|style|svg|math|iframe|object|textarea|select|canvas|video|audio|picture)\b"
+    r"[^>]*>.*?(?:</\1\s*>|$)"
+    r"|<(?:img|image|embed|input|source|track|meta|link|base|area|param|button)\b[^<>]*>",
+    re.DOTALL | re.IGNORECASE,
+)
+_TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s[^<>]*)?/?>")
+#: What ``normalize`` leaves where it took something out (code, markup, a quotation): no
+#: value reads across it (``memory.english_phrase``). A user's own "\u2026" is "..." by
+#: then, the end of a sentence.
+HOLE = " \u2026 "
 _AS_WELL_AS = re.compile(r",?\s+as well as\s+", re.IGNORECASE)
 _BE = frozenset("am is are was were".split())
 
@@ -214,10 +231,13 @@ _QUOTED = re.compile(
 
 
 def normalize(text: str) -> str:
-    """NFKC, quotations out (what the user quotes is not what they state), one kind of
-    apostrophe, English contractions expanded, spaces collapsed."""
-    text = unicodedata.normalize("NFKC", text[:MAX_CHARS]).translate(_APOSTROPHES)
-    text = _QUOTED.sub(" \u2026 ", text)  # after NFKC, which would make it "...", an end
+    """NFKC, markup and code out (``_CODE``, ``_TAG``), quotations out (what the user
+    quotes is not what they state), one kind of apostrophe, English contractions
+    expanded, spaces collapsed."""
+    text = unicodedata.normalize("NFKC", text[:MAX_CHARS])
+    # Before the apostrophes: a backtick opens code, it is no apostrophe there.
+    text = _TAG.sub(" ", _CODE.sub(HOLE, text)).translate(_APOSTROPHES)
+    text = _QUOTED.sub(HOLE, text)
     for pattern, replacement in _CONTRACTION_RES + _RELATIVE_IS:
         text = pattern.sub(replacement, text)
     text = _AS_WELL_AS.sub(" and ", text)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 
+from memory.clauses import HOLE
 from memory.english_implied import ADVERBS, BE
 from memory.english_phrase import Phrase, pointer, third_person_words
 from memory.lexicon import (
@@ -105,8 +106,9 @@ def introduce(text: str, people: People, said: list[Statement]) -> list[Statemen
 
 
 def capture(text: str, people: People) -> list[Statement]:
-    """The clause kept in the user's words, when it is a plain statement about them."""
-    phrase = Phrase.of(text)
+    """The clause kept in the user's words, when it is a plain statement about them; up to
+    a hole ``memory.clauses.normalize`` left (the words after it are not the same sentence)."""
+    phrase = Phrase.of(text.partition(HOLE.strip())[0])
     low = phrase.low
     i = 0
     while i < len(low) and (low[i] in _LEAD or low[i].endswith("-wise")):

@@ -33,7 +33,10 @@ __all__ = [
     "years_old",
 ]
 
-_TOKEN = re.compile(r"[\w@#+&'./:-]*[\w#+]|,")
+#: A word (with the marks names and handles carry: "AT&T", "C++", "@ann"), a comma, an
+#: "&" standing for "and" ("rock & roll"), or the hole ``memory.clauses.normalize`` left
+#: where it took code, markup or a quotation out.
+_TOKEN = re.compile(r"[\w@#+&'./:-]*[\w#+]|,|&|\u2026")
 
 #: Words that end a value: what follows is an adverbial, a relative clause or a new clause.
 _BOUNDARY = frozenset(
@@ -45,7 +48,7 @@ _BOUNDARY = frozenset(
     over rather so very really either anyway twice once that if unless whereas except but
     without pretty much quite almost nearly basically literally currently still back
     right around about whatsoever lol haha sadly luckily though tho anymore tbh imo btw
-    honestly lmao rn myself yourself himself herself ourselves most up down
+    honestly lmao rn myself yourself himself herself ourselves most up down \u2026
     """.split()
 )
 #: Leading words of a detail that say only when or how surely something changed.
@@ -69,7 +72,8 @@ _DETAIL_AFTER_COMMA = frozenset(
     " preferably ideally".split()
 )
 _DETAIL_END = frozenset(
-    "because which who whom though although whereas but so and if unless when whenever".split()
+    "because which who whom though although whereas but so and if unless when whenever"
+    " \u2026".split()
 )
 #: First words of an object that points at the conversation, not the world.
 _POINTERS = frozenset(
@@ -246,9 +250,14 @@ def value(phrase: Phrase) -> str:
             break  # "energy drinks | two weeks ago"
         phrase.pos += 1
     words = phrase.toks[start : phrase.pos]
-    while words and words[-1].casefold() in ("and", "or", ","):
+    while words and words[-1].casefold() in _NO_END:
         words.pop()
     return _join(words)
+
+
+#: Words a value never ends with: a list's joint, or an article or possessive whose noun
+#: was cut off ("I like the <script>...</script> tag": the reader stops at the hole).
+_NO_END = frozenset("and or , & the a an my our their".split())
 
 
 _NUMBER_WORDS = frozenset(
@@ -333,7 +342,7 @@ def pointer(text: str) -> bool:
 def items(text: str) -> list[str]:
     """A list value's items ("tea, coffee and juice"), compounds ("rock and roll") whole,
     and names after a counted noun kept with it ("two cats, Miso and Tofu")."""
-    if "-".join(text.casefold().split()) in _COMPOUNDS:
+    if "-".join(text.casefold().replace(" & ", " and ").split()) in _COMPOUNDS:
         return [text]
     parts = [p.strip() for p in re.split(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or|&)\s+", text)]
     parts = [p for p in parts if p]

@@ -237,3 +237,36 @@ async def test_people_named_earlier_are_found_again_in_later_turns_and_sessions(
     [denver], [tucson] = frame["added"], frame["superseded"]
     assert (denver["content"], denver["subject"]) == ("User's brother Mike lives in Denver", "Mike")
     assert tucson["content"] == "User's brother Mike lives in Tucson"
+
+
+async def test_markup_and_code_are_not_read_as_facts_and_an_ampersand_stays(server: str) -> None:
+    async with Client.connect(server, "s1") as client:
+        await client.receive()
+        for said in (
+            "I love <img src=x onerror=alert(1)>",
+            "I use `rm -rf /` daily",
+            "I like the <script>alert(1)</script> tag",
+        ):
+            await tell(client, said, learns=False)
+        rock = await tell(client, "I love rock & roll")
+        jazz = await tell(client, "I love <b>jazz</b>")
+    assert rock is not None
+    assert jazz is not None
+    assert [f["content"] for f in rock["added"]] == ["User loves rock & roll"]
+    assert [f["content"] for f in jazz["added"]] == ["User loves jazz"]
+    assert sorted(f["content"] for f in await facts(server)) == [
+        "User loves jazz",
+        "User loves rock & roll",
+    ]
+
+
+async def test_a_chat_no_model_answers_still_teaches_what_the_user_said(server: str) -> None:
+    async with Client.connect(server, "s1") as client:
+        await client.receive()
+        await client.send(type="chat", id="c1", content="I live in Oslo")
+        error, _ = await client.until("error")
+        frame, _ = await client.until("memory")
+    assert error["code"] == "llm_unavailable"
+    [oslo] = frame["added"]
+    assert (oslo["content"], oslo["extractor"]) == ("User lives in Oslo", "rules")
+    assert [f["content"] for f in await facts(server)] == ["User lives in Oslo"]

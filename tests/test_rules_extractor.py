@@ -5234,3 +5234,35 @@ def test_a_habit_someone_else_switched_to_is_theirs() -> None:
 def test_an_aside_after_a_comma_is_not_more_of_the_pet() -> None:
     # only ", a ...", ", named ...", ", called ...", ", both ..." go on the noun phrase
     assert facts_of("I have a dog, lucky me.") == [("User has a dog", "has_pet", "a dog")]
+
+
+@pytest.mark.parametrize(
+    ("text", "contents"),
+    [
+        pytest.param("I love <img src=x onerror=alert(1)>", [], id="tag"),
+        pytest.param("I love <img src=x onerror=alert(1)> and cats", [], id="tag-then-more"),
+        pytest.param("I like the <script>alert(1)</script> tag", [], id="script"),
+        pytest.param("I use `rm -rf /` daily", [], id="inline-code"),
+        pytest.param("I love ```python\nprint(1)\n```", [], id="fenced-code"),
+        pytest.param('I love "Dune" and cats', [], id="quotation"),
+        pytest.param("我喜欢<img src=x onerror=alert(1)>", [], id="zh-tag"),
+        pytest.param("我喜欢`print(1)`", [], id="zh-code"),
+        pytest.param("I love <b>jazz</b>", ["User loves jazz"], id="formatting-tag"),
+        pytest.param("I love jazz <img src=x>", ["User loves jazz"], id="tag-after"),
+        pytest.param("I live in Oslo <!-- a note -->", ["User lives in Oslo"], id="comment"),
+        pytest.param("我住在<b>上海</b>", ["用户住在上海"], id="zh-formatting-tag"),
+        pytest.param("I love <3 cats", ["User loves 3 cats"], id="no-tag"),
+        pytest.param("I love rock & roll", ["User loves rock & roll"], id="ampersand"),
+        pytest.param(
+            "I work at Procter & Gamble", ["User works at Procter & Gamble"], id="ampersand-name"
+        ),
+        pytest.param(
+            "I love cats & I hate dogs", ["User loves cats", "User hates dogs"], id="ampersand-and"
+        ),
+        pytest.param("I like the", [], id="cut-after-article"),
+    ],
+)
+def test_markup_and_code_are_no_fact_and_an_ampersand_is_punctuation(
+    text: str, contents: list[str]
+) -> None:
+    assert [f.content for f in extract_facts(text)] == contents
