@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
@@ -42,10 +42,12 @@ from schemas.settings import SearchMode, Settings
 
 __all__ = [
     "FORMAT_NAMES",
+    "Always",
     "ChatContext",
     "ContextBuilder",
     "ScoredFact",
     "chat_context",
+    "shown_always",
 ]
 
 _log = logging.getLogger("mnemo.context")
@@ -53,6 +55,25 @@ _log = logging.getLogger("mnemo.context")
 #: Every name a ``context`` request may give in ``format``.
 FORMAT_NAMES = (*formats.FORMATS, "conversation")
 _CANDIDATES = 50
+
+
+@dataclass(frozen=True, slots=True)
+class Always:
+    """Facts a recall keeps whatever the query, beside those that share words or meaning
+    with it: those of ``categories``, and pinned ones with ``pinned``."""
+
+    categories: tuple[str, ...] = ()
+    pinned: bool = False
+
+
+def shown_always(query: str, format: str) -> Always:
+    """What a context block shows whatever its query: the facts the user pinned; in the
+    ``about-user`` block, seed 004's project facts, and identity facts when the query is
+    personal (names the user or a place)."""
+    if format != "about-user":
+        return Always(pinned=True)
+    personal = ("identity",) if mentions_personal(query) else ()
+    return Always(("project", *personal), pinned=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,9 +136,11 @@ class ContextBuilder:
         topic: str | None = None,
         vector: QueryVector | None = None,
         min_confidence: float | None = None,
+        always: Always = Always(),
     ) -> list[ScoredFact]:
         """The user's best active facts for ``query``, best first (score desc, created_at
-        desc, id asc). Seed 001: the topic's words join the query, and a message that
+        desc, id asc): those that share words or meaning with it (``_relevant``), and
+        ``always`` those. Seed 001: the topic's words join the query, and a message that
         expresses a preference recalls every preference fact as a candidate. Empty when
         nothing matches. ``vector`` is the query's (shared with other searches); with a
         topic the query and topic are embedded together instead. ``min_confidence``
@@ -127,14 +150,12 @@ class ContextBuilder:
         if vector is None or topic:
             vector = self.query_vector(text)
         preference = expresses_preference(query)
+        boosted = [c for c, b in self._boosts.items() if b != 1.0] if preference else []
+        kept = Always((*boosted, *always.categories), always.pinned)
         hits = await self.store.facts.search_facts(
-            user_id,
-            text,
-            vector,
-            k=_CANDIDATES,
-            scope=scope,
-            categories=[c for c, b in self._boosts.items() if b != 1.0] if preference else (),
+            user_id, text, vector, k=_CANDIDATES, scope=scope, categories=kept.categories
         )
+        hits = self._relevant(hits, kept)
         scored = self.score(
             self._confident(hits, min_confidence),
             query=query,
@@ -143,6 +164,28 @@ class ContextBuilder:
             query_vector=await vector() if hits else None,
         )
         return scored[:limit]
+
+    def _relevant(self, hits: Sequence[FactHit], always: Always) -> list[FactHit]:
+        """The hits that share words (found by text) or meaning (found by vector, with a
+        cosine of at least ``min_similarity``) with the query, and those ``always`` keeps;
+        a hit below ``min_similarity`` was not found by meaning (its vector rank goes)."""
+        least = self.settings.min_similarity
+        kept = []
+        for hit in hits:
+            fact = hit.stored.fact
+            meant = hit.dense_rank is not None and (
+                hit.similarity is None or hit.similarity >= least
+            )
+            if hit.dense_rank is not None and not meant:
+                hit = replace(hit, dense_rank=None)
+            if (
+                meant
+                or hit.text_rank is not None
+                or fact.category in always.categories
+                or (always.pinned and fact.pinned)
+            ):
+                kept.append(hit)
+        return kept
 
     @staticmethod
     def _similarity(hit: FactHit, query: Sequence[float] | None) -> float | None:
@@ -315,7 +358,13 @@ class ContextBuilder:
         facts = [
             s.fact
             for s in await self.recall_facts(
-                user_id, query, scope=scope, limit=limit, topic=topic, vector=vector
+                user_id,
+                query,
+                scope=scope,
+                limit=limit,
+                topic=topic,
+                vector=vector,
+                always=shown_always(query, format),
             )
         ]
         if format == "user-context":
@@ -384,6 +433,7 @@ async def chat_context(
                     limit=settings.retrieval_limit,
                     topic=topic,
                     vector=vector,
+                    always=shown_always(query, "about-user"),
                 )
             ]
             if not found["facts"]:

@@ -9,11 +9,14 @@ from __future__ import annotations
 import bisect
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+import numpy as np
+
 from memory.tokens import is_cjk
+from schemas.settings import MIN_SIMILARITY
 
 __all__ = [
     "CompositeWeights",
@@ -21,6 +24,7 @@ __all__ = [
     "answer_relevance",
     "composite_score",
     "frequency_score",
+    "kept_agreement",
     "keyword_coverage",
     "normalized_rrf",
     "recency_score",
@@ -169,12 +173,15 @@ def score_texts(
     query: Sequence[float] | None,
     keywords: Sequence[str],
     mode: str,
+    *,
+    min_similarity: float = MIN_SIMILARITY,
 ) -> list[tuple[int, float, float | None, float]]:
     """Rank texts held in memory (rules, episodes) for a query: (index, score,
     similarity, relevance), best first, misses left out. ``similarity`` is the cosine
     of unit vectors (None without a query vector); ``relevance`` is ``answer_relevance``.
     ``semantic`` scores by similarity, ``keyword`` by keyword coverage (texts without a
-    keyword are misses), ``hybrid`` by relevance."""
+    keyword are misses), ``hybrid`` by relevance (texts that share neither a keyword nor
+    meaning, a similarity of ``min_similarity``, are misses)."""
     ranked: list[tuple[int, float, float | None, float]] = []
     for index, (text, vector) in enumerate(items):
         similarity = (
@@ -191,7 +198,39 @@ def score_texts(
         elif mode == "semantic":
             score = similarity or 0.0
         else:
+            if coverage == 0.0 and (similarity or 0.0) < min_similarity:
+                continue
             score = relevance
         ranked.append((index, score, similarity, relevance))
     ranked.sort(key=lambda r: (-r[1], r[0]))
     return ranked
+
+
+def kept_agreement(
+    scores: Mapping[int, float],
+    own: Mapping[int, float],
+    similarity: Mapping[int, float],
+    text_rank: Mapping[int, int],
+) -> dict[int, float]:
+    """``scores`` (``own`` scores, some lifted by what is around them) lowered where a
+    lift would put a message above one that both sides of a search rank above it: a
+    higher cosine ``similarity`` and found by text where it was not, or ranked better
+    there (``text_rank``, from 1). Such a message scores just below the lowest of those.
+    A message that was not lifted keeps its score: its own score (reciprocal rank fusion
+    of the same two orders) is below theirs already. Every position of ``scores`` must
+    have a ``similarity``."""
+    lifted = [p for p, score in scores.items() if score > own.get(p, 0.0)]
+    if not lifted:
+        return dict(scores)
+    order = sorted(scores, key=lambda p: -own.get(p, 0.0))  # any that beats p comes first
+    near = np.array([similarity[p] for p in order], dtype=np.float64)
+    ranks = np.array([text_rank.get(p, np.inf) for p in order], dtype=np.float64)
+    kept = np.array([scores[p] for p in order], dtype=np.float64)
+    rise = set(lifted)
+    for i, position in enumerate(order):
+        if position not in rise:
+            continue
+        above = (near[:i] > near[i]) & (ranks[:i] < ranks[i])
+        if above.any():
+            kept[i] = min(kept[i], float(np.nextafter(kept[:i][above].min(), -np.inf)))
+    return {p: float(score) for p, score in zip(order, kept, strict=True)}

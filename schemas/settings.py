@@ -12,9 +12,12 @@ from schemas.taxonomy import DEFAULT_CATEGORIES, CategorySpec
 
 #: The default of ``Settings.project_from`` (``memory.projection`` explains it).
 PROJECT_FROM = 50_000
+#: The default of ``Settings.min_similarity``.
+MIN_SIMILARITY = 0.2
 
 __all__ = [
     "DUPLICATE_POLICIES",
+    "MIN_SIMILARITY",
     "PROJECT_FROM",
     "SEARCH_MODES",
     "DuplicatePolicy",
@@ -38,6 +41,8 @@ _CountOrZero = Annotated[int, Meta(ge=0)]
 _Port = Annotated[int, Meta(ge=0, le=65535)]
 #: Python's garbage collector takes a C ``int``.
 _GcThreshold = Annotated[int, Meta(ge=1, le=2**31 - 1)]
+#: A cosine similarity.
+_Cosine = Annotated[float, Meta(ge=-1, le=1)]
 
 #: Seed 002's search modes: vector and full-text fused by reciprocal rank, or one side.
 SearchMode = Literal["hybrid", "semantic", "keyword"]
@@ -246,6 +251,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: Seed 002's ``min_confidence``: recalled and searched facts whose effective
     #: confidence (after decay) is below it are left out; pinned facts never are.
     recall_min_confidence: _Share = 0.2
+    #: The cosine similarity below which a memory shares no meaning with a query: a hybrid
+    #: search (facts, turns, rules, episodes; so every context block) finds by meaning
+    #: only what reaches it, and a memory that shares neither words nor meaning with the
+    #: query is no hit. Set for the bundled MiniLM (unrelated sentences score -0.05 to
+    #: 0.2 there); an embedder that scores unrelated texts higher needs it higher.
+    min_similarity: _Cosine = MIN_SIMILARITY
     #: Seed 002's ``default_limit``: facts recalled for a ``context`` request's block.
     recall_limit: _Count = 20
     #: Seed 002's rules: at most this many in a ``memory-context`` block, and the share of

@@ -51,6 +51,7 @@ def build_store(
         lance_metadata_bytes=settings.lance_metadata_cache_mb << 20,
         lance_index_bytes=settings.lance_index_cache_mb << 20,
         ranking=settings.ranking,
+        min_similarity=settings.min_similarity,
         indexes=local / "indexes",
         save_index_from=settings.save_index_from,
         save_index_after=settings.save_index_after,

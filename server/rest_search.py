@@ -28,9 +28,12 @@ from server.rest_episodes import episode_view
 from server.rest_rules import rule_view
 from server.ws import SESSION_ID
 
-__all__ = ["KINDS", "find", "routes", "search_mode"]
+__all__ = ["KINDS", "POOL", "find", "routes", "search_mode"]
 
 KINDS = ("all", "facts", "turns", "rules", "episodes")
+#: The most hits a search gives (``limit``), and how many of each kind a search of
+#: several kinds ranks together.
+POOL = 100
 
 
 async def search(request: Request, user_id: str) -> Response:
@@ -48,7 +51,7 @@ async def search(request: Request, user_id: str) -> Response:
     if not query:
         raise BadRequest("q must not be empty")
     # ``limit``, as every list takes; ``k`` is its deprecated name, kept for one release.
-    k = int_param(request, "k" if "limit" not in request.query_params else "limit", 10, 1, 100)
+    k = int_param(request, "k" if "limit" not in request.query_params else "limit", 10, 1, POOL)
     kind = request.query_params.get("kind", "all")
     if kind not in KINDS:
         raise BadRequest(f"kind must be one of {', '.join(KINDS)}")
@@ -80,7 +83,10 @@ async def find(
     ``score``; several are ranked together by ``relevance``, which is then their score.
     ``min_confidence`` (default ``MNEMO_RECALL_MIN_CONFIDENCE``) leaves out facts and rules
     whose decayed confidence is below it."""
+    # Several kinds are ranked together by relevance: each kind's own best ``POOL`` are
+    # the candidates, however many are asked for, so the first hits never depend on it.
     k = limit
+    pool = k if len(kinds) == 1 else max(k, POOL)
     least = deps.settings.recall_min_confidence if min_confidence is None else min_confidence
     found: dict[str, list[dict[str, Any]]] = {name: [] for name in KINDS[1:]}
     vector = deps.context.query_vector(query)  # embedded once, while the texts are scored
@@ -88,7 +94,7 @@ async def find(
 
     async def facts() -> None:
         for scored in await deps.context.find_facts(
-            user_id, query, mode=mode, scope=scope, limit=k, vector=vector, min_confidence=least
+            user_id, query, mode=mode, scope=scope, limit=pool, vector=vector, min_confidence=least
         ):
             view = msgspec.to_builtins(fact_view(scored.fact))
             relevance = answer_relevance(
@@ -100,7 +106,7 @@ async def find(
 
     async def turns() -> None:
         hits = await deps.store.search_messages(
-            user_id, query, vector, k=k, scope=scope, mode=mode, at=at
+            user_id, query, vector, k=pool, scope=scope, mode=mode, at=at
         )
         near = (
             await deps.store.message_similarities(user_id, [m.id for m, _ in hits], await vector())
@@ -134,8 +140,9 @@ async def find(
             views = [(episode_view(e), e.content, v) for e, v in stored if e.expires_at >= now]
         query_vector = await vector() if views and mode != "keyword" else None
         texts: list[tuple[str, Sequence[float]]] = [(t, list(v)) for _, t, v in views]
-        ranked = score_texts(texts, query_vector, keywords, mode)
-        for index, score, similarity, relevance in ranked[:k]:
+        least_similar = deps.settings.min_similarity
+        ranked = score_texts(texts, query_vector, keywords, mode, min_similarity=least_similar)
+        for index, score, similarity, relevance in ranked[:pool]:
             view, text = views[index][0], views[index][1]
             found[name].append(
                 {**view, "kind": name[:-1], "score": score, "text": text}

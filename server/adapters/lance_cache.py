@@ -295,7 +295,7 @@ def with_neighbours(
     before or after it in its session): an answer sits next to the turn a question
     matches, and the reply to a matching message often holds what was asked about.
     ``lifts(position, neighbour)``: whether that message may lift that neighbour
-    (None: every one)."""
+    (None: every one). How far a lift may go: ``memory.scoring.kept_agreement``."""
     out = dict(scores)
     for position, score in scores.items():
         for neighbour in neighbours(position):

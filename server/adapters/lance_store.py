@@ -34,7 +34,7 @@ from memory.recall import CONTEXT_CHARS, said
 from memory.search_index import SearchIndex
 from memory.text import indexed_text
 from schemas.records import ArchivedMessage, WorkingMemory
-from schemas.settings import Ranking, SearchMode
+from schemas.settings import MIN_SIMILARITY, Ranking, SearchMode
 from server.adapters.index_files import IndexFiles
 from server.adapters.index_saving import SharedIndexes
 from server.adapters.journal import Journal, Journaling
@@ -103,6 +103,7 @@ class LanceStore:
         lance_metadata_bytes: int = 16 << 20,
         lance_index_bytes: int = 128 << 20,
         ranking: Ranking | None = None,
+        min_similarity: float = MIN_SIMILARITY,
         indexes: Path | None = None,
         save_index_from: int = 200,
         save_index_after: float = 30.0,
@@ -114,7 +115,8 @@ class LanceStore:
         directory (or a function making a journal for the vectors' size: a cluster's),
         appended messages are durable once journaled there and reach the table at
         ``flush_messages()``; without one, each append writes the table.
-        ``ranking`` orders found messages (``memory.ranking``; default: ``Ranking()``).
+        ``ranking`` orders found messages (``memory.ranking``; default: ``Ranking()``);
+        ``min_similarity`` is ``Settings.min_similarity``.
         With an ``indexes`` directory, the message indexes of users with at least
         ``save_index_from`` messages are saved there (``server.adapters.index_files``)
         once their messages have not changed for ``save_index_after`` seconds. Users with
@@ -155,6 +157,7 @@ class LanceStore:
             self._budget,
             self._gate,
             ranking or Ranking(),
+            min_similarity=min_similarity,
             save_from=save_index_from,
             save_after=save_index_after,
             project_from=project_from,

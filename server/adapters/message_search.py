@@ -13,6 +13,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,18 +25,26 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from anyio.abc import TaskStatus
 
-from actors.ports import ScoredMessage, VectorSource
+from actors.ports import ScoredMessage, VectorSource, resolve
 from memory.answers import asked_kind, in_first_person
 from memory.keywords import extract_keywords
 from memory.projection import PROJECT_FROM
-from memory.ranking import Candidates, asks_assistant, full_text_query, gathers, named_in, rank
+from memory.ranking import (
+    DEPTH,
+    Candidates,
+    asks_assistant,
+    full_text_query,
+    gathers,
+    named_in,
+    rank,
+)
 from memory.recall import search_text
-from memory.scoring import rrf_score
+from memory.scoring import kept_agreement, rrf_score
 from memory.search_index import EncodedTerms, SearchIndex
 from memory.text import query_text
 from memory.when import anchor_of
 from schemas.records import ArchivedMessage
-from schemas.settings import Ranking, SearchMode
+from schemas.settings import MIN_SIMILARITY, Ranking, SearchMode
 from server.adapters.index_files import IndexFiles, UnreadableIndex
 from server.adapters.index_queue import IndexQueue
 from server.adapters.index_saving import IndexSaver
@@ -71,16 +80,12 @@ _LOAD_SLICE = 4096
 #: at once): all at once, 180 MiB more RSS and 77 s until every user was loaded; two at
 #: a time, 80 MiB and 60 s (the sessions themselves were served in 16 s instead of 75).
 _LOADS_AT_ONCE = 2
-#: Share of a neighbouring message's fused score a message gets (``with_neighbours``):
-#: LoCoMo dev Recall@10 0.723 -> 0.745 at 0.5, flat from 0.35 to 0.7.
+#: Share of a neighbouring message's fused score a message gets (``with_neighbours``),
+#: as far as ``kept_agreement`` lets it rise: LoCoMo dev Recall@10 0.723 -> 0.745 at
+#: 0.5 (flat from 0.35 to 0.7) without that bound. With it, a whole share (1.0) found
+#: about as much (docs/performance.md) but let a reply that repeats the user's words
+#: outrank them.
 _NEIGHBOUR_SHARE = 0.5
-#: How deep each side's list goes, at least, whatever the ``k`` asked for: the ranking
-#: steps reorder what both sides found, and a chat's context asks for 8. At 16 deep
-#: (2 x 8), LongMemEval dev asked for 10 found turn recall_all@5 0.760 and knowledge
-#: updates current-above-stale 0.914; at 60, 0.790 and 0.943, as asked for 100 (200
-#: deep). LoCoMo (20 asked for) keeps its R@10 at 60 and loses at 100 (0.772) and
-#: 200 (0.763): docs/performance.md.
-_MIN_DEPTH = 60
 #: The highest score a message can reach (first on both sides, and so is a neighbour).
 _BEST_SCORE = (1.0 + _NEIGHBOUR_SHARE) * rrf_score(1, 1, limit=1)
 
@@ -140,6 +145,7 @@ class MessageSearch:
         gate: PurgeGate,
         ranking: Ranking,
         *,
+        min_similarity: float = MIN_SIMILARITY,
         save_from: int = 200,
         save_after: float = 30.0,
         project_from: int = PROJECT_FROM,
@@ -147,8 +153,11 @@ class MessageSearch:
         """``save_from``: users with at least this many messages get their index saved,
         once ``attach`` is given where (``IndexFiles``), when their messages have not
         changed for ``save_after`` seconds (a chat in full flow changes them every few).
-        ``project_from``: see ``MessageEntry``."""
+        ``project_from``: see ``MessageEntry``. ``min_similarity``: a hybrid search finds
+        by meaning only the messages at least this similar to the query
+        (``Settings.min_similarity``)."""
         self._ranking = ranking
+        self._min_similarity = min_similarity
         self._cache = UserCache(self._load_messages, budget=budget)
         self._indexing = IndexQueue(self._index_appended, self._cache.drop)
         self._gate = gate
@@ -353,14 +362,18 @@ class MessageSearch:
         mode: SearchMode = "hybrid",
         at: datetime | None = None,
     ) -> list[ScoredMessage]:
-        """Hybrid search of the user's in-memory index: exact cosine and BM25, each to depth
-        ``2k``, fused by reciprocal rank (k=60); then each message also scores half of its
-        better neighbour's score in its session; then ``memory.ranking`` orders them by
-        time (``at``, the query's own time, default now), speaker and session. Scores are
-        scaled to 0..1 (1: first on both sides and next to another such message). ``mode``
-        ``semantic``: by cosine similarity alone, scored by it; ``keyword``: by BM25 alone,
-        scored by it (nothing for a blank query). With a ``scope``, only ``global`` messages
-        and that scope's. ``text`` is cleaned first (``memory.text.query_text``)."""
+        """Hybrid search of the user's in-memory index: the messages that share meaning
+        with the query (cosine at least ``min_similarity``) and those that share words
+        (BM25), each side to depth ``DEPTH`` (whatever ``k``), fused by reciprocal rank
+        (k=60); then each message also scores half of its better neighbour's score in
+        its session, up to just below that neighbour's; then ``memory.ranking`` orders
+        them by time (``at``, the query's own time, default now), speaker and session.
+        A message that shares neither words nor meaning is found only beside one that
+        does. Scores are scaled to 0..1 (1: first on both sides and next to another such
+        message). ``mode`` ``semantic``: by cosine similarity alone, scored by it;
+        ``keyword``: by BM25 alone, scored by it (nothing for a blank query). With a
+        ``scope``, only ``global`` messages and that scope's. ``text`` is cleaned first
+        (``memory.text.query_text``)."""
         user_filter(user_id)
         text = query_text(text)
         await self._indexing.settled(user_id)
@@ -389,7 +402,7 @@ class MessageSearch:
         at: datetime | None,
     ) -> list[ScoredMessage]:
         await held.project()
-        depth = max(2 * k, _MIN_DEPTH)
+        depth = max(k, DEPTH) if mode != "hybrid" else DEPTH
         assert self._analyzer is not None, "the store is not open"
         words = full_text_query(text, mode)
         ranked = await hybrid_ranks(
@@ -413,8 +426,10 @@ class MessageSearch:
         # With speakers weighed, the weighed-down speaker's messages do not lift the
         # other's: a user's turn ranks by what the user said, not by the reply beside it.
         echo = "user" if about_assistant else "assistant"
-        scores = with_neighbours(
-            fused(ranked, depth=depth),
+        meant = [p for p in ranked.dense if ranked.similarity[p] >= self._min_similarity]
+        own = fused(replace(ranked, dense=meant), depth=depth)
+        lifted = with_neighbours(
+            own,
             held.neighbours,
             _NEIGHBOUR_SHARE,
             ranked.visible,
@@ -422,6 +437,13 @@ class MessageSearch:
             if knobs.assistant_weight == 1.0
             else lambda p, n: held.role(p) != echo or held.role(n) == echo,
         )
+        unknown = [p for p in lifted if p not in ranked.similarity]
+        near = dict(ranked.similarity)
+        if unknown:
+            near |= zip(
+                unknown, held.index.similarities(unknown, await resolve(vector)), strict=True
+            )
+        scores = kept_agreement(lifted, own, near, {p: r for r, p in enumerate(ranked.sparse, 1)})
         dense = {p: r for r, p in enumerate(ranked.dense, 1)}
         best = rank(
             Candidates(
@@ -441,6 +463,7 @@ class MessageSearch:
             asked=asked_kind(text),
             first_person=in_first_person(text),
             k=k,
+            read=depth,
             # Seed 002: equal scores by vector rank, then position.
             tie=lambda p: (dense.get(p, depth + 1), p),
         )
