@@ -4,9 +4,9 @@ over the REST API of a running server, with a progress bar on stderr."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -15,22 +15,25 @@ import msgspec
 from rich.console import Console
 from rich.progress import (
     BarColumn,
-    DownloadColumn,
+    MofNCompleteColumn,
     Progress,
+    ProgressColumn,
     SpinnerColumn,
+    Task,
     TextColumn,
     TimeElapsedColumn,
-    TransferSpeedColumn,
+    TimeRemainingColumn,
 )
+from rich.text import Text
 
 from schemas.transfer import ImportReply
 from server.cli_errors import refused, unreachable
+from server.cli_upload import Answer, Counted, Unreachable, UploadFailed, count_lines, upload
 from server.config import CLIENT_KEY, CLIENT_URL
 
 __all__ = ["add_commands", "export_command", "import_command"]
 
 _CHUNK = 1 << 16
-_NDJSON = "application/x-ndjson"
 _SHOWN_ERRORS = 20
 #: Per network operation: one batch of the import must not take longer.
 _TIMEOUT = httpx.Timeout(300.0, connect=10.0)
@@ -110,31 +113,34 @@ def export_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _chunks(path: Path, progress: Progress) -> Iterator[bytes]:
-    task = progress.add_task("import", total=path.stat().st_size)
-    with path.open("rb") as file:
-        while chunk := file.read(_CHUNK):
-            yield chunk
-            progress.advance(task, len(chunk))
+class _Rate(ProgressColumn):
+    """Lines imported a second, as the server counts them."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("" if speed is None else f"{speed:,.0f} lines/s", style="progress.data.speed")
 
 
-def _upload(client: httpx.Client, path: Path, progress: Progress) -> bytes | str:
-    """Send the file; the server's last line (the reply or an error), or a failure message.
+def _upload(args: argparse.Namespace, path: Path, progress: Progress) -> Answer:
+    """Send the file, the bar following the server's own count of the lines it imported
+    (its progress lines: a line is counted once its batch is written, not when it is
+    sent). Raises ``UploadFailed``."""
+    task = progress.add_task("import", total=count_lines(path))
 
-    Progress lines keep the answer alive while the server writes the batches the
-    connection still buffers after the last byte was sent.
-    """
-    headers = {"Content-Type": _NDJSON, "Accept": _NDJSON}
-    body = _chunks(path, progress)
-    with client.stream("POST", "/memory/import", content=body, headers=headers) as response:
-        if response.status_code != 200:
-            response.read()
-            return _failure(response)
-        last, pending = b"", b""
-        for chunk in response.iter_bytes():  # split on b"\n" only, as the server writes
-            *lines, pending = (pending + chunk).split(b"\n")
-            last = next((line for line in reversed(lines) if line.strip()), last)
-        return pending if pending.strip() else last
+    def counted(now: Counted) -> None:
+        progress.update(task, completed=now.lines)
+
+    return asyncio.run(
+        upload(
+            _url(args),
+            args.key or os.environ.get(CLIENT_KEY),
+            path,
+            counted,
+            size=path.stat().st_size,
+            stall=_TIMEOUT.read or 300.0,
+            connect_within=_TIMEOUT.connect or 10.0,
+        )
+    )
 
 
 def _is_json_array(path: Path) -> bool:
@@ -162,20 +168,28 @@ def import_command(args: argparse.Namespace) -> int:
     progress = Progress(
         TextColumn("importing"),
         BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        TimeElapsedColumn(),
+        MofNCompleteColumn(),
+        TextColumn("lines"),
+        _Rate(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
         console=console,
     )
     try:
-        with _client(args) as client, progress:
-            last = _upload(client, path, progress)
-    except httpx.HTTPError as exc:
-        _say(console, _lost(args, exc))
+        with progress:
+            answered = _upload(args, path, progress)
+    except Unreachable as exc:
+        _say(console, f"mnemo: {unreachable(_url(args), exc)}")
         return 2
-    if isinstance(last, str):
-        _say(console, last)
+    except UploadFailed as exc:
+        _say(console, f"mnemo: the connection to {_url(args)} failed: {exc}")
         return 2
+    if answered.status != 200:
+        target = _url(args).rstrip("/") + "/memory/import"
+        keyed = bool(args.key or os.environ.get(CLIENT_KEY))
+        _say(console, f"mnemo: {refused(target, answered.status, answered.body, keyed=keyed)}")
+        return 2
+    last = answered.body
     try:
         answer = msgspec.json.decode(last, type=dict[str, Any])
         if "error" in answer:  # the store failed midway: earlier batches are written

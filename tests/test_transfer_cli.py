@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -13,6 +14,7 @@ import httpx
 import pytest
 
 from server.cli import main
+from server.cli_upload import Counted, UploadFailed, count_lines, upload
 from tests.fake_ollama import FakeOllama
 from tests.harness import make_app, serve, settings_for
 
@@ -118,3 +120,39 @@ def read_then_leave(command: list[str]) -> tuple[bytes, int, str]:
         process.stdout.close()
         err = process.stderr.read().decode()
         return first, process.wait(timeout=60), err
+
+
+async def test_mnemo_import_counts_lines_as_the_server_imports_them_with_a_rate_and_eta(
+    url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    turns = [TURN | {"id": f"t{i}", "text": f"turn {i}"} for i in range(1200)]
+    source = write_lines(tmp_path / "in.jsonl", [json.dumps(t) for t in turns])
+    seen: list[Counted] = []
+    answer = await upload(
+        url, "ka", source, seen.append, size=source.stat().st_size, stall=30, connect_within=5
+    )
+    assert answer.status == 200
+    assert json.loads(answer.body)["imported"] == 1200
+    # The server's own count, batch by batch (500 lines each), as it writes them.
+    assert seen == [Counted(500, 500, 0), Counted(1000, 1000, 0), Counted(1200, 1200, 0)]
+    assert count_lines(source) == 1200
+    assert await mnemo("import", str(source), "--url", url, "--key", "kb") == 0
+    err = capsys.readouterr().err
+    assert "1200/1200 lines" in err
+    assert "lines/s" in err
+    assert "eta" in err
+    assert "imported 1200, skipped 0, failed 0" in err
+
+
+async def test_an_upload_refused_or_not_answered_says_so(url: str, tmp_path: Path) -> None:
+    source = write_lines(tmp_path / "in.jsonl", [json.dumps(TURN)] * 3 + ["", "{}"])
+    assert count_lines(source) == 5
+    size = source.stat().st_size
+    refused = await upload(url, "nope", source, print, size=size, stall=30, connect_within=5)
+    assert refused.status == 401
+    assert json.loads(refused.body)["error"]["code"] == "unauthorized"
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    with pytest.raises(UploadFailed, match="cannot reach"):
+        await upload(dead, None, source, print, size=size, stall=30, connect_within=5)
