@@ -7,6 +7,9 @@ import argparse
 import asyncio
 import os
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -89,9 +92,13 @@ def export_command(args: argparse.Namespace) -> int:
         TimeElapsedColumn(),
         console=console,
     )
-    out: IO[bytes] = open(args.out, "wb") if args.out else sys.stdout.buffer
     try:
-        with _client(args) as client, progress, client.stream("GET", "/memory/export") as response:
+        with (
+            _output(args.out) as out,
+            _client(args) as client,
+            progress,
+            client.stream("GET", "/memory/export") as response,
+        ):
             if response.status_code != 200:
                 response.read()
                 _say(console, _failure(response))
@@ -102,15 +109,50 @@ def export_command(args: argparse.Namespace) -> int:
                 # JSON lines, though httpx's iter_lines (str.splitlines) takes it as one.
                 out.write(chunk)
                 progress.advance(task, chunk.count(b"\n"))
+            out.done = True
     except httpx.HTTPError as exc:
         _say(console, _lost(args, exc))
         return 2
-    finally:
-        if args.out:
-            out.close()
-        else:
-            out.flush()
+    except OSError as exc:
+        if not args.out:
+            raise  # standard output closed early: ``mnemo``'s own handling ends it quietly
+        console.print(f"mnemo: cannot write {args.out}: {exc.strerror or exc}")
+        return 2
     return 0
+
+
+class _Output:
+    """Where an export goes: a file that replaces ``--out`` only once ``done``."""
+
+    def __init__(self, file: IO[bytes]) -> None:
+        self.file, self.done = file, False
+
+    def write(self, data: bytes) -> None:
+        self.file.write(data)
+
+
+@contextmanager
+def _output(path: str | None) -> Iterator[_Output]:
+    """Standard output, or a temporary file beside ``path`` renamed to it when the export
+    is ``done``: an export that fails (no server, a refused key, a broken connection)
+    leaves what ``path`` held as it was."""
+    if not path:
+        out = _Output(sys.stdout.buffer)
+        try:
+            yield out
+        finally:
+            out.file.flush()
+        return
+    target = Path(path)
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            out = _Output(file)
+            yield out
+        if out.done:
+            os.replace(temporary, target)
+    finally:
+        Path(temporary).unlink(missing_ok=True)
 
 
 class _Rate(ProgressColumn):

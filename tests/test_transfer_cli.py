@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -156,3 +157,25 @@ async def test_an_upload_refused_or_not_answered_says_so(url: str, tmp_path: Pat
         dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
     with pytest.raises(UploadFailed, match="cannot reach"):
         await upload(dead, None, source, print, size=size, stall=30, connect_within=5)
+
+
+async def test_mnemo_export_that_fails_leaves_the_old_file_as_it_was(
+    url: str, tmp_path: Path
+) -> None:
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    backup = kept / "memory.jsonl"
+    backup.write_bytes(b'{"kind": "turn", "old": "backup"}\n')
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    assert await mnemo("export", "--out", str(backup), "--url", dead) == 2
+    assert await mnemo("export", "--out", str(backup), "--url", url, "--key", "nope") == 2
+    assert backup.read_bytes() == b'{"kind": "turn", "old": "backup"}\n'
+    assert os.listdir(kept) == ["memory.jsonl"]  # no temporary file left
+    source = write_lines(tmp_path / "in.jsonl", [json.dumps(TURN)])
+    assert await mnemo("import", str(source), "--url", url, "--key", "ka") == 0
+    assert await mnemo("export", "--out", str(backup), "--url", url, "--key", "ka") == 0
+    assert [json.loads(line)["text"] for line in backup.read_text().splitlines()] == [
+        "We landed in Porto"
+    ]
