@@ -1,17 +1,20 @@
-"""Writing a batch of checked import lines: turns through the archive writer, facts through
-the FactKeeper (so the fact rules apply), both idempotent on the lines' ids."""
+"""Writing a batch of checked import lines: turns through the archive writer, facts to learn
+through the FactKeeper (so the fact rules apply), the records of an export restored as
+they were (``actors.restore``); all idempotent on the lines' ids."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from actors.keys import key_vectors
 from actors.mailbox import SessionDeps
+from actors.restore import Restored, restore
 from memory.recall import said
 from memory.transfer import message_from_line
+from memory.transfer_records import is_record
 from schemas.records import ArchivedMessage
-from schemas.transfer import FactLine, ImportLine, TurnLine
+from schemas.transfer import FactLine, ImportLine, LineError, TurnLine
 
 __all__ = ["Tally", "import_lines"]
 
@@ -20,31 +23,42 @@ __all__ = ["Tally", "import_lines"]
 class Tally:
     imported: int
     skipped: int
+    #: Lines refused while they were written (a record past a bound).
+    errors: list[LineError] = field(default_factory=list)
 
 
 async def import_lines(
     deps: SessionDeps,
     user_id: str,
-    lines: Sequence[ImportLine],
+    lines: Sequence[tuple[int, ImportLine]],
     previous: dict[str, str] | None = None,
 ) -> Tally:
-    """Store one batch of lines checked by ``memory.transfer.parse_line``.
+    """Store one batch of lines checked by ``memory.transfer.parse_line``, each with its
+    line number: turns, then facts to learn, then the records of an export
+    (``actors.restore``).
 
     A line is skipped when its id was imported before for this user (or names a
     record of the user's: an export imported back), when it repeats an id of
-    the batch, when it is a fact that is not active or duplicates a stored fact,
-    and when it is a note or profile line. Raises ``MnemoError`` when the store
-    fails; whatever an earlier batch wrote stays. ``previous`` (session id -> its last
-    message, ``speaker: text``) carries each session's context from batch to batch: a
-    turn is indexed with the one before it.
+    the batch, when it is a fact to learn that is not active or duplicates a stored
+    fact. Raises ``MnemoError`` when the store fails; whatever an earlier batch wrote
+    stays. ``previous`` (session id -> its last message, ``speaker: text``) carries each
+    session's context from batch to batch: a turn is indexed with the one before it.
     """
-    turns = [line for line in lines if isinstance(line, TurnLine)]
-    facts = [line for line in lines if isinstance(line, FactLine)]
+    turns = [line for _, line in lines if isinstance(line, TurnLine)]
+    facts = [line for _, line in lines if isinstance(line, FactLine) and not is_record(line)]
+    records = [
+        (number, line)
+        for number, line in lines
+        if not isinstance(line, TurnLine)
+        and not (isinstance(line, FactLine) and not is_record(line))
+    ]
     imported = await _import_turns(deps, user_id, turns, {} if previous is None else previous)
     if facts:
         changes = await deps.learning.keeper.import_facts(user_id, facts)
         imported += len(changes.added)
-    return Tally(imported, len(lines) - imported)
+    restored = await restore(deps, user_id, records) if records else Restored()
+    imported += restored.imported
+    return Tally(imported, len(lines) - imported - len(restored.errors), restored.errors)
 
 
 async def _import_turns(

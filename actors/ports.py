@@ -209,6 +209,10 @@ class FactStore(Protocol):
         """The app's notes, most recently updated first (``newest_notes``), at most ``limit``."""
         ...
 
+    async def notes_of_user(self, user_id: str) -> list[AppNote]:
+        """Every note of the user, of every app (by app, newest first within one)."""
+        ...
+
     async def count_notes(self, user_id: str, app_id: str) -> int:
         """How many notes the app holds, without reading them."""
         ...
@@ -274,6 +278,10 @@ class RuleStore(Protocol):
         self, user_id: str, rule_id: str, *, limit: int
     ) -> list[RuleApplication]:
         """The rule's last ``limit`` applications, newest first."""
+        ...
+
+    async def applications_of_user(self, user_id: str) -> list[RuleApplication]:
+        """Every application of every rule of the user, oldest first."""
         ...
 
     async def users_with_rules(self) -> list[str]:
@@ -351,6 +359,10 @@ class LinkStore(Protocol):
     ) -> list[MemoryLink]:
         """Links where the item is the source (``outgoing``), the target (``incoming``),
         or either (``both``); oldest first."""
+        ...
+
+    async def links_of_user(self, user_id: str) -> list[MemoryLink]:
+        """Every link of the user, oldest first."""
         ...
 
     async def delete_links_of(self, user_id: str, item_type: str, ids: Sequence[str]) -> int:

@@ -4,16 +4,18 @@ an imported line becomes. Pure: the route feeds bytes in, the importer writes wh
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 import msgspec
 
 from memory.facts import Candidate, normalize_category
 from memory.json_bounds import check_depth, check_integers
 from schemas.records import ArchivedMessage
-from schemas.taxonomy import CategorySpec
-from schemas.transfer import FactLine, ImportLine, NoteLine, ProfileLine, TurnLine, decode_line
+from schemas.taxonomy import PERMANENCE_DECAY, CategorySpec
+from schemas.transfer import FACT_ID, FactLine, ImportLine, RuleLine, TurnLine, decode_line
 from schemas.wire import text_problem
 
 __all__ = [
@@ -24,6 +26,8 @@ __all__ = [
     "parse_line",
     "transfer_id",
 ]
+
+_S = TypeVar("_S", bound=msgspec.Struct)
 
 #: A numbered line, or None in place of one longer than the splitter's limit.
 Numbered = tuple[int, bytes | None]
@@ -88,30 +92,47 @@ def _utc(at: datetime) -> datetime:
     return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
 
 
+def _in_utc(line: _S) -> _S:
+    """``line`` with every time in UTC (naive ones taken as UTC), a rule's applications'
+    too."""
+    changes: dict[str, Any] = {}
+    for name in line.__struct_fields__:
+        value = getattr(line, name)
+        if isinstance(value, datetime):
+            changes[name] = _utc(value)
+    if isinstance(line, RuleLine) and line.applications:
+        changes["applications"] = [_in_utc(a) for a in line.applications]
+    return msgspec.structs.replace(line, **changes) if changes else line
+
+
 def parse_line(raw: bytes, categories: Sequence[CategorySpec]) -> ImportLine:
     """Decode and check one line: nesting and integers within ``memory.json_bounds``, times
-    in UTC (naive ones taken as UTC), the category in the taxonomy's spelling. Raises
-    ``ValueError`` with a message for the client."""
+    in UTC (naive ones taken as UTC), texts not blank, a fact's category in the
+    taxonomy's spelling, a permanence seed 002 knows. Raises ``ValueError`` with a
+    message for the client."""
     check_depth(raw)  # first: the decoder never recurses past the bound
     try:
         line = decode_line(raw)
     except msgspec.DecodeError as exc:
         raise ValueError(str(exc)) from None
     check_integers(raw)
-    if isinstance(line, NoteLine | ProfileLine):
+    line = _in_utc(line)
+    for name in ("text", "content"):
+        text = getattr(line, name, None)
+        if text is not None and (problem := text_problem(text)) is not None:
+            raise ValueError(f"{name} {problem}")
+    permanence = getattr(line, "permanence", None)
+    if permanence is not None and permanence not in PERMANENCE_DECAY:
+        raise ValueError(f"permanence must be one of {', '.join(PERMANENCE_DECAY)}")
+    if not isinstance(line, FactLine):
         return line
-    if isinstance(line, TurnLine):
-        if (problem := text_problem(line.text)) is not None:
-            raise ValueError(f"text {problem}")
-        return msgspec.structs.replace(line, at=_utc(line.at))
-    if (problem := text_problem(line.content)) is not None:
-        raise ValueError(f"content {problem}")
+    if line.updated_at is not None and not re.match(FACT_ID, line.id):
+        raise ValueError("a fact of an export (with updated_at) has an id fact_ and 8 hex digits")
     category = normalize_category(line.category, categories)
     if category is None:
         known = ", ".join(spec.name for spec in categories)
         raise ValueError(f"unknown category {line.category!r}; known: {known}")
-    at = None if line.at is None else _utc(line.at)
-    return msgspec.structs.replace(line, category=category, at=at)
+    return msgspec.structs.replace(line, category=category)
 
 
 def imported_message_id(user_id: str, client_id: str) -> str:

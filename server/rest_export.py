@@ -1,4 +1,5 @@
-"""``GET /memory/export``: everything of the caller's, as JSON lines (the import format)."""
+"""``GET /memory/export``: everything of the caller's, as JSON lines (the import format):
+an import of it into an empty server gives back the same export."""
 
 from __future__ import annotations
 
@@ -13,7 +14,17 @@ from starlette.routing import Route
 
 from actors.mailbox import SessionDeps
 from memory.transfer import transfer_id
-from schemas.records import AppNote, ArchivedMessage, Fact
+from memory.transfer_records import (
+    entity_line,
+    episode_line,
+    fact_line,
+    link_line,
+    note_line,
+    profile_line,
+    rule_line,
+    turn_line,
+)
+from schemas.records import RuleApplication
 from server.budget import UserBudgets
 from server.http import authenticated
 
@@ -24,72 +35,58 @@ _PAGE = 1000
 _CHUNK = 1 << 16
 
 
-def _turn(m: ArchivedMessage) -> dict[str, Any]:
-    return {
-        "kind": "turn",
-        "id": transfer_id(m),
-        "session_id": m.session_id,
-        "speaker": m.speaker,
-        "role": m.role,
-        "text": m.text,
-        "at": m.at,
-        "scope": m.scope,
-        "meta": m.meta,
-        "turn": m.turn,
-    }
-
-
-def _fact(f: Fact) -> dict[str, Any]:
-    return {
-        "kind": "fact",
-        "id": f.source_id or f.id,
-        "content": f.content,
-        "category": f.category,
-        "confidence": f.confidence,
-        "at": f.created_at,
-        "scope": f.scope,
-        "meta": f.meta,
-        "pinned": f.pinned,
-        "validity": f.validity,
-        "mention_count": f.mention_count,
-        "subject": f.subject,
-        "predicate": f.predicate,
-    }
-
-
-def _note(n: AppNote) -> dict[str, Any]:
-    return {
-        "kind": "note",
-        "id": n.id,
-        "app_id": n.app_id,
-        "content": n.content,
-        "at": n.created_at,
-        "meta": n.meta,
-    }
-
-
 async def _lines(deps: SessionDeps, user_id: str) -> AsyncIterator[bytes]:
+    """Every record of the user's, whole (``memory.transfer_records``): the profile, the
+    archived turns (newest first), then what may name a turn (facts of every validity,
+    rules with their applications, links), so that an import of the file meets each
+    turn before what names it; notes, entities and episodes between."""
     store = deps.store
     facts, _ = await store.facts.list_facts(user_id, limit=1 << 30, offset=0, validity=None)
-    apps: set[str] = set()
-    for fact in facts:
-        apps.add(fact.scope)
-        yield _encoder.encode(_fact(fact)) + b"\n"
+    rules = await store.rules.rules_of(user_id)
+    links = await store.links.links_of_user(user_id)
+    # The archived messages the others name, by their name in the export (found below).
+    named = {f.source_episode_id for f in facts} | {r.rule.source_episode_id for r in rules}
+    named |= {i for k in links for i in (k.source_id, k.target_id)}
+    names = {i: i for i in named if i is not None and i.startswith("msg_")}
     profile = await store.facts.get_profile(user_id)
     if profile is not None:
-        yield _encoder.encode({"kind": "profile", **msgspec.to_builtins(profile)}) + b"\n"
+        yield _line(profile_line(profile))
     offset = 0
     while True:
         page, total = await store.list_messages(user_id, limit=_PAGE, offset=offset)
         for message in page:
-            apps.add(message.scope)
-            yield _encoder.encode(_turn(message)) + b"\n"
+            called = transfer_id(message)
+            if message.id in names:
+                names[message.id] = called
+            yield _line(turn_line(message, called))
         offset += len(page)
         if not page or offset >= total:
             break
-    for app in sorted(apps - {"global"}):
-        for note in await store.facts.notes_of(user_id, app):
-            yield _encoder.encode(_note(note)) + b"\n"
+
+    def name(item_id: str) -> str:
+        return names.get(item_id, item_id)
+
+    for fact in facts:
+        yield _line(fact_line(fact, name))
+    for note in await store.facts.notes_of_user(user_id):
+        yield _line(note_line(note))
+    for entity in await store.entities.entities_of(user_id):
+        yield _line(entity_line(entity))
+    applications: dict[str, list[RuleApplication]] = {}
+    for application in await store.rules.applications_of_user(user_id):
+        applications.setdefault(application.rule_id, []).append(application)
+    for stored in rules:
+        done = applications.get(stored.rule.id, [])
+        yield _line(rule_line(stored.rule, done, name))
+    if await store.episodes.episode_count(user_id):
+        for episode, _ in await store.episodes.episodes_of(user_id):
+            yield _line(episode_line(episode))
+    for link in links:
+        yield _line(link_line(link, name))
+
+
+def _line(fields: dict[str, Any]) -> bytes:
+    return _encoder.encode(fields) + b"\n"
 
 
 async def _paid(
@@ -120,7 +117,7 @@ async def _paid(
 
 
 async def export(request: Request, user_id: str) -> Response:
-    """Facts (every validity), the profile, archived turns (newest first) and app notes."""
+    """Everything of the caller's, as JSON lines: ``_lines``."""
     deps: SessionDeps = request.state.deps
     return StreamingResponse(
         _paid(_lines(deps, user_id), request.state.budgets, user_id),

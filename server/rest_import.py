@@ -41,7 +41,7 @@ class _Import:
         self._deps, self._user_id = deps, user_id
         self.reply = ImportReply()
         self.lines = 0
-        self._pending: list[ImportLine] = []
+        self._pending: list[tuple[int, ImportLine]] = []
         #: Each session's last message so far: the next turn is indexed with it.
         self._previous: dict[str, str] = {}
 
@@ -71,7 +71,7 @@ class _Import:
             self._fail(number, f"line longer than {MAX_LINE_BYTES} bytes")
             return
         try:
-            self._pending.append(parse_line(raw, self._deps.settings.categories))
+            self._pending.append((number, parse_line(raw, self._deps.settings.categories)))
         except ValueError as exc:
             self._fail(number, str(exc))
 
@@ -87,6 +87,8 @@ class _Import:
             tally = await import_lines(self._deps, self._user_id, lines, self._previous)
             self.reply.imported += tally.imported
             self.reply.skipped += tally.skipped
+            for refused in tally.errors:
+                self._fail(refused.line, refused.message)
 
     def progress(self) -> bytes:
         counts = {"lines": self.lines, "imported": self.reply.imported}

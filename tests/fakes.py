@@ -231,6 +231,10 @@ class MemoryFacts:
         mine = [n for (u, _), n in self.notes.items() if u == user_id and n.app_id == app_id]
         return newest_notes(mine, limit)
 
+    async def notes_of_user(self, user_id: str) -> list[AppNote]:
+        mine = [n for (user, _), n in self.notes.items() if user == user_id]
+        return sorted(mine, key=lambda n: (n.app_id, -n.created_at.timestamp(), n.id))
+
     async def count_notes(self, user_id: str, app_id: str) -> int:
         return len(await self.notes_of(user_id, app_id))
 
@@ -335,6 +339,10 @@ class MemoryRules:
         found = [a for a in self.applications if a.user_id == user_id and a.rule_id == rule_id]
         return sorted(found, key=lambda a: (a.at, a.id), reverse=True)[:limit]
 
+    async def applications_of_user(self, user_id: str) -> list[RuleApplication]:
+        mine = [a for a in self.applications if a.user_id == user_id]
+        return sorted(mine, key=lambda a: (a.at, a.id))
+
     async def users_with_rules(self) -> list[str]:
         return sorted({user for user, _ in self.rules})
 
@@ -431,6 +439,10 @@ class MemoryLinks:
                 self.links.append(item)
                 new += 1
         return new
+
+    async def links_of_user(self, user_id: str) -> list[MemoryLink]:
+        mine = [link for link in self.links if link.user_id == user_id]
+        return sorted(mine, key=lambda k: (k.created_at, k.source_id, k.target_id))
 
     async def links_of(
         self, user_id: str, item_type: str, item_id: str, *, direction: str = "both"

@@ -336,3 +336,80 @@ async def test_imported_turns_move_from_the_journal_into_the_table(
     finally:
         await store.aclose()
     assert total == 3
+
+
+#: An export written before exports held every record: facts first (their ids the lines
+#: they came from, history without ``updated_at``), then the profile, turns and notes.
+OLD_EXPORT = [
+    '{"kind":"fact","id":"fact_52181a1b","content":"User loves green tea","category":"preference",'
+    '"confidence":0.6,"at":"2026-11-25T15:20:03.403417Z","scope":"global","meta":{},'
+    '"pinned":false,"validity":"active","mention_count":3,"subject":"user","predicate":"likes"}',
+    '{"kind":"fact","id":"fact_0000aaaa","content":"User lives in Lyon","category":"identity",'
+    '"confidence":0.9,"at":"2026-11-20T10:00:00Z","scope":"global","meta":{},"pinned":false,'
+    '"validity":"superseded","mention_count":1,"subject":"user","predicate":"lives_in"}',
+    '{"kind":"profile","user_id":"alice","work":"","personal":"tea drinker","top_of_mind":"",'
+    '"recent":"","earlier":"","background":"","updated_at":"2026-11-25T15:30:00Z"}',
+    '{"kind":"turn","id":"msg_449d8f3a0984b4f2","session_id":"first","speaker":"assistant",'
+    '"role":"assistant","text":"Noted.","at":"2026-11-25T15:20:03.303282Z","scope":"global",'
+    '"meta":{},"turn":2}',
+    '{"kind":"note","id":"note_1a2b3c4d","app_id":"travel","content":"Planned a trip to Porto",'
+    '"at":"2026-11-24T09:00:00Z","meta":{}}',
+]
+
+
+async def test_an_export_of_an_earlier_version_still_imports(server: str) -> None:
+    reply = await post(server, jsonl(OLD_EXPORT), key="kb")
+    # The active fact is learned (the fact rules apply, its count is not taken), the
+    # history line without its record is skipped, the rest restored.
+    assert reply == {"imported": 4, "skipped": 1, "errors": [], "errors_omitted": 0}
+    exported = {line["kind"]: line for line in await export(server, "kb")}
+    tea = exported["fact"]
+    assert (tea["content"], tea["mention_count"], tea["source_id"]) == (
+        "User loves green tea",
+        1,
+        "fact_52181a1b",
+    )
+    assert exported["profile"]["personal"] == "tea drinker"
+    assert exported["note"]["content"] == "Planned a trip to Porto"
+    assert exported["turn"]["id"] == "msg_449d8f3a0984b4f2"
+    again = await post(server, jsonl(OLD_EXPORT), key="kb")
+    assert (again["imported"], again["errors"]) == (0, [])
+
+
+def record(n: int, content: str, **fields: Any) -> dict[str, Any]:
+    """A fact of an export: with ``updated_at``, restored as it is."""
+    at = "2026-11-25T15:20:03Z"
+    return fact(f"fact_0000000{n}", content, updated_at=at, at=at) | fields
+
+
+async def test_restored_records_keep_the_users_bounds_and_links_need_both_ends(
+    tmp_path: Path, fake: FakeOllama
+) -> None:
+    settings = settings_for(tmp_path, fake.url, max_facts=2, max_pinned=1)
+    lines = [
+        record(1, "User likes tea", pinned=True, mention_count=4),
+        record(2, "User likes jazz", pinned=True),
+        record(3, "User lives in Lyon", validity="superseded", superseded_by="fact_00000004"),
+        record(4, "User lives in Porto", supersedes_id="fact_00000003"),
+        {
+            "kind": "link",
+            "source_type": "fact",
+            "source_id": "fact_00000001",
+            "target_type": "fact",
+            "target_id": "fact_00000009",
+            "relation": "supports",
+            "created_at": "2026-11-25T15:20:03Z",
+        },
+    ]
+    async with serve(make_app(settings)) as server:
+        reply = await post(server, jsonl(lines))
+        facts = {line["id"]: line for line in await export(server, "ka") if line["kind"] == "fact"}
+    assert (reply["imported"], reply["skipped"]) == (3, 0)
+    assert reply["errors"] == [
+        {"line": 4, "message": "over the 2 active facts kept (MNEMO_MAX_FACTS)"},
+        {"line": 5, "message": "the link names a memory that is not there"},
+    ]
+    # The history is kept (not active, so not counted), the pin past the cap is not.
+    assert sorted(facts) == ["fact_00000001", "fact_00000002", "fact_00000003"]
+    assert [facts[i]["pinned"] for i in sorted(facts)] == [True, False, False]
+    assert facts["fact_00000001"]["mention_count"] == 4

@@ -1,15 +1,18 @@
 """Round trips are total: what the server accepts it exports, and what it exports it imports.
 
 Generated histories (turns with unicode, CJK, emoji, whitespace, long and empty sides,
-scopes and meta; facts added by REST with categories and pins) go through a real server
+scopes and meta; facts added by REST with categories and pins, moves that supersede one
+another, a retraction, a repetition; rules with their feedback, entities and a merge,
+episodes, links; the notes and the profile a model writes) go through a real server
 (uvicorn, LanceDB in a temporary directory, a websockets client). The export
 (``GET /memory/export`` and ``mnemo export``) is imported into a fresh data directory
-(``POST /memory/import`` and ``mnemo import``) and exported again: the two exports hold the
-same turns and the same active facts.
+(``POST /memory/import`` and ``mnemo import``) and exported again: the same lines, every
+kind, same ids, same fields.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import tempfile
 from collections.abc import AsyncIterator
@@ -32,7 +35,8 @@ from schemas.settings import Settings
 from schemas.wire import MAX_TEXT, decode_client
 from server.cli import main
 from tests.fake_ollama import FakeOllama
-from tests.harness import EMPTY_EXTRACTION, Client, make_app, serve, settings_for
+from tests.harness import Client, make_app, serve, settings_for
+from tests.test_app_notes import NoteModel
 
 pytestmark = pytest.mark.anyio
 
@@ -81,10 +85,30 @@ class Session:
 
 
 @dataclass(frozen=True)
+class Extras:
+    """What a history holds besides turns and facts added as they are."""
+
+    #: Where the user lives, one place after another: each supersedes the one before.
+    moves: list[str] = field(default_factory=list)
+    #: A habit the user then gives up (retracted), and a fact stated twice.
+    retracted: bool = False
+    repeated: bool = False
+    #: Rules and their feedback (True: helpful), entities (name, type) and whether the
+    #: second is merged into the first, episodes (content, scope), and links between
+    #: the first fact, rule, episode and turn.
+    rules: list[tuple[str, list[bool]]] = field(default_factory=list)
+    entities: list[tuple[str, str]] = field(default_factory=list)
+    merged: bool = False
+    episodes: list[tuple[str, str]] = field(default_factory=list)
+    linked: bool = False
+
+
+@dataclass(frozen=True)
 class History:
     sessions: list[Session]
     #: (content, category, pinned, scope)
     facts: list[tuple[str, str | None, bool, str]] = field(default_factory=list)
+    extras: Extras = field(default_factory=Extras)
 
 
 def _said(turn: tuple[str, str, dict[str, Any]]) -> bool:
@@ -102,7 +126,28 @@ _facts = st.lists(
     ),
     max_size=4,
 )
-_histories = st.builds(History, st.lists(_sessions, max_size=2, unique_by=lambda s: s.id), _facts)
+_said = _texts.filter(lambda t: bool(t.strip()) and len(t) < 2000)
+_extras = st.builds(
+    Extras,
+    st.lists(st.sampled_from(["Lyon", "Lisbon", "Porto", "Oslo"]), max_size=3, unique=True),
+    st.booleans(),
+    st.booleans(),
+    st.lists(st.tuples(_said, st.lists(st.booleans(), max_size=3)), max_size=2),
+    st.lists(
+        st.tuples(
+            st.sampled_from(["Ana Souza", "Acme", "Porto", "Tom"]),
+            st.sampled_from(["person", "organization", "place", "other"]),
+        ),
+        max_size=3,
+        unique_by=lambda e: e,
+    ),
+    st.booleans(),
+    st.lists(st.tuples(_said, _scopes), max_size=2),
+    st.booleans(),
+)
+_histories = st.builds(
+    History, st.lists(_sessions, max_size=2, unique_by=lambda s: s.id), _facts, _extras
+)
 
 
 @asynccontextmanager
@@ -138,6 +183,55 @@ async def _tell(address: str, history: History) -> None:
             body = {"content": content, "pinned": pinned, "scope": scope}
             answer = await rest.post("/memory/long-term", json=body | {"category": category})
             assert answer.status_code == 201, answer.text
+        await _tell_extras(rest, history.extras)
+
+
+async def _posted(rest: httpx.AsyncClient, path: str, body: Any = None) -> Any:
+    answer = await rest.post(path, json=body)
+    assert answer.status_code in (200, 201), answer.text
+    return answer.json()
+
+
+async def _tell_extras(rest: httpx.AsyncClient, extras: Extras) -> None:
+    """Facts with a history, rules with feedback, entities, episodes and links, by REST."""
+    said: list[tuple[str, str | None]] = [
+        (f"User lives in {place}", "lives_in") for place in extras.moves
+    ]
+    if extras.retracted:
+        said += [("User eats meat every day", None), ("User no longer eats meat", None)]
+    if extras.repeated:
+        said += [("User likes jazz", None), ("User likes jazz", None)]
+    for content, predicate in said:
+        key = {"subject": "user", "predicate": predicate} if predicate else {}
+        await _posted(rest, "/memory/long-term", {"content": content, **key})
+    rules = []
+    for content, feedback in extras.rules:
+        rule = await _posted(rest, "/memory/rules", {"content": content, "scope": "travel"})
+        rules.append(rule["id"])
+        for helpful in feedback:
+            outcome = "helpful" if helpful else "harmful"
+            await _posted(rest, f"/memory/rules/{rule['id']}/{outcome}")
+    entities = []
+    for name, kind in extras.entities:
+        body = {"canonical_name": name, "entity_type": kind, "aliases": [name.split()[0]]}
+        entities.append((await _posted(rest, "/memory/entities", body))["id"])
+    if extras.merged and len(entities) > 1:
+        body = {"source_entity_id": entities[1], "target_entity_id": entities[0]}
+        await _posted(rest, "/memory/entities/merge", body)
+    episodes = [
+        (await _posted(rest, "/memory/episodes", {"content": c, "scope": s}))["id"]
+        for c, s in extras.episodes
+    ]
+    if not extras.linked:
+        return
+    facts = (await rest.get("/memory/long-term", params={"kind": "facts"})).json()["items"]
+    turns = (await rest.get("/memory/long-term", params={"kind": "turns"})).json()["items"]
+    ends = [("fact", f["id"]) for f in facts[:1]] + [("rule", r) for r in rules[:1]]
+    ends += [("episode", e) for e in episodes[:1]] + [("episode", t["id"]) for t in turns[:1]]
+    for (source_type, source_id), (target_type, target_id) in itertools.pairwise(ends):
+        body = {"source_type": source_type, "source_id": source_id, "relation": "related_to"}
+        body |= {"target_type": target_type, "target_id": target_id}
+        await _posted(rest, "/memory/links", body)
 
 
 def _auth(key: str) -> dict[str, str]:
@@ -149,6 +243,19 @@ async def _export(address: str, key: str) -> bytes:
         answer = await rest.get("/memory/export", timeout=30)
     assert answer.status_code == 200, answer.text
     return answer.content
+
+
+async def _settled_export(address: str, key: str) -> bytes:
+    """The export once the server's background work (notes and the profile of the
+    sessions that ended) is done: the same twice, a second apart."""
+    last = await _export(address, key)
+    with anyio.fail_after(60):
+        while True:
+            await anyio.sleep(1.0)
+            now = await _export(address, key)
+            if _comparable(now) == _comparable(last):
+                return now
+            last = now
 
 
 async def _import(address: str, key: str, body: bytes) -> dict[str, Any]:
@@ -165,39 +272,28 @@ async def _mnemo(*argv: str) -> int:
 
 
 def _comparable(export: bytes) -> dict[str, list[str]]:
-    """An export's turns and active facts, each line as canonical JSON, sorted.
-
-    Left out, as they legitimately differ: notes and the profile (an import skips them;
-    the server writes its own notes and compaction rebuilds the profile), facts that are
-    not active (an import takes only active ones), a fact's ``mention_count`` (a
-    reinforcement count of the server it was mentioned on, not imported) and the order
-    of lines (newest first; messages with the same time may come in either order).
-    """
+    """An export's lines by kind, each as canonical JSON, sorted: the order of lines
+    aside (turns come newest first, and messages with the same time in either order),
+    everything counts."""
     lines = [json.loads(line) for line in export.split(b"\n") if line.strip()]
-    turns = [line for line in lines if line["kind"] == "turn"]
-    facts = [
-        {k: v for k, v in line.items() if k != "mention_count"}
-        for line in lines
-        if line["kind"] == "fact" and line["validity"] == "active"
-    ]
-    return {
-        "turns": sorted(json.dumps(t, sort_keys=True) for t in turns),
-        "facts": sorted(json.dumps(f, sort_keys=True) for f in facts),
-    }
+    kinds: dict[str, list[str]] = {}
+    for line in lines:
+        kinds.setdefault(line["kind"], []).append(json.dumps(line, sort_keys=True))
+    return {kind: sorted(found) for kind, found in kinds.items()}
 
 
 async def _round_trip(history: History) -> None:
-    async with FakeOllama(models=["llama3.2"], json_default=EMPTY_EXTRACTION) as fake:
+    async with FakeOllama(models=["llama3.2"]) as fake:
+        fake.responder = NoteModel()  # writes the notes and the profile of ended sessions
         async with _server(fake) as first:
             await _tell(first, history)
-            exported = await _export(first, "ka")
+            exported = await _settled_export(first, "ka")
             with tempfile.TemporaryDirectory(prefix="mnemo-trip-cli-") as tmp:
                 by_cli = Path(tmp) / "alice.jsonl"
                 url = f"http://{first}"
                 assert (
                     await _mnemo("export", "--out", str(by_cli), "--url", url, "--key", "ka") == 0
                 )
-                # Not byte for byte: the profile is rebuilt in the background meanwhile.
                 assert _comparable(by_cli.read_bytes()) == _comparable(exported)
                 async with _server(fake) as fresh:
                     reply = await _import(fresh, "kb", exported)
@@ -207,18 +303,37 @@ async def _round_trip(history: History) -> None:
                     assert status == 0
                     again = await _export(fresh, "kb")
                     by_cli_again = await _export(fresh, "kc")
+                    twice = await _import(fresh, "kb", exported)
     original = _comparable(exported)
-    assert len(original["turns"]) == sum(
+    assert len(original.get("turn", [])) == sum(
         (bool(u.strip()) + bool(a.strip())) for s in history.sessions for u, a, _ in s.turns
     )
     lines = [json.loads(line) for line in exported.split(b"\n") if line.strip()]
-    stored = {line["content"] for line in lines if line["kind"] == "fact"}
+    extras = history.extras
+    places = [f"User lives in {place}" for place in extras.moves]
+    told = {*places, "User eats meat every day", "User no longer eats meat", "User likes jazz"}
+    stored = {line["content"] for line in lines if line["kind"] == "fact"} - told
     # Every exported fact is one that was added (stripped), and some fact is there when any
     # was added: two alike may merge into one (a duplicate reinforces the fact it repeats).
     assert stored <= {content.strip() for content, *_ in history.facts}
     assert bool(stored) == bool(history.facts)
+    validity = {line["content"]: line["validity"] for line in lines if line["kind"] == "fact"}
+    assert [validity[p] for p in places] == ["superseded"] * len(places[:-1]) + ["active"][
+        : len(places[-1:])
+    ]
+    # The model writes the profile from what the user said in an ended session (and an
+    # app's note, when it can); the example of every kind has each kind of line.
+    spoke = [s for s in history.sessions if any(u.strip() for u, _, _ in s.turns)]
+    assert ("profile" in original) == bool(spoke)
+    if extras.linked and extras.rules and extras.entities and extras.episodes and spoke:
+        kinds = {"profile", "turn", "fact", "note", "entity", "rule", "episode", "link"}
+        assert set(original) == kinds
+    assert len(original.get("rule", [])) == len(extras.rules)
+    assert len(original.get("entity", [])) == len(extras.entities)
+    assert len(original.get("episode", [])) == len(extras.episodes)
     assert _comparable(again) == original
     assert _comparable(by_cli_again) == original
+    assert (twice["imported"], twice["errors"]) == (0, [])  # everything was there already
 
 
 @settings(
@@ -232,6 +347,24 @@ async def _round_trip(history: History) -> None:
 @given(_histories)
 # Always: a side left blank, and line breaks of str.splitlines that JSON lines do not break at.
 @example(History([Session("s1", "travel", [("", "line\u2028break\x85nel", {"k": [1]})])]))
+# Every kind at once: the history Lyon -> Lisbon -> Porto, a retraction, a fact said twice,
+# rules with feedback, entities and a merge, episodes, links, an app's note and the profile.
+@example(
+    History(
+        [Session("trip.2024", "travel", [("I moved to Porto last month", "Lovely!", {})])],
+        [("User is learning Portuguese", "goal", True, "travel")],
+        Extras(
+            moves=["Lyon", "Lisbon", "Porto"],
+            retracted=True,
+            repeated=True,
+            rules=[("Answer in Portuguese when asked", [True, False])],
+            entities=[("Ana Souza", "person"), ("Ana", "person")],
+            merged=True,
+            episodes=[("Met Ana at the fair", "travel")],
+            linked=True,
+        ),
+    )
+)
 # A fact's content is stored stripped; two alike merge.
 @example(History([], [("0 ", None, False, "global")]))
 @example(History([], [("😀" * 1000, None, False, "global"), ("😀" * 7000, None, False, "global")]))
@@ -257,7 +390,7 @@ async def test_a_turn_with_both_sides_blank_is_refused_and_one_blank_side_is_not
     assert (refused["id"], refused["code"]) == ("t1", "bad_request")
     assert "both are blank" in refused["message"]
     assert acked == {"type": "ack", "id": "t2", "turn": 1}
-    assert [json.loads(t)["text"] for t in exported["turns"]] == ["Welcome back!"]
+    assert [json.loads(t)["text"] for t in exported["turn"]] == ["Welcome back!"]
 
 
 def test_the_socket_refuses_what_an_import_would_refuse_with_the_same_check() -> None:

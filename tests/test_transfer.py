@@ -47,7 +47,11 @@ def test_naive_times_are_utc_and_categories_take_the_taxonomys_spelling() -> Non
     fact = parse_line(raw, DEFAULT_CATEGORIES)
     assert isinstance(fact, FactLine)
     assert fact.category == "behavior"
-    assert isinstance(parse_line(b'{"kind": "note", "id": "n"}', DEFAULT_CATEGORIES), NoteLine)
+    raw = b'{"kind": "note", "id": "note_0a1b2c3d", "app_id": "a", "content": "c",'
+    raw += b' "at": "2024-01-02T03:04:00"}'
+    note = parse_line(raw, DEFAULT_CATEGORIES)
+    assert isinstance(note, NoteLine)
+    assert note.at == datetime(2024, 1, 2, 3, 4, tzinfo=UTC)
 
 
 @pytest.mark.parametrize(

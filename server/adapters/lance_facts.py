@@ -410,6 +410,12 @@ class LanceFacts:
         rows = await self._gate.read(self._notes.query().where(where).select(["data"]).to_list)
         return newest_notes((_note.decode(r["data"]) for r in rows), limit)
 
+    async def notes_of_user(self, user_id: str) -> list[AppNote]:
+        query = self._notes.query().where(self._epochs.reads(user_id)).select(["data"])
+        rows = await self._gate.read(query.to_list)
+        found = [_note.decode(r["data"]) for r in rows]
+        return sorted(found, key=lambda n: (n.app_id, -n.created_at.timestamp(), n.id))
+
     async def count_notes(self, user_id: str, app_id: str) -> int:
         where = f"{self._epochs.reads(user_id)} AND app_id = {quote(app_id)}"
         count: int = await self._gate.read(lambda: self._notes.count_rows(where))

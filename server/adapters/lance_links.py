@@ -78,6 +78,12 @@ class LanceLinks:
         found = [MemoryLink(**r) for r in rows]
         return sorted(found, key=lambda k: (k.created_at, k.source_id, k.target_id))
 
+    async def links_of_user(self, user_id: str) -> list[MemoryLink]:
+        query = self._table.query().where(self._epochs.reads(user_id))
+        rows = await self._gate.read(query.select([*_KEY, "relation", "created_at"]).to_list)
+        found = [MemoryLink(**r) for r in rows]
+        return sorted(found, key=lambda k: (k.created_at, k.source_id, k.target_id))
+
     async def delete_links_of(self, user_id: str, item_type: str, ids: Sequence[str]) -> int:
         if not ids:
             return 0

@@ -180,6 +180,11 @@ class LanceRules:
         found.sort(key=lambda a: (a.at, a.id), reverse=True)
         return found[:limit]
 
+    async def applications_of_user(self, user_id: str) -> list[RuleApplication]:
+        query = self._applications.query().where(self._epochs.reads(user_id)).select(["data"])
+        rows = await self._gate.read(query.to_list)
+        return sorted((_application.decode(r["data"]) for r in rows), key=lambda a: (a.at, a.id))
+
     async def users_with_rules(self) -> list[str]:
         rows = await self._gate.read(self._rules.query().select(["user_id"]).to_list)
         return sorted({r["user_id"] for r in rows})
