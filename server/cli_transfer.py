@@ -116,7 +116,7 @@ def export_command(args: argparse.Namespace) -> int:
     except OSError as exc:
         if not args.out:
             raise  # standard output closed early: ``mnemo``'s own handling ends it quietly
-        console.print(f"mnemo: cannot write {args.out}: {exc.strerror or exc}")
+        _say(console, f"mnemo: cannot write {args.out}: {exc.strerror or exc}")
         return 2
     return 0
 
