@@ -7,6 +7,10 @@ with ``updated_at``; a ``rule``, ``entity``, ``episode``, ``link``, ``note`` or
 ``profile``) and is restored as it was: same id, same fields, history and counters
 included. Unknown fields are ignored. Constraints live in the types: a line that
 breaks one fails its decode with msgspec's message, which names the field.
+
+The lines repeat the fields of the records (``schemas.records``) on purpose: a file
+format of its own, which checks each field's range when it comes from a file and keeps
+old files readable when a record changes.
 """
 
 from __future__ import annotations
