@@ -219,18 +219,19 @@ def kept_agreement(
     A message that was not lifted keeps its score: its own score (reciprocal rank fusion
     of the same two orders) is below theirs already. Every position of ``scores`` must
     have a ``similarity``."""
-    lifted = [p for p, score in scores.items() if score > own.get(p, 0.0)]
-    if not lifted:
-        return dict(scores)
     order = sorted(scores, key=lambda p: -own.get(p, 0.0))  # any that beats p comes first
+    kept = np.array([scores[p] for p in order], dtype=np.float64)
+    owns = np.array([own.get(p, 0.0) for p in order], dtype=np.float64)
+    rose = np.flatnonzero(kept > owns)
+    if not rose.size:
+        return dict(scores)
     near = np.array([similarity[p] for p in order], dtype=np.float64)
     ranks = np.array([text_rank.get(p, np.inf) for p in order], dtype=np.float64)
-    kept = np.array([scores[p] for p in order], dtype=np.float64)
-    rise = set(lifted)
-    for i, position in enumerate(order):
-        if position not in rise:
-            continue
-        above = (near[:i] > near[i]) & (ranks[:i] < ranks[i])
-        if above.any():
-            kept[i] = min(kept[i], float(np.nextafter(kept[:i][above].min(), -np.inf)))
+    # above[r, j]: the message at ``order[j]`` beats the r-th one that rose on both sides.
+    above = (near[None, :] > near[rose, None]) & (ranks[None, :] < ranks[rose, None])
+    # A rise below every such message's own score (never more than its final one) is fine.
+    least = np.where(above, owns[None, :], np.inf).min(axis=1)
+    for row, i in enumerate(rose):
+        if kept[i] >= least[row]:
+            kept[i] = min(kept[i], float(np.nextafter(kept[above[row]].min(), -np.inf)))
     return {p: float(score) for p, score in zip(order, kept, strict=True)}
