@@ -14,6 +14,7 @@ from memory.scoring import (
     answer_relevance,
     composite_score,
     frequency_score,
+    kept_agreement,
     keyword_coverage,
     normalized_rrf,
     recency_score,
@@ -166,3 +167,28 @@ def test_texts_in_memory_rank_by_each_modes_measure_and_keyword_search_drops_mis
     assert [i for i, *_ in score_texts(items, None, ["tea"], "keyword")] == [0]
     assert score_texts(items, None, ["tea"], "keyword")[0][2] is None
     assert score_texts([], query, [], "hybrid") == []
+
+
+def test_a_lift_never_carries_a_message_above_one_both_sides_rank_above_it() -> None:
+    # 0 beats 2 on both sides (cosine and text rank); 1 beats 2 by cosine only. 2 was
+    # lifted (by a neighbour) above both: it may pass 1, not 0. 3 was lifted too, but
+    # nothing beats it on both sides: it keeps its lift.
+    own = {0: 0.030, 1: 0.025, 2: 0.020, 3: 0.010}
+    lifted = {0: 0.030, 1: 0.025, 2: 0.040, 3: 0.050}
+    similarity = {0: 0.6, 1: 0.7, 2: 0.3, 3: 0.9}
+    text_rank = {0: 1, 2: 2}
+    kept = kept_agreement(lifted, own, similarity, text_rank)
+    assert kept[0] == 0.030
+    assert kept[1] == 0.025
+    assert kept[1] < kept[2] < kept[0]
+    assert kept[3] == 0.050
+    # Not lifted: as it was.
+    assert kept_agreement(own, own, similarity, text_rank) == own
+
+
+def test_agreement_holds_along_a_chain_of_lifted_messages() -> None:
+    # 0 beats 1 beats 2 on both sides; 1 and 2 were lifted above 0.
+    own = {0: 0.03, 1: 0.02, 2: 0.01}
+    lifted = {0: 0.03, 1: 0.05, 2: 0.06}
+    kept = kept_agreement(lifted, own, {0: 0.9, 1: 0.8, 2: 0.7}, {0: 1, 1: 2, 2: 3})
+    assert kept[0] > kept[1] > kept[2]
