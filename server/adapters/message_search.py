@@ -51,6 +51,7 @@ from server.adapters.index_saving import IndexSaver
 from server.adapters.lance_analyzer import Analyzer, AnalyzerUnavailable
 from server.adapters.lance_cache import (
     Budget,
+    Ranked,
     UserCache,
     fused,
     hybrid_ranks,
@@ -86,6 +87,11 @@ _LOADS_AT_ONCE = 2
 #: about as much (docs/performance.md) but let a reply that repeats the user's words
 #: outrank them.
 _NEIGHBOUR_SHARE = 0.5
+#: The share of a user's messages nearest a query that the vector side finds by meaning
+#: at half ``min_similarity`` (``MessageSearch._meant``): LongMemEval's evidence is often
+#: a passing mention in a long message, at a cosine of 0.1-0.2 but among a haystack's
+#: nearest 50 of 500 (with the cosine alone, 3 of its 100 dev questions lost a turn).
+_NEAREST_SHARE = 0.1
 #: The highest score a message can reach (first on both sides, and so is a neighbour).
 _BEST_SCORE = (1.0 + _NEIGHBOUR_SHARE) * rrf_score(1, 1, limit=1)
 
@@ -426,8 +432,8 @@ class MessageSearch:
         # With speakers weighed, the weighed-down speaker's messages do not lift the
         # other's: a user's turn ranks by what the user said, not by the reply beside it.
         echo = "user" if about_assistant else "assistant"
-        meant = [p for p in ranked.dense if ranked.similarity[p] >= self._min_similarity]
-        own = fused(replace(ranked, dense=meant), depth=depth)
+        visible = len(held.ids) if ranked.visible is None else int(ranked.visible.sum())
+        own = fused(replace(ranked, dense=self._meant(ranked, visible)), depth=depth)
         lifted = with_neighbours(
             own,
             held.neighbours,
@@ -473,6 +479,20 @@ class MessageSearch:
                 min(1.0, score / _BEST_SCORE),
             )
             for p, score, newer in best
+        ]
+
+    def _meant(self, ranked: Ranked, messages: int) -> list[int]:
+        """The vector side's hits that share meaning with the query: a cosine of at least
+        ``min_similarity``, or of half of it among the nearest ``_NEAREST_SHARE`` of the
+        user's ``messages``. MiniLM's cosines say little alone (a message that mentions
+        the thing asked about in passing scores 0.1-0.2, as does "Hi!"); among many
+        messages, being among the nearest says more, and among four, nothing."""
+        nearest = int(_NEAREST_SHARE * messages)
+        least = self._min_similarity
+        return [
+            p
+            for rank, p in enumerate(ranked.dense, 1)
+            if ranked.similarity[p] >= (least / 2 if rank <= nearest else least)
         ]
 
     async def similarities(
