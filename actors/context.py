@@ -7,6 +7,7 @@ a reply but never blocks it.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -30,6 +31,7 @@ from memory.scoring import (
     RelevanceWeights,
     composite_score,
     frequency_score,
+    kept_agreement,
     normalized_rrf,
     recency_score,
     relevance_score,
@@ -42,12 +44,10 @@ from schemas.settings import SearchMode, Settings
 
 __all__ = [
     "FORMAT_NAMES",
-    "Always",
     "ChatContext",
     "ContextBuilder",
     "ScoredFact",
     "chat_context",
-    "shown_always",
 ]
 
 _log = logging.getLogger("mnemo.context")
@@ -55,25 +55,6 @@ _log = logging.getLogger("mnemo.context")
 #: Every name a ``context`` request may give in ``format``.
 FORMAT_NAMES = (*formats.FORMATS, "conversation")
 _CANDIDATES = 50
-
-
-@dataclass(frozen=True, slots=True)
-class Always:
-    """Facts a recall keeps whatever the query, beside those that share words or meaning
-    with it: those of ``categories``, and pinned ones with ``pinned``."""
-
-    categories: tuple[str, ...] = ()
-    pinned: bool = False
-
-
-def shown_always(query: str, format: str) -> Always:
-    """What a context block shows whatever its query: the facts the user pinned; in the
-    ``about-user`` block, seed 004's project facts, and identity facts when the query is
-    personal (names the user or a place)."""
-    if format != "about-user":
-        return Always(pinned=True)
-    personal = ("identity",) if mentions_personal(query) else ()
-    return Always(("project", *personal), pinned=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,11 +117,9 @@ class ContextBuilder:
         topic: str | None = None,
         vector: QueryVector | None = None,
         min_confidence: float | None = None,
-        always: Always = Always(),
     ) -> list[ScoredFact]:
         """The user's best active facts for ``query``, best first (score desc, created_at
-        desc, id asc): those that share words or meaning with it (``_relevant``), and
-        ``always`` those. Seed 001: the topic's words join the query, and a message that
+        desc, id asc). Seed 001: the topic's words join the query, and a message that
         expresses a preference recalls every preference fact as a candidate. Empty when
         nothing matches. ``vector`` is the query's (shared with other searches); with a
         topic the query and topic are embedded together instead. ``min_confidence``
@@ -150,12 +129,14 @@ class ContextBuilder:
         if vector is None or topic:
             vector = self.query_vector(text)
         preference = expresses_preference(query)
-        boosted = [c for c, b in self._boosts.items() if b != 1.0] if preference else []
-        kept = Always((*boosted, *always.categories), always.pinned)
         hits = await self.store.facts.search_facts(
-            user_id, text, vector, k=_CANDIDATES, scope=scope, categories=kept.categories
+            user_id,
+            text,
+            vector,
+            k=_CANDIDATES,
+            scope=scope,
+            categories=[c for c, b in self._boosts.items() if b != 1.0] if preference else (),
         )
-        hits = self._relevant(hits, kept)
         scored = self.score(
             self._confident(hits, min_confidence),
             query=query,
@@ -164,28 +145,6 @@ class ContextBuilder:
             query_vector=await vector() if hits else None,
         )
         return scored[:limit]
-
-    def _relevant(self, hits: Sequence[FactHit], always: Always) -> list[FactHit]:
-        """The hits that share words (found by text) or meaning (found by vector, with a
-        cosine of at least ``min_similarity``) with the query, and those ``always`` keeps;
-        a hit below ``min_similarity`` was not found by meaning (its vector rank goes)."""
-        least = self.settings.min_similarity
-        kept = []
-        for hit in hits:
-            fact = hit.stored.fact
-            meant = hit.dense_rank is not None and (
-                hit.similarity is None or hit.similarity >= least
-            )
-            if hit.dense_rank is not None and not meant:
-                hit = replace(hit, dense_rank=None)
-            if (
-                meant
-                or hit.text_rank is not None
-                or fact.category in always.categories
-                or (always.pinned and fact.pinned)
-            ):
-                kept.append(hit)
-        return kept
 
     @staticmethod
     def _similarity(hit: FactHit, query: Sequence[float] | None) -> float | None:
@@ -297,6 +256,7 @@ class ContextBuilder:
             )
             similarity = self._similarity(hit, query_vector)
             out.append(ScoredFact(fact, 0.5 * seed001 + 0.5 * seed002, similarity))
+        out = _agreed(out, hits, limit)
         out.sort(key=lambda s: formats.rank_key(s.score, s.fact))
         return out
 
@@ -358,13 +318,7 @@ class ContextBuilder:
         facts = [
             s.fact
             for s in await self.recall_facts(
-                user_id,
-                query,
-                scope=scope,
-                limit=limit,
-                topic=topic,
-                vector=vector,
-                always=shown_always(query, format),
+                user_id, query, scope=scope, limit=limit, topic=topic, vector=vector
             )
         ]
         if format == "user-context":
@@ -388,6 +342,21 @@ class ContextBuilder:
         if not mentions_personal(query):  # seed 004: identity only when the query is personal
             facts = [f for f in facts if f.category != "identity" or f.pinned]
         return formats.about_user(facts, self.settings.categories, budget)
+
+
+def _agreed(scored: list[ScoredFact], hits: Sequence[FactHit], limit: int) -> list[ScoredFact]:
+    """The scores lowered where the seeds' other factors (category, recency, importance,
+    confidence) would put a fact above one that both sides of the search rank above it
+    (``memory.scoring.kept_agreement``): a fact that shares neither words nor meaning
+    with the query never outranks one that shares both."""
+    kept = kept_agreement(
+        {i: s.score for i, s in enumerate(scored)},
+        {i: rrf_score(h.dense_rank, h.text_rank, limit=limit) for i, h in enumerate(hits)},
+        {i: math.nan if s.similarity is None else s.similarity for i, s in enumerate(scored)},
+        {i: h.text_rank for i, h in enumerate(hits) if h.text_rank is not None},
+        every=True,
+    )
+    return [replace(s, score=kept[i]) for i, s in enumerate(scored)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -433,7 +402,6 @@ async def chat_context(
                     limit=settings.retrieval_limit,
                     topic=topic,
                     vector=vector,
-                    always=shown_always(query, "about-user"),
                 )
             ]
             if not found["facts"]:

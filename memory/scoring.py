@@ -211,18 +211,21 @@ def kept_agreement(
     own: Mapping[int, float],
     similarity: Mapping[int, float],
     text_rank: Mapping[int, int],
+    *,
+    every: bool = False,
 ) -> dict[int, float]:
-    """``scores`` (``own`` scores, some lifted by what is around them) lowered where a
-    lift would put a message above one that both sides of a search rank above it: a
-    higher cosine ``similarity`` and found by text where it was not, or ranked better
-    there (``text_rank``, from 1). Such a message scores just below the lowest of those.
-    A message that was not lifted keeps its score: its own score (reciprocal rank fusion
-    of the same two orders) is below theirs already. Every position of ``scores`` must
-    have a ``similarity``."""
+    """``scores`` lowered where they would put a memory above one that both sides of a
+    search rank above it: a higher cosine ``similarity`` and found by text where it was
+    not, or ranked better there (``text_rank``, from 1). Such a memory scores just below
+    the lowest of those. ``own``: each memory's reciprocal-rank fusion of the same two
+    orders, which ranks those first; only the memories whose score rose above it (lifted
+    by a neighbour) can need lowering, unless ``every`` (scores of their own, such as a
+    fact's, which weigh more than the two orders). A ``similarity`` that is NaN (not
+    known) compares with none."""
     order = sorted(scores, key=lambda p: -own.get(p, 0.0))  # any that beats p comes first
     kept = np.array([scores[p] for p in order], dtype=np.float64)
     owns = np.array([own.get(p, 0.0) for p in order], dtype=np.float64)
-    rose = np.flatnonzero(kept > owns)
+    rose = np.arange(len(order)) if every else np.flatnonzero(kept > owns)
     if not rose.size:
         return dict(scores)
     near = np.array([similarity[p] for p in order], dtype=np.float64)
@@ -230,8 +233,8 @@ def kept_agreement(
     # above[r, j]: the message at ``order[j]`` beats the r-th one that rose on both sides.
     above = (near[None, :] > near[rose, None]) & (ranks[None, :] < ranks[rose, None])
     # A rise below every such message's own score (never more than its final one) is fine.
-    least = np.where(above, owns[None, :], np.inf).min(axis=1)
+    least = np.where(above, owns[None, :], np.inf).min(axis=1) if not every else None
     for row, i in enumerate(rose):
-        if kept[i] >= least[row]:
+        if (least is None or kept[i] >= least[row]) and above[row].any():
             kept[i] = min(kept[i], float(np.nextafter(kept[above[row]].min(), -np.inf)))
     return {p: float(score) for p, score in zip(order, kept, strict=True)}

@@ -251,11 +251,14 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: Seed 002's ``min_confidence``: recalled and searched facts whose effective
     #: confidence (after decay) is below it are left out; pinned facts never are.
     recall_min_confidence: _Share = 0.2
-    #: The cosine similarity below which a memory shares no meaning with a query: a hybrid
-    #: search (facts, turns, rules, episodes; so every context block) finds by meaning
-    #: only what reaches it, and a memory that shares neither words nor meaning with the
-    #: query is no hit. Set for the bundled MiniLM (unrelated sentences score -0.05 to
-    #: 0.2 there); an embedder that scores unrelated texts higher needs it higher.
+    #: The cosine similarity below which a text shares no meaning with a query: a hybrid
+    #: search of turns (the ``conversation`` context block too), rules and episodes finds
+    #: by meaning only what reaches it (half of it among the nearest tenth of a user's
+    #: turns), and one that shares neither words nor meaning is no hit. Set for the
+    #: bundled MiniLM (unrelated sentences score -0.05 to 0.2 there); an embedder that
+    #: scores unrelated texts higher needs it higher. Facts have no such floor: short
+    #: statements about the user score as low for a question they answer ("what are my
+    #: hobbies?", "User started pottery classes": 0.19) as for one they do not.
     min_similarity: _Cosine = MIN_SIMILARITY
     #: Seed 002's ``default_limit``: facts recalled for a ``context`` request's block.
     recall_limit: _Count = 20

@@ -183,19 +183,7 @@ async def test_other_peoples_facts_are_theirs_and_hedges_give_nothing(server: st
     assert "heavy metal" in block
 
 
-@pytest.fixture
-async def chinese_server(tmp_path: Path) -> AsyncIterator[str]:
-    """``server``, every similarity counting as meaning: the hash embedder standing in for
-    a model here shares meaning only through shared tokens, and "我喝什么" shares a
-    character, not a word, with "用户喝茶" (full text reads 喝茶 as one word); MiniLM
-    finds them similar (0.54)."""
-    settings = settings_for(tmp_path, NOBODY, min_similarity=-1.0)
-    async with serve(make_app(settings)) as address:
-        yield address
-
-
-async def test_chinese_moves_and_retractions_are_understood(chinese_server: str) -> None:
-    server = chinese_server
+async def test_chinese_moves_and_retractions_are_understood(server: str) -> None:
     async with Client.connect(server, "s1") as client:
         await client.receive()
         await tell(client, "我住在上海。")

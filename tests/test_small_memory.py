@@ -10,6 +10,7 @@ not relevant, and the first hits do not depend on how many were asked for.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -168,3 +169,35 @@ async def test_the_first_hits_are_the_same_whatever_the_limit(server: str) -> No
         narrow = await call(mcp, "memory_search", query="cat Tom", limit=2)
     assert len(wide["results"]) == 4
     assert narrow["results"] == wide["results"][:2]
+
+
+def fact(ident: str, content: str, category: str, **fields: Any) -> dict[str, Any]:
+    """A fact of an export (restored as it is: its counts and importance too), stated and
+    confirmed an hour ago."""
+    at = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
+    line = {"kind": "fact", "id": ident, "content": content, "category": category}
+    times = {"at": at, "updated_at": at, "last_seen": at, "last_confirmed_at": at}
+    return line | {"confidence": 0.6, **times} | fields
+
+
+async def test_a_facts_standing_never_puts_it_above_one_that_shares_the_question(
+    server: str,
+) -> None:
+    # Tea is important, sure, recently and often used: seeds 001 and 002 weigh that. It
+    # shares neither words nor meaning with "cat Tom"; the cat fact shares both.
+    busy = {"importance": 10.0, "confidence": 1.0, "access_count": 90}
+    lines = [
+        fact("fact_0000000a", "User loves green tea", "preference", **busy),
+        fact(
+            "fact_0000000b", "User has a cat named Tom", "knowledge", importance=1.0, confidence=0.3
+        ),
+        fact("fact_0000000c", "User lives in Oslo", "identity", **busy),
+    ]
+    assert (await post(server, jsonl(lines)))["errors"] == []
+    hits = await search(server, "cat Tom", kind="facts", limit=3)
+    assert [hit["content"] for hit in hits][:1] == ["User has a cat named Tom"]
+    async with Client.connect(server, "ctx") as client:
+        await client.receive()
+        await client.send(type="context", id="q", query="cat Tom", format="memory-context")
+        block, _ = await client.until("context")
+    assert block["memory_ids"][0] == "fact_0000000b"
