@@ -469,7 +469,6 @@ class MessageSearch:
             asked=asked_kind(text),
             first_person=in_first_person(text),
             k=k,
-            read=depth,
             # Seed 002: equal scores by vector rank, then position.
             tie=lambda p: (dense.get(p, depth + 1), p),
         )
