@@ -415,9 +415,10 @@ async def test_imported_turns_carry_the_turn_before_them_across_batches() -> Non
         )
     ]
     previous: dict[str, str] = {}
+    numbered = list(enumerate(lines, 1))
     async with world() as w:
-        await import_lines(w.deps, "u1", lines[:2], previous)
-        await import_lines(w.deps, "u1", lines[2:], previous)  # the next batch
+        await import_lines(w.deps, "u1", numbered[:2], previous)
+        await import_lines(w.deps, "u1", numbered[2:], previous)  # the next batch
     assert [m.context for m in w.store.messages] == [
         "",
         "Melanie: Been anywhere?",
