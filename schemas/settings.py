@@ -298,6 +298,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: Seconds an MCP session may stay idle (no request in flight, no open stream) before
     #: it closes; its id then answers 404 and the client initializes again.
     mcp_idle_timeout: _Positive = 600.0
+    #: Live tails (``/ws/tail``) one user's key may have open at once; one more handshake
+    #: is refused with 429 ``too_many_tails``. Admin keys are not counted.
+    max_tails_per_user: _Count = 8
     #: Seconds a connection may take to send a whole request head (the WebSocket upgrade
     #: included), from being opened or from its previous response; then it is closed.
     handshake_timeout: _Positive = 10.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -59,6 +60,8 @@ class AppState(TypedDict):
     metrics: Metrics
     budgets: UserBudgets
     mcp: StreamableHTTPSessionManager
+    #: Live tails (``/ws/tail``) per user key's user, for ``max_tails_per_user``.
+    tails: Counter[str]
     #: A cluster node's ownership of users (None: a single server owns everyone).
     cluster: Ownership | None
 
@@ -190,6 +193,7 @@ def create_app(
                                 deps=deps,
                                 sweeper=sweeper,
                                 mcp=mcp,
+                                tails=Counter(),
                                 cluster=cluster.ownership if cluster is not None else None,
                             )
                         sessions.cancel_scope.cancel()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import anyio
@@ -135,18 +136,33 @@ async def tail(websocket: WebSocket) -> None:
     except BadRequest as exc:
         await refuse(websocket, 400, "bad_request", str(exc))
         return
+    settings: Settings = websocket.state.settings
+    tails: Counter[str] = websocket.state.tails
+    counted = None if viewer.admin else viewer.user_id
+    if counted is not None and tails[counted] >= settings.max_tails_per_user:
+        message = f"this user already has {settings.max_tails_per_user} live tails"
+        await refuse(websocket, 429, "too_many_tails", message)
+        return
     bus: EventBus = websocket.state.events
-    await accept(websocket)
-    with bus.subscribe(
-        buffer=_TAIL_BUFFER, session_id=session, user_id=user, kinds=kinds
-    ) as subscription:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(_send_events, websocket, subscription.events)
-            try:
-                while (await websocket.receive())["type"] != "websocket.disconnect":
-                    pass  # the tail takes no input
-            finally:
-                tg.cancel_scope.cancel()
+    if counted is not None:
+        tails[counted] += 1
+    try:
+        await accept(websocket)
+        with bus.subscribe(
+            buffer=_TAIL_BUFFER, session_id=session, user_id=user, kinds=kinds
+        ) as subscription:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_send_events, websocket, subscription.events)
+                try:
+                    while (await websocket.receive())["type"] != "websocket.disconnect":
+                        pass  # the tail takes no input
+                finally:
+                    tg.cancel_scope.cancel()
+    finally:
+        if counted is not None:
+            tails[counted] -= 1
+            if not tails[counted]:
+                del tails[counted]
 
 
 async def _send_events(websocket: WebSocket, events: MemoryObjectReceiveStream[Event]) -> None:

@@ -101,6 +101,32 @@ async def test_a_user_key_tails_only_its_own_users_events(server: str) -> None:
     assert refused.value.response.status_code == 400
 
 
+async def test_a_user_key_holds_at_most_its_cap_of_tails_and_others_still_tail(
+    tmp_path: Path, fake: FakeOllama
+) -> None:
+    settings = settings_for(
+        tmp_path, fake.url, api_keys=KEYS, admin_keys=[ADMIN], max_tails_per_user=2
+    )
+
+    def as_(key: str) -> Any:
+        url = f"ws://{address}/ws/tail"
+        return connect(url, additional_headers={"Authorization": f"Bearer {key}"})
+
+    async with serve(make_app(settings)) as address:
+        async with as_("key-alice"), as_("key-alice"):
+            with pytest.raises(InvalidStatus) as refused:
+                async with as_("key-alice"):
+                    pass
+            assert refused.value.response.status_code == 429
+            body = json.loads(refused.value.response.body or b"{}")
+            assert body["error"]["code"] == "too_many_tails"
+            async with as_("key-bob") as bobs, as_(ADMIN), as_(ADMIN), as_(ADMIN):
+                await one_turn(address, "b1", "key-bob")
+                assert (await next_event(bobs))["user_id"] == "bob"
+        async with as_("key-alice"), as_("key-alice"):
+            pass  # closed tails no longer count
+
+
 @pytest.mark.parametrize("query", ["", "token=nope", "token=key-alice&kind=bogus"])
 async def test_tail_refuses_missing_keys_and_unknown_kinds(server: str, query: str) -> None:
     with pytest.raises(InvalidStatus) as refused:
