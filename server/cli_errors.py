@@ -1,5 +1,5 @@
 """What the client commands say when a server cannot be reached or refuses them: the
-URL they tried and what to do, in one line (the page says the same, in app.js)."""
+URL they tried and what to do, in one line (the page says the same, in api.js)."""
 
 from __future__ import annotations
 

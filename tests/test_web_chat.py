@@ -42,7 +42,7 @@ def record_bus(page: Page, event: str) -> None:
     body's ``data-<event>`` attribute (``recorded`` reads it; ``expect`` can wait on it)."""
     page.evaluate(
         """async (event) => {
-        const { bus } = await import("/web/app.js");
+        const { bus } = await import("/web/api.js");
         const seen = [];
         bus.addEventListener(event, ({ detail }) => {
             seen.push(detail);

@@ -463,7 +463,7 @@ def test_the_panel_refreshes_when_the_tab_is_visible_again_and_when_the_chat_lea
 
     add(rest, "Reads science fiction")
     page.evaluate(
-        """async () => (await import('/web/app.js')).bus.dispatchEvent(
+        """async () => (await import('/web/api.js')).bus.dispatchEvent(
             new CustomEvent('memory-changed', {detail: null}))"""
     )
     expect(pill).to_have_text("3 memories ↗")
@@ -477,7 +477,7 @@ def test_a_redraw_while_someone_moves_by_keyboard_keeps_their_focus_where_it_was
     add(rest, "Owns a piano")
     add(rest, "Likes sushi", category="preference")
     sheet = open_panel(page, site)
-    redraw = """async () => (await import('/web/app.js')).bus.dispatchEvent(
+    redraw = """async () => (await import('/web/api.js')).bus.dispatchEvent(
         new CustomEvent('memory-changed', {detail: null}))"""
 
     card(page, "Owns a piano").locator(".mp-text").focus()

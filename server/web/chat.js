@@ -1,7 +1,7 @@
 // The chat page: pick or start a session (and an app scope) in the header, talk in it
 // over protocol v1, and see what mnemo remembers as it learns.
 
-import { api, bus, cantReach } from "./app.js";
+import { api, bus, cantReach } from "./api.js";
 import { Connection } from "./connection.js";
 import { Conversation } from "./conversation.js";
 import { element } from "./dom.js";

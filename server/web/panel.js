@@ -3,7 +3,7 @@
 // deferred wipe. It opens as a sheet over the conversation from the header's pill.
 // Everything goes through the REST API of docs/rest.md.
 
-import { api, bus } from "./app.js";
+import { api, bus } from "./api.js";
 import { keyChanges } from "./key.js";
 
 /**
