@@ -134,7 +134,7 @@ def _world(**settings: Any) -> _World:
 
 def _fact(n: int, content: str, category: str = "knowledge", **fields: Any) -> Fact:
     ago = NOW - 10 * DAY
-    base = {"confidence": 0.7, "last_confirmed_at": ago, "last_seen": ago}
+    base: dict[str, Any] = {"confidence": 0.7, "last_confirmed_at": ago, "last_seen": ago}
     base |= {"created_at": ago, "updated_at": ago} | fields
     return Fact(id=f"fact_{n:08x}", user_id="u1", content=content, category=category, **base)
 
@@ -156,7 +156,7 @@ def _note(w: _World, id: str, app: str, content: str, at: datetime = NOW) -> App
     return note
 
 
-_SAID = {"user_id": "u1", "session_id": "s1", "role": "user", "speaker": "user"}
+_SAID: dict[str, Any] = {"user_id": "u1", "session_id": "s1", "role": "user", "speaker": "user"}
 
 
 def _message(n: int, text: str, scope: str = "global") -> ArchivedMessage:
@@ -170,7 +170,7 @@ def _expected(
     """Seeds 001 and 002 written out, independently of memory.scoring."""
     f = hit.stored.fact
     days = (NOW - (f.last_accessed or f.last_seen)) / DAY
-    recency = 0.5 ** (days / s.recency_half_life_days)
+    recency: float = 0.5 ** (days / s.recency_half_life_days)  # float ** float is Any
     frequency = math.log1p(f.access_count) / math.log1p(most) if f.access_count else 0.0
     seed001 = (
         hit.keyword_score * s.score_keyword

@@ -96,7 +96,7 @@ class FakeOllama:
     port: int = 0  # 0 = pick a free port
     version: str = "0.12.0"
     embed_dim: int = 64
-    default_reply: str | Json = "OK"
+    default_reply: str | Json | Reply = "OK"
     responder: Callable[[str, Json], Any] | None = None  # (path, body) -> str|dict|Reply
     requests: list[tuple[str, str, Json]] = field(default_factory=list)  # (method, path, body)
     #: Keep every request in ``requests``. The load bench turns this off: a list that

@@ -122,7 +122,7 @@ async def world(facts: Recorder | None = None, **settings: Any) -> AsyncIterator
 
 def make(fact_id: str, content: str, **fields: Any) -> Fact:
     times = {"created_at": NOW - DAY, "updated_at": NOW - DAY, "last_seen": NOW - DAY}
-    base = {"user_id": "u1", "category": "knowledge", "confidence": 0.9, **times}
+    base: dict[str, Any] = {"user_id": "u1", "category": "knowledge", "confidence": 0.9, **times}
     return Fact(id=fact_id, content=content, **(base | {"last_confirmed_at": NOW - DAY} | fields))
 
 

@@ -23,7 +23,7 @@ from websockets.asyncio.client import connect
 
 from memory.hashing import HashEmbedder
 from schemas.llm import NoteText
-from schemas.records import ArchivedMessage
+from schemas.records import ArchivedMessage, Role
 from server.adapters.lance_store import LanceStore
 from tests import harness
 from tests.fake_ollama import FakeOllama, Reply
@@ -591,6 +591,7 @@ async def test_conversations_archived_before_notes_never_get_one_and_chats_still
     old = LanceStore(Path(settings.data_dir) / "lancedb", embedder=embedder)
     await old.open()
     at = datetime(2025, 1, 1, tzinfo=UTC)
+    said: list[tuple[Role, str]] = [("user", "Dentist on Monday"), ("assistant", "Ok")]
     rows = [
         ArchivedMessage(
             id=f"msg_{n:016x}",
@@ -605,7 +606,7 @@ async def test_conversations_archived_before_notes_never_get_one_and_chats_still
             meta={},
             source_id="t1",
         )
-        for n, (role, text) in enumerate([("user", "Dentist on Monday"), ("assistant", "Ok")])
+        for n, (role, text) in enumerate(said)
     ]
     await old.append_messages(rows, await embedder.embed([r.text for r in rows]))
     await old.aclose()

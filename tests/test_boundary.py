@@ -13,6 +13,7 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
+from websockets.typing import Origin
 
 from server.boundary import Boundary, host_name, origin_key
 from tests.fake_ollama import FakeOllama
@@ -176,7 +177,7 @@ async def test_websockets_are_refused_at_the_handshake_for_a_foreign_host_or_ori
         assert (status, body["error"]["code"]) == (403, "forbidden_origin")
         for origin in (f"http://{address}", PAGE):
             async with connect(
-                f"ws://{address}{path}", origin=origin, additional_headers=auth
+                f"ws://{address}{path}", origin=Origin(origin), additional_headers=auth
             ) as ws:
                 if path == "/ws/s1":
                     assert json.loads(await ws.recv())["type"] == "ready"

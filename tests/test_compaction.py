@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Literal
 
 import pytest
 from hypothesis import given, settings
@@ -242,7 +243,7 @@ def test_invalid_threshold_or_keep_last_is_rejected(threshold: float, keep_last:
 # -- boundaries, one by one --------------------------------------------------------------
 
 
-def _said(role: str, tokens: int) -> PromptMessage:
+def _said(role: Literal["user", "assistant"], tokens: int) -> PromptMessage:
     return PromptMessage(role, "abcd" * tokens)  # four ASCII characters a token
 
 

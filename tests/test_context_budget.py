@@ -3,13 +3,13 @@ is the budget that shows the smallest part, and asking with it shows that part."
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from memory.formats import about_user, memory_context, user_context
+from memory.formats import Block, about_user, memory_context, user_context
 from memory.recall import format_recalled
 from memory.tokens import estimate_tokens
 from schemas.records import ArchivedMessage, Fact
@@ -44,7 +44,7 @@ def _message(text: str) -> ArchivedMessage:
 def test_every_budgeted_format_names_the_budget_its_first_line_needs_and_fits_in_it() -> None:
     fact = _fact("User likes green tea in the morning")
     categories = Settings().categories
-    blocks = {
+    blocks: dict[str, Callable[[int], Block]] = {
         "about-user": lambda budget: about_user([fact], categories, budget),
         "user-context": lambda budget: user_context(None, [fact], budget),
         "memory-context": lambda budget: memory_context([fact], budget),

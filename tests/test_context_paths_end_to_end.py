@@ -41,7 +41,7 @@ _THINGS = (
 
 def _distinct(contents: Iterable[str], most: float = 0.9) -> list[str]:
     """``contents`` without those the hash embedder would take for near-duplicates."""
-    embedder, kept, vectors = HashEmbedder(), [], []
+    embedder, kept, vectors = HashEmbedder(), list[str](), list[list[float]]()
     for content in contents:
         vector = embedder.embed_one(content)
         if all(sum(a * b for a, b in zip(vector, v, strict=True)) < most for v in vectors):

@@ -6,12 +6,13 @@ import dataclasses
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
+from typing import cast
 
 import anyio
 import msgspec
 import pytest
 
-from actors.consolidation import ConsolidationReport
+from actors.consolidation import ConsolidationReport, Consolidator
 from actors.sweeper import Sweeper
 from memory.episodes import cleanup, forget, new_episode
 from schemas.records import Episode
@@ -146,7 +147,7 @@ async def test_the_scheduled_consolidation_pauses_after_each_users_run_by_its_sh
             made = new_episode(f"ep_00000000000000{user[-1]}a", user, "pending", "b", now)
             await w.store.episodes.put_episodes([(made, [1.0])])
         slow = SlowConsolidator()
-        deps = dataclasses.replace(w.deps, consolidator=slow)
+        deps = dataclasses.replace(w.deps, consolidator=cast(Consolidator, slow))
         await Sweeper(deps, w.registry).sweep_once()
     [(_, _, first_end), (_, second_start, _)] = slow.runs
     first = slow.runs[0][2] - slow.runs[0][1]

@@ -54,7 +54,7 @@ async def test_subscriptions_filter_by_session_user_and_kind_family() -> None:
 async def test_a_failing_listener_is_logged_and_the_others_still_run(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    bus, seen = EventBus(), []
+    bus, seen = EventBus(), list[Event]()
 
     def broken(_: Event) -> None:
         raise ValueError("boom")

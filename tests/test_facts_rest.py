@@ -519,11 +519,12 @@ async def test_a_fact_stored_with_seed_002s_fields_keeps_them_and_its_key_supers
     assert (lyon["validity"], lyon["confidence"]) == ("active", 1.0)
     response = await alice.post(FACTS, json={"content": "House near the Seine", **stated})
     assert [f["id"] for f in response.json()["superseded"]] == [lyon["id"]]
-    for bad, message in [
+    refusals: list[tuple[dict[str, Any], str]] = [
         ({"permanence": "forever"}, "valid levels: permanent, stable, standard, volatile"),
         ({"importance": 11}, "Expected `float` <= 10"),
         ({"tags": [""]}, "length >= 1"),
-    ]:
+    ]
+    for bad, message in refusals:
         refused = await alice.post(FACTS, json={"content": "Likes tea", **bad})
         assert refused.status_code == 400, refused.text
         assert message in refused.json()["error"]["message"]

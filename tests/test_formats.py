@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -560,7 +561,7 @@ def test_newest_notes_break_update_ties_by_newest_creation_then_limit() -> None:
     assert [n.id for n in newest_notes(same_update, limit=1)] == ["n_b"]
 
 
-def _fields(n: AppNote) -> dict[str, object]:
+def _fields(n: AppNote) -> dict[str, Any]:
     return {f: getattr(n, f) for f in n.__struct_fields__}
 
 

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
-import numpy.typing as npt
+import pyarrow as pa
 import pytest
 
 from actors.errors import ArchiveUnavailable
 from memory.hashing import HashEmbedder
-from schemas.records import ArchivedMessage
 from server.adapters import journal as journal_module
 from server.adapters.journal import Journal
 from server.adapters.lance_store import LanceStore
@@ -149,12 +148,10 @@ async def test_a_failed_move_keeps_the_messages_journaled_and_a_later_move_store
     real_add = table._add
     calls = 0
 
-    async def add_that_commits_then_fails(
-        rows: Sequence[ArchivedMessage], matrix: npt.NDArray[np.float32]
-    ) -> None:
+    async def add_that_commits_then_fails(table: pa.Table, rows: int) -> None:
         nonlocal calls
         calls += 1
-        await real_add(rows, matrix)
+        await real_add(table, rows)
         if calls == 1:
             raise ArchiveUnavailable("the disk went away after the commit (test)")
 

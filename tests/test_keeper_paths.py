@@ -53,7 +53,12 @@ def test_a_fact_view_carries_every_field_a_client_sees() -> None:
         **{"entity_id": "ent_00000001", "last_confirmed_at": NOW, "source_scope": "app1"},
         **{"source_episode_id": "ep_0000000000000001"},
     }
-    unseen = {"user_id": "u1", "source_id": "l1", "session_id": "s1", "meta": {"k": 1}}
+    unseen: dict[str, Any] = {
+        "user_id": "u1",
+        "source_id": "l1",
+        "session_id": "s1",
+        "meta": {"k": 1},
+    }
     assert fact_view(Fact(**seen, **unseen)) == FactView(**seen)
 
 

@@ -10,11 +10,13 @@ import signal
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
+from websockets.typing import Subprotocol
 
 from server.auth import protocol_entry
 from server.logs import redact
@@ -30,6 +32,11 @@ OTHER_KEY = "sk-other-Vb81JdKq"
 ADMIN_KEY = "sk-admin-Zr40MmTe"
 WRONG_KEY = "sk-wrong-Hd93PqLs"
 KEYS = {USER_KEY: "alice", OTHER_KEY: "bob"}
+
+
+def _offered(key: str) -> list[Subprotocol]:
+    """The subprotocols a browser offers with ``key``: ``mnemo`` and the key's entry."""
+    return [Subprotocol("mnemo"), Subprotocol(protocol_entry(key))]
 
 
 @pytest.fixture
@@ -52,7 +59,7 @@ async def test_a_chat_socket_takes_the_key_from_a_header_a_subprotocol_or_an_old
     server: str,
 ) -> None:
     url = f"ws://{server}/ws/s1"
-    forms = [
+    forms: list[dict[str, Any]] = [
         {"additional_headers": {"Authorization": f"Bearer {USER_KEY}"}},
         {"subprotocols": ["mnemo", protocol_entry(USER_KEY)]},
         {"uri": f"{url}?token={USER_KEY.replace('+', '%2B').replace('/', '%2F')}"},
@@ -77,7 +84,7 @@ async def test_a_chat_socket_takes_the_key_from_a_header_a_subprotocol_or_an_old
     ids=["header", "subprotocol", "bad base64", "no key", "query"],
 )
 async def test_a_socket_without_a_valid_key_in_any_form_is_refused_401(
-    server: str, form: dict[str, object]
+    server: str, form: dict[str, Any]
 ) -> None:
     query = str(form.pop("query", ""))
     for path in ("/ws/s1", "/ws/tail"):
@@ -102,7 +109,7 @@ async def test_http_routes_take_keys_from_authorization_only(server: str) -> Non
 
 
 async def test_the_tail_takes_an_admin_key_as_a_subprotocol_entry(server: str) -> None:
-    protocols = ["mnemo", protocol_entry(ADMIN_KEY)]
+    protocols = _offered(ADMIN_KEY)
     async with (
         connect(f"ws://{server}/ws/tail?kind=actor", subprotocols=protocols) as tail,
         Client.connect(server, "s9", token=OTHER_KEY) as bob,
@@ -164,7 +171,7 @@ async def _whole_session(address: str) -> None:
         connect(f"ws://{address}/ws/tail?token={ADMIN_KEY}", open_timeout=30) as tail,
         connect(
             f"ws://{address}/ws/s1",
-            subprotocols=["mnemo", protocol_entry(USER_KEY)],
+            subprotocols=_offered(USER_KEY),
         ) as chat,
     ):
         await chat.recv()
@@ -183,7 +190,7 @@ async def _whole_session(address: str) -> None:
     with pytest.raises(InvalidStatus):
         async with connect(
             f"ws://{address}/ws/s5",
-            subprotocols=["mnemo", protocol_entry(WRONG_KEY)],
+            subprotocols=_offered(WRONG_KEY),
         ):
             pass
     async with mcp_session(address, USER_KEY) as mcp:

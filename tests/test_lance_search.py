@@ -16,6 +16,7 @@ import pytest
 from memory.facts import Stored
 from memory.hashing import HashEmbedder
 from memory.text import MAX_INDEXED_BYTES
+from schemas.records import ArchivedMessage
 from server.adapters.lance_cache import with_neighbours
 from server.adapters.lance_messages import columns_of
 from server.adapters.lance_store import LanceStore
@@ -62,7 +63,8 @@ async def test_a_reopened_store_gives_the_same_hits_as_the_warm_one(
         cold = await cold_store.search_messages("u1", "tea", _embedder.embed_one("tea"), k=4)
     finally:
         await cold_store.aclose()
-    assert [(m, pytest.approx(s)) for m, s in warm] == cold
+    approximately: list[tuple[ArchivedMessage, object]] = [(m, pytest.approx(s)) for m, s in warm]
+    assert approximately == cold
     assert warm[0][0].meta == {"n": warm[0][0].turn}  # rows read back whole
 
 
@@ -221,12 +223,13 @@ async def test_semantic_search_scores_by_cosine_similarity_and_keyword_search_by
 ) -> None:
     names = await _kiwis(store)
     semantic = await store.search_messages("u1", "kiwi", _unit(1.0, 0.0), k=4, mode="semantic")
-    assert [(names[m.id], s) for m, s in semantic] == [
+    cosines: list[tuple[str, object]] = [
         ("D", pytest.approx(1.0)),
         ("A", pytest.approx(0.8)),
         ("C", pytest.approx(0.6)),
         ("E", pytest.approx(0.0, abs=1e-6)),
     ]
+    assert [(names[m.id], s) for m, s in semantic] == cosines
     keyword = await store.search_messages("u1", "kiwi", _unit(1.0, 0.0), k=4, mode="keyword")
     assert [names[m.id] for m, _ in keyword] == ["A", "D"]
     assert keyword[0][1] > keyword[1][1] > 0
@@ -247,8 +250,8 @@ async def test_a_message_is_indexed_as_one_clean_line_of_at_most_one_mib(
     table = await db.open_table("messages")
     rows = await table.query().select(["turn", "search_text"]).to_list()
     indexed = {r["turn"]: r["search_text"] for r in rows}
-    table.close()
-    db.close()
+    table.close()  # type: ignore[no-untyped-call]  # lancedb leaves close() unannotated
+    db.close()  # type: ignore[no-untyped-call]  # lancedb leaves close() unannotated
     assert indexed[1].endswith("] user: green tea and cake")
     assert "\x00" not in indexed[1]
     assert MAX_INDEXED_BYTES - 3 < len(indexed[2].encode()) <= MAX_INDEXED_BYTES
@@ -275,9 +278,9 @@ async def _stored_twice(
         yield reopened, table
     finally:
         await reopened.aclose()
-        await table.checkout_latest()
-        table.close()
-        db.close()
+        await table.checkout_latest()  # type: ignore[no-untyped-call]  # lancedb: unannotated
+        table.close()  # type: ignore[no-untyped-call]  # lancedb leaves close() unannotated
+        db.close()  # type: ignore[no-untyped-call]  # lancedb leaves close() unannotated
 
 
 @pytest.mark.parametrize(("limit", "offset"), [(10, 0), (2, 0), (1, 1), (1, 2)])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import anyio
 import lancedb
@@ -245,7 +246,7 @@ async def test_users_messages_are_read_from_lancedb_two_users_at_a_time(
         assert len(await store.message_index(f"u{i}")) == 1
 
 
-def _fields(memory: WorkingMemory) -> dict[str, object]:
+def _fields(memory: WorkingMemory) -> dict[str, Any]:
     return {f: getattr(memory, f) for f in memory.__struct_fields__}
 
 
@@ -370,7 +371,7 @@ async def test_a_store_from_before_search_texts_is_migrated_on_open(tmp_path: Pa
     table = await db.create_table("messages", schema=schema)
     await table.add(pa.Table.from_pylist([row], schema=schema))
     await table.create_index("text", config=FTS(base_tokenizer="icu", with_position=True))
-    db.close()
+    db.close()  # type: ignore[no-untyped-call]  # lancedb leaves close() unannotated
     store = LanceStore(tmp_path / "db", embedder=_embedder)
     await store.open()
     try:

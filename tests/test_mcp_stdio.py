@@ -238,6 +238,7 @@ class _Desktop:
             self.process.kill()
             self.process.wait()
             for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+                assert stream is not None  # the process was started with all three piped
                 stream.close()
 
 

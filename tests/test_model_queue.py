@@ -32,7 +32,7 @@ async def take(
 
 
 async def test_free_places_go_round_robin_over_the_users_waiting() -> None:
-    queue, served = ModelQueue(1), []
+    queue, served = ModelQueue(1), list[str]()
     release = anyio.Event()
     async with anyio.create_task_group() as tg:
         tg.start_soon(hold_until, queue, "storm", release)
@@ -49,7 +49,7 @@ async def test_free_places_go_round_robin_over_the_users_waiting() -> None:
 
 
 async def test_an_urgent_call_has_places_of_its_own_and_never_waits_for_the_background() -> None:
-    queue, served = ModelQueue(1), []
+    queue, served = ModelQueue(1), list[str]()
     release = anyio.Event()
     async with anyio.create_task_group() as tg:
         tg.start_soon(hold_until, queue, "storm", release)
@@ -103,7 +103,7 @@ async def test_a_user_with_too_many_calls_waiting_is_told_the_model_is_busy_othe
 
 
 async def test_a_waiter_cancelled_before_its_turn_leaves_the_places_to_the_others() -> None:
-    queue, served = ModelQueue(1), []
+    queue, served = ModelQueue(1), list[str]()
     release = anyio.Event()
     async with anyio.create_task_group() as tg:
         tg.start_soon(hold_until, queue, "a", release)
@@ -120,7 +120,7 @@ async def test_a_waiter_cancelled_before_its_turn_leaves_the_places_to_the_other
 
 
 async def test_a_waiter_cancelled_as_its_turn_comes_never_keeps_the_place() -> None:
-    queue, served = ModelQueue(1), []
+    queue, served = ModelQueue(1), list[str]()
     release = anyio.Event()
     scope = anyio.CancelScope()
 

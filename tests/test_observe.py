@@ -48,7 +48,7 @@ async def next_event(connection: ClientConnection, timeout: float = 10.0) -> dic
 
 
 async def events_until(connection: ClientConnection, kind: str) -> list[dict[str, Any]]:
-    seen = []
+    seen: list[dict[str, Any]] = []
     while not seen or seen[-1]["kind"] != kind:
         seen.append(await next_event(connection))
     return seen

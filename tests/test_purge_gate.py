@@ -30,7 +30,7 @@ class _Table:
 
 
 async def test_a_purge_waits_for_running_reads_and_holds_new_ones_back() -> None:
-    gate, log = PurgeGate(), []
+    gate, log = PurgeGate(), list[str]()
     release = anyio.Event()
 
     async def slow_read() -> None:
@@ -54,7 +54,7 @@ async def test_a_purge_waits_for_running_reads_and_holds_new_ones_back() -> None
 
 
 async def test_a_cancelled_read_still_lets_purges_through() -> None:
-    gate, log = PurgeGate(), []
+    gate, log = PurgeGate(), list[str]()
     with anyio.move_on_after(0.01):
         await gate.read(anyio.sleep_forever)
     with anyio.fail_after(5):

@@ -28,7 +28,8 @@ def test_the_update_that_answers_best_supersedes_not_a_later_look_alike() -> Non
 
     def similarities(positions: Sequence[int]) -> npt.NDArray[np.float32]:
         index = np.asarray(positions)
-        return cosine[np.ix_(index, index)]
+        picked: npt.NDArray[np.float32] = cosine[np.ix_(index, index)]
+        return picked
 
     found = Candidates(scores, at.__getitem__, lambda _: "user", str, similarities)
     picks = rank(
@@ -87,7 +88,8 @@ def ranked(
 
     def similarities(positions: Sequence[int]) -> npt.NDArray[np.float32]:
         index = np.asarray(positions)
-        return matrix[np.ix_(index, index)]
+        picked: npt.NDArray[np.float32] = matrix[np.ix_(index, index)]
+        return picked
 
     found = Candidates(
         {position: row[0] for position, row in enumerate(rows)},

@@ -152,7 +152,7 @@ async def test_the_newer_statement_wins_over_an_older_one_the_assistant_echoed(
 async def test_a_search_hit_says_which_newer_turn_superseded_it(
     tmp_path: Path, fake: FakeOllama, on: bool
 ) -> None:
-    knobs = NEUTRAL | ({"rank_supersede_similarity": 0.5} if on else {})
+    knobs: dict[str, Any] = NEUTRAL | ({"rank_supersede_similarity": 0.5} if on else {})
     hits = await searched(tmp_path, fake, BIKES, "How many bikes do I keep in my garage?", **knobs)
     by_source = {hit["source_id"]: hit for hit in hits}
     old, new = by_source["old"], by_source["new"]

@@ -194,6 +194,7 @@ def test_format_json_gives_a_json_object(client: ollama.Client) -> None:
     reply = client.generate(
         model=MODEL, prompt="Describe a cat as JSON.", format="json", options={"num_predict": 200}
     )
+    assert reply.response is not None
     if reply.done_reason == "stop":
         assert isinstance(json.loads(reply.response), dict)
     else:

@@ -89,7 +89,7 @@ async def test_a_run_stopped_in_a_swap_is_completed_by_the_next(tmp_path: Path) 
     facts = await (await db.open_table("facts")).query().to_arrow()
     await db.create_table("facts__reembed", data=facts, schema=facts.schema)
     await db.drop_table("facts")
-    db.close()
+    db.close()  # type: ignore[no-untyped-call]  # lancedb leaves close() unannotated
     await reembed(tmp_path, NEW)
     store = LanceStore(tmp_path / "lancedb", embedder=NEW)
     await store.open()
@@ -97,7 +97,7 @@ async def test_a_run_stopped_in_a_swap_is_completed_by_the_next(tmp_path: Path) 
     await store.aclose()
     db = await lancedb.connect_async(tmp_path / "lancedb")
     assert "facts__reembed" not in (await db.list_tables()).tables
-    db.close()
+    db.close()  # type: ignore[no-untyped-call]  # lancedb leaves close() unannotated
 
 
 async def test_journaled_messages_must_reach_the_table_first(tmp_path: Path) -> None:

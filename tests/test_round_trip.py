@@ -126,13 +126,13 @@ _facts = st.lists(
     ),
     max_size=4,
 )
-_said = _texts.filter(lambda t: bool(t.strip()) and len(t) < 2000)
+_utterances = _texts.filter(lambda t: bool(t.strip()) and len(t) < 2000)
 _extras = st.builds(
     Extras,
     st.lists(st.sampled_from(["Lyon", "Lisbon", "Porto", "Oslo"]), max_size=3, unique=True),
     st.booleans(),
     st.booleans(),
-    st.lists(st.tuples(_said, st.lists(st.booleans(), max_size=3)), max_size=2),
+    st.lists(st.tuples(_utterances, st.lists(st.booleans(), max_size=3)), max_size=2),
     st.lists(
         st.tuples(
             st.sampled_from(["Ana Souza", "Acme", "Porto", "Tom"]),
@@ -142,7 +142,7 @@ _extras = st.builds(
         unique_by=lambda e: e,
     ),
     st.booleans(),
-    st.lists(st.tuples(_said, _scopes), max_size=2),
+    st.lists(st.tuples(_utterances, _scopes), max_size=2),
     st.booleans(),
 )
 _histories = st.builds(
@@ -181,8 +181,8 @@ async def _tell(address: str, history: History) -> None:
     async with httpx.AsyncClient(base_url=f"http://{address}", headers=_auth("ka")) as rest:
         for content, category, pinned, scope in history.facts:
             body = {"content": content, "pinned": pinned, "scope": scope}
-            answer = await rest.post("/memory/long-term", json=body | {"category": category})
-            assert answer.status_code == 201, answer.text
+            stored = await rest.post("/memory/long-term", json=body | {"category": category})
+            assert stored.status_code == 201, stored.text
         await _tell_extras(rest, history.extras)
 
 

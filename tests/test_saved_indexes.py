@@ -7,7 +7,7 @@ from __future__ import annotations
 import errno
 import os
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -217,7 +217,7 @@ def test_a_save_raced_by_a_write_is_not_put_in_place(tmp_path: Path) -> None:
     files = IndexFiles(tmp_path, embedder="hash", dim=4)
     files.open()
     entry = MessageEntry(4)
-    columns = {
+    columns: dict[str, Sequence[Any]] = {
         "id": ["a", "b"],
         "session_id": ["s", "s"],
         "scope": ["global", "global"],

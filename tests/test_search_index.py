@@ -17,7 +17,8 @@ from memory.search_index import BM25_B, BM25_K1, EncodedTerms, SearchIndex, top_
 
 def _unit(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
     vectors = rng.standard_normal((n, dim)).astype(np.float32)
-    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit: np.ndarray = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return unit
 
 
 def _index(docs: list[list[str]], scopes: list[str] | None = None, dim: int = 4) -> SearchIndex:

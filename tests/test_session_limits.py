@@ -123,7 +123,3 @@ async def test_ending_a_session_deletes_its_snapshot_and_purges_old_versions() -
     assert purges == 1
     assert ("u1", "s1") not in w.store.working
     assert ("u1", "other") in w.store.working
-
-
-async def _nothing() -> None:
-    return None

@@ -10,7 +10,8 @@ from memory.vectors import Vectors
 
 def _rows(n: int, seed: int) -> np.ndarray:
     rows = np.random.default_rng(seed).normal(size=(n, 16)).astype(np.float32)
-    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    unit: np.ndarray = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    return unit
 
 
 def test_rows_quantised_ahead_and_rows_appended_meanwhile_read_as_if_quantised_at_once() -> None:
