@@ -42,8 +42,8 @@ import httpx
 from websockets.asyncio.client import connect
 
 from bench.common import free_port, machine, percentiles, write_result
-from tests.s3_server import bucket_client, moto_server
-from tests.test_deploy_files import _config_for_test, _haproxy_env, _mnemo_map
+from testing.deploy import config_for_test, haproxy_env, mnemo_map
+from testing.s3_server import bucket_client, moto_server
 
 _HAPROXY = "/usr/sbin/haproxy"
 _BUCKET = "mnemo-bench"
@@ -84,10 +84,10 @@ def _node(env: dict[str, str], port: int) -> Iterator[subprocess.Popen[bytes]]:
 def _proxy(map_file: Path, ports: list[int], work: Path) -> Iterator[str]:
     port = free_port()
     config = work / "haproxy.cfg"
-    config.write_text(_config_for_test(map_file, port, ports))
+    config.write_text(config_for_test(map_file, port, ports))
     process = subprocess.Popen(
         [_HAPROXY, "-db", "-f", str(config)],
-        env=_haproxy_env(),
+        env=haproxy_env(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -195,7 +195,7 @@ def _start(
     """``nodes`` servers on the bucket (cluster nodes when ``cluster``) behind HAProxy,
     with the shard map of ``keys``; their processes by name, and the proxy's address."""
     map_file = work / "shards.map"
-    made = _mnemo_map(map_file, dict(keys))
+    made = mnemo_map(map_file, dict(keys))
     if made.returncode:
         raise RuntimeError(made.stderr)
     ports = [free_port() for _ in range(3)]

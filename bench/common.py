@@ -195,7 +195,7 @@ def write_result(name: str, result: Mapping[str, Any]) -> Path:
 
 def load_answer(path: str, body: dict[str, Any]) -> Any:
     """``load_server``'s fake model: ``REPLY`` streamed at once, extraction finds no facts."""
-    from tests.fake_ollama import Reply
+    from testing.fake_ollama import Reply
 
     if "format" in body:
         return {"facts": [], "memory_update": {}, "analysis": {}}
@@ -204,7 +204,7 @@ def load_answer(path: str, body: dict[str, Any]) -> Any:
 
 def _fake_ollama(port: int, responder: Callable[[str, dict[str, Any]], Any]) -> None:
     """The fake's own process: the client's load never delays its answers."""
-    from tests.fake_ollama import FakeOllama
+    from testing.fake_ollama import FakeOllama
 
     async def main() -> None:
         fake = FakeOllama(models=["llama3.2"], responder=responder, port=port, record=False)

@@ -44,8 +44,8 @@ from server.adapters.lance_fences import KeptRecords, Records
 from server.adapters.lance_store import LanceStore
 from server.cluster.node import FenceRecords
 from server.cluster.objects import Objects
-from tests.s3_server import moto_server
-from tests.test_facts import make_fact
+from testing.records import make_fact
+from testing.s3_server import moto_server
 
 _BUCKET = "mnemo-fence"
 _T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

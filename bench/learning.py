@@ -3,7 +3,7 @@
     python -m bench.learning [--sessions 100] [--turns 10] [--chats 200] [--embedder hash]
 
 Starts ``mnemo serve`` in its own process (real LanceDB in a temp dir) against
-a fake Ollama (``tests/fake_ollama.py``) that answers instantly: chat replies
+a fake Ollama (``testing/fake_ollama.py``) that answers instantly: chat replies
 stream at once, every extraction call returns one fact about the last turn it
 saw. Phase 1: ``--sessions`` sessions each send ``--turns`` turns (waiting for
 each ack) and the fake counts how many turns reached extraction and when.
@@ -28,7 +28,7 @@ from typing import Any
 from websockets.asyncio.client import connect
 
 from bench.common import machine, percentiles, server_process, write_result
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
 
 _TURN = re.compile(r"Turn (\d+) user: <episode_content>session (\S+) turn")
 

@@ -3,7 +3,7 @@
     python -m bench.load [--sessions 1000] [--rate 200] [--chat-rate 20] [--seconds 30]
 
 Starts ``mnemo serve`` in its own process (real LanceDB in a temp dir, hash
-embedder) and a fake Ollama (``tests/fake_ollama.py``) in another, which
+embedder) and a fake Ollama (``testing/fake_ollama.py``) in another, which
 streams a fixed 8-word reply at once and answers extraction with no facts.
 Opens ``--sessions`` WebSocket sessions (one user each), then for
 ``--seconds`` offers ``--rate`` turns/s and ``--chat-rate`` chats/s spread

@@ -18,7 +18,7 @@ user's facts stop changing it checks the memory state a person would expect:
 A dialogue with ``pin`` pins the first active fact matching it after its
 first session. ``--mode rules``: Ollama is unreachable, so the server's
 rule-based fallback extractor runs. ``--mode model``: a fake Ollama
-(``tests/fake_ollama.py``) answers each extraction call with the facts a
+(``testing/fake_ollama.py``) answers each extraction call with the facts a
 careful model would return for the turns in the prompt (``--gold``, by user
 text), so wrong memory there is mnemo's own merge, pin and context logic; a
 user turn without gold is an error. Also times the fallback extractor
@@ -48,7 +48,7 @@ from websockets.exceptions import ConnectionClosed
 
 from bench.common import machine, percentiles, server_process, write_result
 from memory.rules_extractor import extract_facts
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
 
 __all__ = [
     "CHECKS",

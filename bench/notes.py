@@ -3,7 +3,7 @@
     python -m bench.notes [--apps 120] [--conversations 2] [--concurrency 8]
 
 Starts ``mnemo serve`` in its own process (real LanceDB in a temp dir, hash
-embedder) against a fake Ollama (``tests/fake_ollama.py``) that answers at
+embedder) against a fake Ollama (``testing/fake_ollama.py``) that answers at
 once. One user holds ``--apps`` apps; each app gets ``--conversations``
 conversations (a turn, then ``end``), ``--concurrency`` at a time. Creation
 time is ``end`` → the note listed by ``GET /apps/{app}/memories`` (polled
@@ -24,7 +24,7 @@ import httpx
 from websockets.asyncio.client import connect
 
 from bench.common import machine, percentiles, server_process, write_result
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
 
 _KEY = "k0"
 

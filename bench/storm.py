@@ -59,7 +59,7 @@ class ModelServer:
         self.__init__()  # type: ignore[misc]
 
     def __call__(self, path: str, body: dict[str, Any]) -> Any:
-        from tests.fake_ollama import Reply
+        from testing.fake_ollama import Reply
 
         with self._made:
             if self._slots is None:

@@ -16,9 +16,9 @@ sys.path.insert(0, str(ROOT))  # the test helpers live in tests/, beside scripts
 
 from playwright.sync_api import Page, expect  # noqa: E402 - once sys.path has the repository root
 
+from testing.fake_ollama import Reply  # noqa: E402 - once sys.path has the repository root
 from tests.browser import Site, launch, running_site  # noqa: E402 - once sys.path has the repository root
 from tests.docs_examples import EXTRACTION  # noqa: E402 - once sys.path has the repository root
-from tests.fake_ollama import Reply  # noqa: E402 - once sys.path has the repository root
 
 IMAGES = ROOT / "docs" / "images"
 FACT = {

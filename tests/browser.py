@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from playwright.sync_api import Browser, Playwright, sync_playwright
+from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
 
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
 from tests.harness import EMPTY_EXTRACTION, make_app, serve, settings_for
 
-__all__ = ["Site", "chromium", "launch", "running_site"]
+__all__ = ["WAIT", "Site", "chromium", "launch", "open_chat", "running_site", "say"]
 
 
 def chromium() -> str:
@@ -81,3 +81,20 @@ def running_site(
     finally:
         stop.set()
         thread.join(timeout=30)
+
+
+#: Long enough for a loaded 2-core machine; Playwright's expect retries until then.
+WAIT = 20_000
+
+
+def open_chat(page: Page, url: str) -> str:
+    """Open the page, wait until its session is live, and return the session id."""
+    page.goto(url)
+    expect(page.locator("#chat")).to_have_attribute("data-state", "live")
+    return page.locator("#session-id").input_value()
+
+
+def say(page: Page, text: str) -> None:
+    """Type ``text`` in the message box and press Enter."""
+    page.get_by_label("Message", exact=True).fill(text)
+    page.get_by_label("Message", exact=True).press("Enter")

@@ -14,9 +14,9 @@ if TYPE_CHECKING:
     from tests.browser import Site
 
 from server.adapters import onnx_int8
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
+from tests.app_notes import NoteModel
 from tests.harness import EMPTY_EXTRACTION
-from tests.test_app_notes import NoteModel
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

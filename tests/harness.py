@@ -1,10 +1,16 @@
-"""Running the real server for end-to-end tests: uvicorn on a free loopback port."""
+"""Running the real server for end-to-end tests: uvicorn on a free loopback port, or
+``mnemo serve`` in its own process."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +26,22 @@ from server.adapters.ollama import OllamaLlm
 from server.app import create_app
 from server.main import build_store
 from server.protocols import RefusingWebSockets, timed_http
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
+from testing.ports import free_port
 
-__all__ = ["Client", "chat_bodies", "http", "make_app", "serve", "settings_for"]
+__all__ = [
+    "ADMIN",
+    "KEYS",
+    "Client",
+    "chat_bodies",
+    "get_json",
+    "http",
+    "make_app",
+    "one_turn",
+    "serve",
+    "serve_process",
+    "settings_for",
+]
 
 
 def settings_for(data_dir: Path, ollama_url: str, **changes: Any) -> Settings:
@@ -124,3 +143,64 @@ EMPTY_EXTRACTION = {"facts": [], "memory_update": {"should_store": False}, "anal
 def chat_bodies(fake: FakeOllama) -> list[dict[str, Any]]:
     """Bodies of the streamed chat calls the server made (not extraction or note calls)."""
     return [b for _, path, b in fake.requests if path == "/api/chat" and "format" not in b]
+
+
+def get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        return json.loads(answer.read())
+
+
+@contextmanager
+def serve_process(data: Path, **env: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``mnemo serve`` on ``data``, in its own process (killed at the end if still running);
+    on ``MNEMO_PORT`` if ``env`` names one."""
+    port = int(env.get("MNEMO_PORT", 0)) or free_port()
+    child_env = {
+        **os.environ,
+        "MNEMO_DATA_DIR": str(data),
+        "MNEMO_PORT": str(port),
+        "MNEMO_OLLAMA_URL": f"http://127.0.0.1:{free_port()}",
+        "MNEMO_LLM_TIMEOUT": "2",
+    }
+    child_env.pop("MNEMO_EMBEDDER", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", "serve"],
+        env={**child_env, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1):
+                    break
+            except OSError:
+                assert process.poll() is None, process.stdout.read() if process.stdout else ""
+                assert time.monotonic() < deadline, "mnemo serve did not start in 60 s"
+                time.sleep(0.1)
+        yield f"127.0.0.1:{port}", process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(10)
+        if process.stdout:
+            process.stdout.close()
+
+
+#: Two users' API keys, and an admin key (``admin_keys``).
+KEYS = {"key-alice": "alice", "key-bob": "bob"}
+ADMIN = "admin-secret"
+
+
+async def one_turn(server: str, session: str, key: str, *, end: bool = True) -> None:
+    """One turn in ``session`` as ``key``, acked; then ``end`` and the socket closed unless
+    ``end`` is False."""
+    async with Client.connect(server, session, key) as client:
+        await client.receive()
+        await client.send(type="turn", id="t1", user="I live in Lyon", assistant="Nice")
+        await client.until("ack")
+        if end:
+            await client.send(type="end")
+            with anyio.fail_after(10):
+                await client.connection.wait_closed()

@@ -23,7 +23,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
 from tests.harness import EMPTY_EXTRACTION, Client, make_app, serve, settings_for
 from tests.hostile import ERROR_CODES, REST_CODES, Frame, Request, frames, requests
 

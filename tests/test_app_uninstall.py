@@ -17,11 +17,9 @@ import httpx
 import pytest
 
 from actors import registry
-from tests.fake_ollama import FakeOllama
-from tests.harness import make_app, serve, settings_for
-from tests.test_app_notes import (
+from testing.fake_ollama import FakeOllama
+from tests.app_notes import (
     EXTRACTION,
-    KEYS,
     NOTE,
     PROFILE,
     Answer,
@@ -35,6 +33,7 @@ from tests.test_app_notes import (
     session,
     wait_calls,
 )
+from tests.harness import KEYS, make_app, serve, settings_for
 
 pytestmark = pytest.mark.anyio
 

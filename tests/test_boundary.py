@@ -16,7 +16,7 @@ from websockets.exceptions import InvalidStatus
 from websockets.typing import Origin
 
 from server.boundary import Boundary, host_name, origin_key
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
 from tests.harness import make_app, serve, settings_for
 
 pytestmark = pytest.mark.anyio

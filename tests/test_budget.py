@@ -10,7 +10,7 @@ import pytest
 
 from memory.ratelimit import TokenBucket
 from server.budget import UNIT_BYTES, cost_of
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
 from tests.harness import Client, make_app, serve, settings_for
 
 pytestmark = pytest.mark.anyio

@@ -11,7 +11,7 @@ import pytest
 
 from bench.common import free_port
 from server.cli import describe_start, main
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
 from tests.harness import settings_for
 
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from bench.common import free_port
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
 from tests.harness import make_app, serve, settings_for
 
 pytestmark = pytest.mark.anyio

@@ -22,10 +22,10 @@ import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from tests.harness import Client
-from tests.test_deploy_files import _mnemo_map, _Proxy
-from tests.test_object_store import _BUCKET, _objects, s3
-from tests.test_serve_process import _free_port, _serving
+from testing.deploy import Proxy, mnemo_map
+from testing.ports import free_port
+from tests.harness import Client, serve_process
+from tests.s3_bucket import BUCKET, objects, s3
 
 pytestmark = pytest.mark.anyio
 
@@ -37,7 +37,7 @@ KEYS = {"key-alice": "alice", "key-bob": "bob"}
 def node_env(s3: dict[str, str], name: str, tmp_path: Path, **more: str) -> dict[str, str]:
     return {
         **s3,
-        "MNEMO_DATA_DIR": f"s3://{_BUCKET}/cluster",
+        "MNEMO_DATA_DIR": f"s3://{BUCKET}/cluster",
         "MNEMO_LOCAL_DIR": str(tmp_path / name),
         "MNEMO_NODE": name,
         "MNEMO_API_KEYS": ",".join(f"{k}:{u}" for k, u in KEYS.items()),
@@ -56,7 +56,9 @@ def nodes(
 ) -> Iterator[list[tuple[str, subprocess.Popen[bytes]]]]:
     with contextlib.ExitStack() as stack:
         yield [
-            stack.enter_context(_serving(tmp_path / "unused", **node_env(s3, n, tmp_path, **more)))
+            stack.enter_context(
+                serve_process(tmp_path / "unused", **node_env(s3, n, tmp_path, **more))
+            )
             for n in names
         ]
 
@@ -181,8 +183,8 @@ async def test_a_node_that_missed_losing_a_user_cannot_change_their_memory_once_
     long_lease = node_env(s3, "n1", tmp_path, MNEMO_LEASE_SECONDS="60")
     patient = node_env(s3, "n2", tmp_path, MNEMO_HANDOVER_AFTER="60")
     with (
-        _serving(tmp_path / "unused", **long_lease) as (one, _),
-        _serving(tmp_path / "unused", **patient) as (two, _),
+        serve_process(tmp_path / "unused", **long_lease) as (one, _),
+        serve_process(tmp_path / "unused", **patient) as (two, _),
     ):
         kept, other = (
             _created(one, "key-alice", text)
@@ -291,21 +293,21 @@ async def test_behind_haproxy_users_stay_on_one_node_move_on_join_and_on_kill_9_
 ) -> None:
     keys = {f"key-{n}": f"user-{n}" for n in range(8)}
     env = {"MNEMO_API_KEYS": ",".join(f"{k}:{u}" for k, u in keys.items())}
-    ports = [_free_port() for _ in range(3)]
+    ports = [free_port() for _ in range(3)]
     map_file = tmp_path / "shards.map"
-    assert _mnemo_map(map_file, keys).returncode == 0
+    assert mnemo_map(map_file, keys).returncode == 0
     with contextlib.ExitStack() as stack:
         running: dict[str, subprocess.Popen[bytes]] = {}
 
         def start(n: int) -> None:
             name = f"n{n + 1}"
             port = {"MNEMO_PORT": str(ports[n])}
-            node = _serving(tmp_path / "unused", **node_env(s3, name, tmp_path, **env, **port))
+            node = serve_process(tmp_path / "unused", **node_env(s3, name, tmp_path, **env, **port))
             running[name] = stack.enter_context(node)[1]
 
         start(0)
         start(1)
-        proxy = _Proxy(tmp_path, map_file, [_At(port) for port in ports])
+        proxy = Proxy(tmp_path, map_file, [_At(port) for port in ports])
         stack.callback(proxy.close)
         proxy.wait_for({"n1": "UP", "n2": "UP", "n3": "DOWN"})
         address = f"127.0.0.1:{proxy.port}"
@@ -346,10 +348,10 @@ async def test_a_node_stopped_with_sigterm_hands_its_users_over_without_waiting_
     slow = {"MNEMO_LEASE_SECONDS": "30"}  # a dead node's users would wait 30 s
     with contextlib.ExitStack() as stack:
         one, first = stack.enter_context(
-            _serving(tmp_path / "unused", **node_env(s3, "n1", tmp_path, **slow))
+            serve_process(tmp_path / "unused", **node_env(s3, "n1", tmp_path, **slow))
         )
         two, _ = stack.enter_context(
-            _serving(tmp_path / "unused", **node_env(s3, "n2", tmp_path, **slow))
+            serve_process(tmp_path / "unused", **node_env(s3, "n2", tmp_path, **slow))
         )
         said = await acked_turns(one, "key-alice", "s1", 3)
         assert get(two, "/memory/long-term", "key-alice").status_code == 421
@@ -369,10 +371,10 @@ async def test_a_users_saved_index_goes_to_the_bucket_the_next_node_maps_it_and_
     never = {"MNEMO_SAVE_INDEX_FROM": "100000"}  # this node saves no index of its own
     with contextlib.ExitStack() as stack:
         one, first = stack.enter_context(
-            _serving(tmp_path / "unused", **node_env(s3, "n1", tmp_path, **saving))
+            serve_process(tmp_path / "unused", **node_env(s3, "n1", tmp_path, **saving))
         )
         two, _ = stack.enter_context(
-            _serving(tmp_path / "unused", **node_env(s3, "n2", tmp_path, **never))
+            serve_process(tmp_path / "unused", **node_env(s3, "n2", tmp_path, **never))
         )
         async with Client.connect(one, "s1", "key-alice") as client:
             assert (await client.receive())["type"] == "ready"
@@ -380,7 +382,7 @@ async def test_a_users_saved_index_goes_to_the_bucket_the_next_node_maps_it_and_
                 await client.send(type="turn", id=f"t{n}", user=text, assistant="noted")
                 await client.until("ack")
         with anyio.fail_after(30):  # saved, then put in the bucket
-            while not [k for k in _objects(s3) if "/indexes/" in k and f"{name}." in k]:
+            while not [k for k in objects(s3) if "/indexes/" in k and f"{name}." in k]:
                 await anyio.sleep(0.2)
         first.kill()
         first.wait(10)
@@ -397,5 +399,5 @@ async def test_a_users_saved_index_goes_to_the_bucket_the_next_node_maps_it_and_
                 f"/memory/long-term/{turn['id']}", headers={"Authorization": "Bearer key-alice"}
             )
         assert answer.status_code == 200
-        stored = _objects(s3)
+        stored = objects(s3)
     assert not any(secret.encode() in data for data in stored.values())

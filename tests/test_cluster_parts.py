@@ -24,7 +24,7 @@ from server.cluster.objects import Objects, PreconditionFailed
 from server.cluster.ownership import Hooks, Ownership
 from server.cluster.shards import shard_of
 from server.cluster.volume import Volume
-from tests.test_object_store import _BUCKET, s3
+from tests.s3_bucket import BUCKET, s3
 
 pytestmark = pytest.mark.anyio
 
@@ -34,7 +34,7 @@ _DIM = 4
 
 
 def _objects(env: dict[str, str]) -> Objects:
-    return Objects(f"s3://{_BUCKET}/c", env)
+    return Objects(f"s3://{BUCKET}/c", env)
 
 
 @pytest.fixture(params=["bucket", "volume"])

@@ -21,18 +21,8 @@ from memory.facts import Stored as StoredFact
 from memory.predicates import Vocabulary
 from schemas.predicates import PredicateSpec
 from schemas.settings import Settings
-from tests.test_facts import (
-    E1,
-    E2,
-    NOW,
-    apply,
-    candidate,
-    draws,
-    make_fact,
-    only_added,
-    stored,
-    toward_e1,
-)
+from testing.records import NOW, make_fact
+from tests.fact_rules import E1, E2, apply, candidate, draws, only_added, stored, toward_e1
 
 
 def said(

@@ -15,21 +15,12 @@ from memory.consolidation.parse import NO_JSON, NewFact, NewRule, parse_consolid
 from memory.consolidation.prompt import SYSTEM, consolidation_prompt
 from memory.episodes import new_episode
 from memory.rules import new_rule
-from tests.fake_ollama import FakeOllama, Reply
+from testing.fake_ollama import FakeOllama
+from testing.records import T0, a_fact
+from tests.consolidation_model import ANSWER, ConsolidationModel
 from tests.harness import http, make_app, serve, settings_for
-from tests.records import T0, a_fact
 
 pytestmark = pytest.mark.anyio
-
-ANSWER = {
-    "new_facts": [
-        {"subject": "user", "predicate": "diet", "content": "User is vegan", "importance": 15},
-        {"subject": "", "predicate": "likes", "content": "Likes tea"},
-    ],
-    "updated_facts": [],
-    "new_rules": [{"content": "Suggest vegan recipes", "tags": ["food"]}],
-    "confirmations": ["not-an-id"],
-}
 
 
 def test_a_fenced_json_block_is_read_even_with_prose_around_it() -> None:
@@ -104,27 +95,10 @@ def test_the_prompt_wraps_each_episode_as_data_and_bounds_the_context() -> None:
 # -- through the server --------------------------------------------------------------------
 
 
-class Model:
-    """The fake's structured answers: consolidation by scope, anything else empty."""
-
-    def __call__(self, path: str, body: dict[str, Any]) -> Any:
-        if "format" not in body:
-            return "Sure."
-        system, prompt = body["messages"][0]["content"], body["messages"][-1]["content"]
-        if system != SYSTEM:
-            return {"facts": [], "memory_update": {}, "analysis": {}}
-        return self.consolidation(prompt)
-
-    def consolidation(self, prompt: str) -> Any:
-        if prompt.startswith("Episodes of garden"):
-            return Reply(content="{", done_reason="length")  # cut off: the group fails
-        return ANSWER
-
-
 @pytest.fixture
 async def server(tmp_path: Path, fake: FakeOllama) -> AsyncIterator[str]:
     fake.json_default = None
-    fake.responder = Model()
+    fake.responder = ConsolidationModel()
     keys = {"key-alice": "alice"}
     async with serve(make_app(settings_for(tmp_path, fake.url, api_keys=keys))) as address:
         yield address
@@ -209,7 +183,7 @@ async def test_without_a_reachable_model_consolidation_is_a_dry_run(tmp_path: Pa
         assert kept["consolidated"] is False
 
 
-class RulesModel(Model):
+class RulesModel(ConsolidationModel):
     """Ten rules for each scope a consolidation prompt names, whatever its episodes."""
 
     def consolidation(self, prompt: str) -> Any:
@@ -295,7 +269,7 @@ async def test_a_rule_stated_again_in_its_scope_is_reinforced_never_added_twice(
         assert len(log["events"]) == 3
 
 
-class TwiceModel(Model):
+class TwiceModel(ConsolidationModel):
     """One rule, named twice in one answer (case and a full stop aside)."""
 
     def consolidation(self, prompt: str) -> Any:

@@ -9,8 +9,8 @@ from bench.consolidation import Model, episode_text
 from memory.consolidation.parse import parse_consolidation
 from memory.consolidation.prompt import SCHEMA, SYSTEM, consolidation_prompt
 from memory.episodes import new_episode
-from tests.fake_ollama import Reply
-from tests.records import T0
+from testing.fake_ollama import Reply
+from testing.records import T0
 
 
 def test_the_bench_model_answers_two_facts_and_a_rule_from_the_groups_episodes() -> None:

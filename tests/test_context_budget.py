@@ -14,9 +14,9 @@ from memory.recall import format_recalled
 from memory.tokens import estimate_tokens
 from schemas.records import ArchivedMessage, Fact
 from schemas.settings import Settings
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
+from tests.format_facts import fact
 from tests.harness import Client, make_app, serve, settings_for
-from tests.test_formats import fact
 
 pytestmark = pytest.mark.anyio
 

@@ -22,7 +22,7 @@ from memory.tokens import estimate_tokens
 from server.adapters.ollama import OllamaLlm
 from server.app import create_app
 from server.main import build_store
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
 from tests.harness import Client, chat_bodies, make_app, serve, settings_for
 
 pytestmark = pytest.mark.anyio

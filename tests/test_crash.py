@@ -25,9 +25,9 @@ import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed
 
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
+from testing.ports import free_port
 from tests.harness import Client
-from tests.test_serve_process import _free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -48,7 +48,7 @@ class Seen:
 
 @contextmanager
 def serving(data: Path, ollama: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "MNEMO_DATA_DIR": str(data),

@@ -15,11 +15,11 @@ import anyio
 import httpx
 import pytest
 
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
+from tests.app_notes import NoteModel
 from tests.harness import Client, make_app, serve, settings_for
-from tests.test_app_notes import NoteModel
-from tests.test_import_rest import fact as imported_fact
-from tests.test_import_rest import turn as imported_turn
+from tests.import_lines import fact as imported_fact
+from tests.import_lines import turn as imported_turn
 
 pytestmark = pytest.mark.anyio
 

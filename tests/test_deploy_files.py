@@ -6,80 +6,39 @@ runs ``mnemo serve`` with probes on ``/healthz``."""
 from __future__ import annotations
 
 import hashlib
-import os
-import re
-import shutil
-import socket
 import subprocess
-import sys
 import threading
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-import httpx
 import pytest
 import yaml
 
-from server.auth import protocol_entry
 from server.cli import _parser
 from server.cluster.shards import shard_of
-from tests.test_serve_process import _free_port
+from testing.deploy import (
+    HAPROXY,
+    HAPROXY_CONFIG,
+    MAP_PATH,
+    Proxy,
+    config_for_test,
+    haproxy_env,
+    mnemo_map,
+)
 
 _ROOT = Path(__file__).resolve().parent.parent
-_CONFIG = _ROOT / "deploy" / "haproxy.cfg"
 _K8S = _ROOT / "deploy" / "k8s"
-_MAP_PATH = "/etc/haproxy/mnemo-shards.map"
-_HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
 # Forty users, the first five with a second key: the keys of one user share a shard.
 _KEYS = {f"key-{n}": f"user-{n}" for n in range(40)} | {f"other-{n}": f"user-{n}" for n in range(5)}
 # A key of characters a subprotocol entry cannot carry as they are (base64url does).
 _KEYS["odd/k+y=="] = "user-7"
 
 
-def _mnemo_map(output: Path, keys: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """``mnemo cluster map -o output`` run as a command, with ``keys`` as MNEMO_API_KEYS."""
-    env = {name: value for name, value in os.environ.items() if not name.startswith("MNEMO_")}
-    if keys:
-        env["MNEMO_API_KEYS"] = ",".join(f"{key}:{user}" for key, user in keys.items())
-    command = [str(Path(sys.executable).with_name("mnemo")), "cluster", "map", "-o", str(output)]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=30)
-
-
-def _config_for_test(
-    map_file: Path, port: int | None = None, nodes: list[int] | None = None
-) -> str:
-    """deploy/haproxy.cfg with the map at ``map_file``, and optionally the frontend on
-    ``port`` and the servers at ``nodes`` (local ports) instead of the StatefulSet's pods."""
-    text = _CONFIG.read_text(encoding="utf-8")
-    assert text.count(_MAP_PATH) == 1
-    text = text.replace(_MAP_PATH, str(map_file))
-    if port is not None:
-        assert text.count("bind :8080\n") == 1
-        text = text.replace("bind :8080\n", f"bind 127.0.0.1:{port}\n")
-    if nodes is not None:
-        servers = re.findall(r"^    server (n\d) .*$", text, flags=re.MULTILINE)
-        assert servers == ["n1", "n2", "n3"]
-        for name, node_port in zip(servers, nodes, strict=True):
-            text = re.sub(
-                rf"^    server {name} .*$",
-                f"    server {name} 127.0.0.1:{node_port}",
-                text,
-                flags=re.MULTILINE,
-            )
-    return text
-
-
-def _haproxy_env() -> dict[str, str]:
-    # The StatefulSet's names do not resolve here: one quick try each, not libc's retries.
-    return {**os.environ, "RES_OPTIONS": "timeout:1 attempts:1"}
-
-
 def test_mnemo_cluster_map_writes_each_key_hash_and_its_users_shard(tmp_path: Path) -> None:
     output = tmp_path / "shards.map"
-    done = _mnemo_map(output, {"k1": "alice", "k2": "alice", "k3": "bob"})
+    done = mnemo_map(output, {"k1": "alice", "k2": "alice", "k3": "bob"})
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
     lines = output.read_text(encoding="utf-8").splitlines()
@@ -93,7 +52,7 @@ def test_mnemo_cluster_map_writes_each_key_hash_and_its_users_shard(tmp_path: Pa
 
 def test_mnemo_cluster_map_refuses_when_no_api_keys_are_configured(tmp_path: Path) -> None:
     output = tmp_path / "shards.map"
-    done = _mnemo_map(output, {})
+    done = mnemo_map(output, {})
     assert done.returncode == 2
     assert "no API keys configured" in done.stderr
     assert not output.exists()
@@ -101,12 +60,12 @@ def test_mnemo_cluster_map_refuses_when_no_api_keys_are_configured(tmp_path: Pat
 
 def test_the_haproxy_config_is_accepted_by_haproxy(tmp_path: Path) -> None:
     map_file = tmp_path / "shards.map"
-    assert _mnemo_map(map_file, _KEYS).returncode == 0
+    assert mnemo_map(map_file, _KEYS).returncode == 0
     config = tmp_path / "haproxy.cfg"
-    config.write_text(_config_for_test(map_file), encoding="utf-8")
+    config.write_text(config_for_test(map_file), encoding="utf-8")
     done = subprocess.run(
-        [_HAPROXY, "-c", "-f", str(config)],
-        env=_haproxy_env(),
+        [HAPROXY, "-c", "-f", str(config)],
+        env=haproxy_env(),
         capture_output=True,
         text=True,
         timeout=30,
@@ -156,83 +115,6 @@ class _NodeHandler(BaseHTTPRequestHandler):
         pass
 
 
-class _Listening(Protocol):
-    @property
-    def port(self) -> int: ...
-
-
-class _Proxy:
-    """HAProxy from deploy/haproxy.cfg in front of ``nodes``, with a stats socket to see
-    which servers its health checks hold up."""
-
-    def __init__(self, tmp_path: Path, map_file: Path, nodes: Sequence[_Listening]) -> None:
-        self.port = _free_port()
-        self.stats_port = _free_port()
-        text = _config_for_test(map_file, self.port, [node.port for node in nodes])
-        stats = f"global\n    stats socket ipv4@127.0.0.1:{self.stats_port} level admin\n"
-        config = tmp_path / "haproxy.cfg"
-        config.write_text(text.replace("global\n", stats, 1), encoding="utf-8")
-        self.log = tmp_path / "haproxy.log"
-        with self.log.open("wb") as log:
-            self.process = subprocess.Popen(
-                [_HAPROXY, "-db", "-f", str(config)],
-                env=_haproxy_env(),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        self.client = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=5)
-
-    def states(self) -> dict[str, str]:
-        """Each server's status as HAProxy sees it (``UP``, ``DOWN``, ``UP 1/3`` …)."""
-        with socket.create_connection(("127.0.0.1", self.stats_port), timeout=2) as sock:
-            sock.sendall(b"show stat\n")
-            answer = b""
-            while chunk := sock.recv(65536):
-                answer += chunk
-        rows = [line.split(",") for line in answer.decode().splitlines() if line]
-        header = rows[0]
-        status = header.index("status")
-        return {row[1]: row[status] for row in rows[1:] if row[0] == "mnemo" and row[1][0] == "n"}
-
-    def wait_for(self, expected: dict[str, str]) -> None:
-        deadline = time.monotonic() + 8
-        while True:
-            assert self.process.poll() is None, self.log.read_text(errors="replace")
-            try:
-                if self.states() == expected:
-                    return
-            except OSError:
-                pass  # the stats socket is not open yet
-            assert time.monotonic() < deadline, f"not {expected} in 8 s: {self.states()}"
-            time.sleep(0.05)
-
-    def by_header(self, key: str) -> str:
-        answer = self.client.get("/memory/facts", headers={"Authorization": f"Bearer {key}"})
-        assert answer.status_code == 200
-        return answer.text
-
-    def by_token(self, key: str) -> str:
-        answer = self.client.get("/ws", params={"token": key})
-        assert answer.status_code == 200
-        return answer.text
-
-    def by_protocol(self, key: str) -> str:
-        """As a browser's WebSocket sends a key: a subprotocol entry beside ``mnemo``."""
-        offered = f"mnemo, {protocol_entry(key)}"
-        answer = self.client.get("/ws", headers={"Sec-WebSocket-Protocol": offered})
-        assert answer.status_code == 200
-        return answer.text
-
-    def close(self) -> None:
-        self.client.close()
-        self.process.terminate()
-        try:
-            self.process.wait(5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(5)
-
-
 @pytest.fixture
 def nodes() -> Iterator[list[_Node]]:
     started = [_Node(f"n{n}") for n in (1, 2, 3)]
@@ -245,11 +127,11 @@ def nodes() -> Iterator[list[_Node]]:
 
 
 @pytest.fixture
-def proxy(tmp_path: Path, nodes: list[_Node]) -> Iterator[_Proxy]:
+def proxy(tmp_path: Path, nodes: list[_Node]) -> Iterator[Proxy]:
     map_file = tmp_path / "shards.map"
-    done = _mnemo_map(map_file, _KEYS)
+    done = mnemo_map(map_file, _KEYS)
     assert done.returncode == 0, done.stderr
-    running = _Proxy(tmp_path, map_file, nodes)
+    running = Proxy(tmp_path, map_file, nodes)
     try:
         running.wait_for({"n1": "UP", "n2": "UP", "n3": "UP"})
         yield running
@@ -258,7 +140,7 @@ def proxy(tmp_path: Path, nodes: list[_Node]) -> Iterator[_Proxy]:
 
 
 def test_haproxy_keeps_a_users_keys_on_one_node_and_moves_only_a_stopped_nodes_users(
-    proxy: _Proxy, nodes: list[_Node]
+    proxy: Proxy, nodes: list[_Node]
 ) -> None:
     before = {key: proxy.by_header(key) for key in _KEYS}
     for key, node in before.items():
@@ -355,12 +237,12 @@ def test_the_statefulset_runs_mnemo_serve_with_probes_on_healthz() -> None:
 
 def test_the_proxy_manifest_carries_deploy_haproxy_cfg_as_it_is() -> None:
     files = _one("ConfigMap", "mnemo-haproxy")["data"]
-    assert files["haproxy.cfg"] == _CONFIG.read_text(encoding="utf-8")
+    assert files["haproxy.cfg"] == HAPROXY_CONFIG.read_text(encoding="utf-8")
     assert "mnemo-shards.map" in files
     deployment = _one("Deployment", "mnemo-haproxy")["spec"]["template"]["spec"]
     (container,) = deployment["containers"]
     assert container["image"].startswith("haproxy:2.6")
     mounts = {mount["mountPath"] for mount in container["volumeMounts"]}
-    assert str(Path(_MAP_PATH).parent) in mounts
+    assert str(Path(MAP_PATH).parent) in mounts
     env = {item["name"]: item for item in container["env"]}
     assert env["POD_NAMESPACE"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}

@@ -50,6 +50,7 @@ from websockets.exceptions import ConnectionClosed
 
 from server.cli import main
 from server.config import load_settings
+from testing.fake_ollama import FakeOllama
 from tests.docs_examples import (
     EXTRACTION,
     ID_PATTERN,
@@ -63,7 +64,6 @@ from tests.docs_examples import (
     normalized,
     transcript,
 )
-from tests.fake_ollama import FakeOllama
 from tests.harness import make_app, serve, settings_for
 
 pytestmark = pytest.mark.anyio

@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
+from testing.fake_ollama import FakeOllama
 from tests.docs_examples import EXTRACTION, REPLY, ROOT, blocks_of, loads_shown
-from tests.fake_ollama import FakeOllama
 from tests.harness import Client, make_app, serve, settings_for
 
 pytestmark = pytest.mark.anyio

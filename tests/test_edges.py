@@ -13,7 +13,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from server.datadir import DataDirLock, DataDirLocked
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
 from tests.harness import Client, make_app, serve, settings_for
 
 pytestmark = pytest.mark.anyio

@@ -11,7 +11,7 @@ from memory.entities import entity_type, resolve, trigram_similarity, updated
 from memory.entity_merge import merge
 from memory.predicates import Vocabulary
 from schemas.records import Entity, EntityType, Fact
-from tests.records import a_fact
+from testing.records import a_fact
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -27,7 +27,7 @@ from memory.rules import StoredRule, new_rule
 from schemas.records import Entity, Episode
 from server.adapters.lance_store import LanceStore
 from tests.fakes import SteppingClock
-from tests.test_lance_store import _fact
+from tests.stored_rows import stored_fact
 
 pytestmark = pytest.mark.anyio
 _T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -144,10 +144,10 @@ async def test_fact_counts_follow_every_write_of_the_users_facts(store: LanceSto
         return await store.facts.fact_counts("u1", scope=scope)
 
     assert (await counts())["active"] == 0
-    await store.facts.add_facts([_fact("u1", "fact_00000001", "Likes tea")])
+    await store.facts.add_facts([stored_fact("u1", "fact_00000001", "Likes tea")])
     assert (await counts())["active"] == 1
-    old = _fact("u1", "fact_00000001", "Likes tea", validity="superseded")
-    await store.facts.put_facts([old, _fact("u1", "fact_00000002", "Likes coffee")])
+    old = stored_fact("u1", "fact_00000001", "Likes tea", validity="superseded")
+    await store.facts.put_facts([old, stored_fact("u1", "fact_00000002", "Likes coffee")])
     assert (await counts()) | {} == {
         "active": 1,
         "fading": 0,

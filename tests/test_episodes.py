@@ -16,10 +16,10 @@ from actors.consolidation import ConsolidationReport, Consolidator
 from actors.sweeper import Sweeper
 from memory.episodes import cleanup, forget, new_episode
 from schemas.records import Episode
+from testing.fake_ollama import FakeOllama
+from testing.records import T0
 from tests.actor_world import world
-from tests.fake_ollama import FakeOllama
 from tests.harness import http, make_app, serve, settings_for
-from tests.records import T0
 
 pytestmark = pytest.mark.anyio
 

@@ -26,8 +26,8 @@ from server.adapters.lance_common import quote_all
 from server.adapters.lance_epochs import EPOCH
 from server.adapters.lance_fences import Batches, KeptRecords
 from server.adapters.lance_store import LanceStore
-from tests.test_facts import make_fact
-from tests.test_lance_store import message
+from testing.records import make_fact
+from tests.stored_rows import message
 
 pytestmark = pytest.mark.anyio
 _T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

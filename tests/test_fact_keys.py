@@ -16,8 +16,8 @@ from memory.hashing import HashEmbedder
 from memory.predicates import Vocabulary
 from schemas.records import Entity
 from schemas.settings import Settings
+from testing.records import T0
 from tests.fakes import MemoryStore, SteppingClock
-from tests.records import T0
 
 # One stored fact: (session, subject, predicate, value, entity); entity 0 is none.
 _Store = tuple[int, str, str, str, int]

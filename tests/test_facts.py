@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Callable, Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import msgspec
@@ -18,7 +16,6 @@ from memory.facts import (
     Changes,
     FactPolicy,
     Stored,
-    apply_candidate,
     apply_candidates,
     candidate_from_extracted,
     new_fact_id,
@@ -28,74 +25,19 @@ from schemas.llm import ExtractedFact
 from schemas.records import Fact
 from schemas.settings import Settings
 from schemas.taxonomy import DEFAULT_CATEGORIES, CategorySpec
-
-NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
-DAY = timedelta(days=1)
-POLICY = FactPolicy()
-
-E1 = (1.0, 0.0, 0.0)
-E2 = (0.0, 1.0, 0.0)
-E3 = (0.0, 0.0, 1.0)
-
-
-def toward_e1(similarity: float) -> tuple[float, float, float]:
-    """A unit vector whose dot product with ``E1`` is ``similarity``."""
-    return (similarity, math.sqrt(1.0 - similarity * similarity), 0.0)
-
-
-def make_fact(fact_id: str = "fact_00000001", **fields: Any) -> Fact:
-    base: dict[str, Any] = {
-        "user_id": "u1",
-        "content": "Prefers green tea",
-        "category": "preference",
-        "confidence": 0.7,
-        "created_at": NOW - 10 * DAY,
-        "updated_at": NOW - 10 * DAY,
-        "last_seen": NOW - 10 * DAY,
-        "last_confirmed_at": NOW - 10 * DAY,
-        "session_id": "s1",
-    }
-    base.update(fields)
-    return Fact(id=fact_id, **base)
-
-
-def stored(fact: Fact, vector: tuple[float, ...] = E1) -> Stored:
-    return Stored(fact, vector)
-
-
-def candidate(content: str = "Works on a compiler", **fields: Any) -> Candidate:
-    base: dict[str, Any] = {
-        "user_id": "u1",
-        "category": "preference",
-        "confidence": 0.8,
-        "vector": E2,
-        "session_id": "s2",
-    }
-    base.update(fields)
-    return Candidate(content=content, **base)
-
-
-def draws(*hexes: str) -> Callable[[], str]:
-    """A ``rand`` for ``new_fact_id`` returning these hex strings in order."""
-    it = iter(hexes)
-    return lambda: next(it)
-
-
-def apply(
-    existing: Iterable[Stored],
-    cand: Candidate,
-    policy: FactPolicy = POLICY,
-    rand: Callable[[], str] | None = None,
-) -> Changes:
-    return apply_candidate(
-        list(existing), cand, policy=policy, now=NOW, rand=rand or draws("0000aaaa", "0000bbbb")
-    )
-
-
-def only_added(changes: Changes) -> Fact:
-    assert len(changes.added) == 1
-    return changes.added[0].fact
-
+from testing.records import DAY, NOW, make_fact
+from tests.fact_rules import (
+    E1,
+    E2,
+    E3,
+    POLICY,
+    apply,
+    candidate,
+    draws,
+    only_added,
+    stored,
+    toward_e1,
+)
 
 # -- ids ---------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from schemas.taxonomy import DEFAULT_CATEGORIES, CategorySpec
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
 from tests.harness import Client, http, make_app, serve, settings_for
 
 pytestmark = pytest.mark.anyio

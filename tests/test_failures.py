@@ -14,7 +14,7 @@ import pytest
 from server.adapters.ollama import OllamaEmbedder, OllamaLlm
 from server.app import create_app
 from server.main import build_store
-from tests.fake_ollama import FakeOllama, Reply
+from testing.fake_ollama import FakeOllama, Reply
 from tests.harness import Client, chat_bodies, make_app, serve, settings_for
 
 pytestmark = pytest.mark.anyio

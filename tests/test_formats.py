@@ -23,33 +23,7 @@ from memory.formats import (
 from memory.tokens import estimate_tokens
 from schemas.records import AppNote, Fact, UserProfile
 from schemas.taxonomy import DEFAULT_CATEGORIES, CategorySpec
-
-T0 = datetime(2026, 5, 1, 9, 30, tzinfo=UTC)
-
-
-def fact(
-    fact_id: str,
-    content: str,
-    category: str = "preference",
-    confidence: float = 0.9,
-    *,
-    created: datetime = T0,
-    subject: str | None = None,
-    predicate: str | None = None,
-) -> Fact:
-    return Fact(
-        id=fact_id,
-        user_id="u1",
-        content=content,
-        category=category,
-        confidence=confidence,
-        created_at=created,
-        updated_at=created,
-        last_seen=created,
-        last_confirmed_at=None,
-        subject=subject,
-        predicate=predicate,
-    )
+from tests.format_facts import T0, fact
 
 
 def note(note_id: str, content: str, created: datetime) -> AppNote:

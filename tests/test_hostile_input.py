@@ -22,8 +22,8 @@ from memory.hashing import HashEmbedder
 from memory.json_bounds import INT_MAX, MAX_DEPTH
 from schemas.records import ArchivedMessage
 from server.adapters.lance_store import LanceStore
+from testing.fake_ollama import FakeOllama
 from tests import harness
-from tests.fake_ollama import FakeOllama
 from tests.harness import Client, make_app, serve, settings_for
 from tests.hostile import nested
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 
 from actors.errors import ArchiveUnavailable
@@ -18,13 +17,11 @@ from server.adapters.lance_store import LanceStore
 from server.adapters.ollama import OllamaLlm
 from server.app import create_app
 from server.rest_import import MAX_LINE_BYTES
-from tests import harness
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
 from tests.harness import Client, make_app, serve, settings_for
+from tests.import_lines import NDJSON, fact, http, jsonl, post, turn
 
 pytestmark = pytest.mark.anyio
-
-NDJSON = "application/x-ndjson"
 
 
 @pytest.fixture
@@ -32,42 +29,6 @@ async def server(tmp_path: Path, fake: FakeOllama) -> AsyncIterator[str]:
     settings = settings_for(tmp_path, fake.url, api_keys={"ka": "alice", "kb": "bob"})
     async with serve(make_app(settings)) as address:
         yield address
-
-
-def http(server: str, key: str | None = "ka") -> httpx.AsyncClient:
-    return harness.http(server, key, timeout=60)
-
-
-def jsonl(lines: Iterable[dict[str, Any] | str]) -> bytes:
-    return "".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines).encode()
-
-
-def turn(ident: str, text: str, **fields: Any) -> dict[str, Any]:
-    line = {
-        "kind": "turn",
-        "id": ident,
-        "session_id": "old-chat",
-        "speaker": "Ann",
-        "role": "user",
-        "text": text,
-        "at": "2024-03-01T09:30:00Z",
-    }
-    return line | fields
-
-
-def fact(ident: str, content: str, category: str = "preference", **fields: Any) -> dict[str, Any]:
-    line = {"kind": "fact", "id": ident, "content": content, "category": category}
-    return line | {"confidence": 0.8} | fields
-
-
-async def post(server: str, body: bytes, key: str = "ka") -> dict[str, Any]:
-    async with http(server, key) as client:
-        response = await client.post(
-            "/memory/import", content=body, headers={"content-type": NDJSON}
-        )
-    assert response.status_code == 200, response.text
-    reply: dict[str, Any] = response.json()
-    return reply
 
 
 async def items(server: str, kind: str, key: str = "ka") -> list[dict[str, Any]]:

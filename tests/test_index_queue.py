@@ -11,7 +11,7 @@ import pytest
 
 from memory.hashing import HashEmbedder
 from server.adapters.lance_store import LanceStore
-from tests.test_lance_store import message, put
+from tests.stored_rows import message, put
 
 pytestmark = pytest.mark.anyio
 

@@ -16,7 +16,7 @@ from memory.hashing import HashEmbedder
 from server.adapters import journal as journal_module
 from server.adapters.journal import Journal
 from server.adapters.lance_store import LanceStore
-from tests.test_lance_store import message, put
+from tests.stored_rows import message, put
 
 pytestmark = pytest.mark.anyio
 

@@ -20,10 +20,9 @@ from websockets.typing import Subprotocol
 
 from server.auth import protocol_entry
 from server.logs import redact
-from tests.fake_ollama import FakeOllama
-from tests.harness import Client, make_app, serve, settings_for
+from testing.fake_ollama import FakeOllama
+from tests.harness import Client, make_app, serve, serve_process, settings_for
 from tests.mcp_client import call, mcp_session
-from tests.test_serve_process import _serving
 
 pytestmark = pytest.mark.anyio
 
@@ -139,7 +138,7 @@ async def test_no_key_reaches_the_log_of_a_real_server_in_any_form(
         "MNEMO_API_KEYS": f"{USER_KEY}:alice,{OTHER_KEY}:bob",
         "MNEMO_ADMIN_KEYS": ADMIN_KEY,
     }
-    with _serving(tmp_path / "data", **env) as (address, process):
+    with serve_process(tmp_path / "data", **env) as (address, process):
         await _whole_session(address)
         process.send_signal(signal.SIGTERM)
         log = _log_of(process)

@@ -21,8 +21,8 @@ from server.adapters.lance_cache import with_neighbours
 from server.adapters.lance_messages import columns_of
 from server.adapters.lance_store import LanceStore
 from server.adapters.message_entry import MessageEntry
-from tests.test_facts import make_fact
-from tests.test_lance_store import message, put
+from testing.records import make_fact
+from tests.stored_rows import message, put
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,7 @@ import pytest
 
 from memory.hashing import HashEmbedder
 from server.adapters.lance_store import LanceStore
-from tests.test_lance_store import everything_on_disk, message
+from tests.stored_rows import everything_on_disk, message
 
 pytestmark = pytest.mark.anyio
 _embedder = HashEmbedder()

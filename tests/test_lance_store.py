@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,43 +18,15 @@ from lancedb.index import FTS
 from actors.errors import ArchiveUnavailable
 from memory.facts import Stored
 from memory.hashing import HashEmbedder
-from schemas.records import AppNote, ArchivedMessage, Role, WorkingMemory
+from schemas.records import AppNote, ArchivedMessage, WorkingMemory
 from server.adapters.lance_messages import messages_schema
 from server.adapters.lance_store import LanceStore, StoreMismatch, quote
 from server.adapters.message_entry import MessageEntry
-from tests.test_facts import make_fact
+from tests.stored_rows import MESSAGES_T0, everything_on_disk, message, put, stored_fact
 
 pytestmark = pytest.mark.anyio
 
-_T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 _embedder = HashEmbedder()
-
-
-def message(
-    n: int, text: str, *, user: str = "u1", session: str = "s1", role: Role = "user"
-) -> ArchivedMessage:
-    return ArchivedMessage(
-        id=f"msg_{n:016x}",
-        user_id=user,
-        session_id=session,
-        scope="global",
-        turn=n,
-        role=role,
-        speaker=role,
-        text=text,
-        at=_T0 + timedelta(minutes=n),
-        meta={"n": n},
-        source_id=f"t{n}",
-    )
-
-
-def everything_on_disk(root: Path) -> bytes:
-    """Every file's bytes below ``root`` (store and journal alike)."""
-    return b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
-
-
-async def put(store: LanceStore, *rows: ArchivedMessage) -> None:
-    await store.append_messages(rows, [_embedder.embed_one(r.text) for r in rows])
 
 
 class _MovingStore(LanceStore):
@@ -85,7 +57,7 @@ async def test_list_pages_newest_first_with_total(store: LanceStore) -> None:
     assert total == 5
     assert [m.turn for m in page] == [3, 2]
     assert page[0].meta == {"n": 3}
-    assert page[0].at == _T0 + timedelta(minutes=3)
+    assert page[0].at == MESSAGES_T0 + timedelta(minutes=3)
 
 
 async def test_reads_never_cross_users(store: LanceStore) -> None:
@@ -167,8 +139,8 @@ async def test_working_memory_snapshots_upsert_and_delete(store: LanceStore) -> 
         context_variables={"k": [1, 2]},
         turn_count=3,
         last_emotion=None,
-        created_at=_T0,
-        updated_at=_T0,
+        created_at=MESSAGES_T0,
+        updated_at=MESSAGES_T0,
     )
     await store.put_working([("u1", memory)])
     await store.put_working([("u1", WorkingMemory(**{**_fields(memory), "turn_count": 4}))])
@@ -262,20 +234,15 @@ async def test_search_with_a_scope_sees_global_and_that_scope_only(store: LanceS
     assert len(everything) == 3
 
 
-def _fact(user: str, fact_id: str, content: str, validity: str = "active") -> Stored:
-    fact = make_fact(fact_id, user_id=user, content=content, validity=validity)
-    return Stored(fact, _embedder.embed_one(content))
-
-
 async def test_facts_of_users_reads_active_facts_of_each_user_in_one_call(
     store: LanceStore,
 ) -> None:
     await store.facts.add_facts(
         [
-            _fact("u1", "fact_00000001", "Likes tea"),
-            _fact("u1", "fact_00000002", "Liked coffee", validity="superseded"),
-            _fact("u2", "fact_00000001", "Lives in Oslo"),
-            _fact("u3", "fact_00000003", "Plays chess"),
+            stored_fact("u1", "fact_00000001", "Likes tea"),
+            stored_fact("u1", "fact_00000002", "Liked coffee", validity="superseded"),
+            stored_fact("u2", "fact_00000001", "Lives in Oslo"),
+            stored_fact("u3", "fact_00000003", "Plays chess"),
         ]
     )
     found = await store.facts.facts_of_users(["u1", "u2", "u4"])
@@ -289,9 +256,9 @@ async def test_facts_of_users_reads_active_facts_of_each_user_in_one_call(
 async def test_facts_by_key_match_user_and_id_together(store: LanceStore) -> None:
     await store.facts.add_facts(
         [
-            _fact("u1", "fact_00000001", "Likes tea"),
-            _fact("u2", "fact_00000001", "Lives in Oslo"),
-            _fact("u2", "fact_00000002", "Plays chess"),
+            stored_fact("u1", "fact_00000001", "Likes tea"),
+            stored_fact("u2", "fact_00000001", "Lives in Oslo"),
+            stored_fact("u2", "fact_00000002", "Plays chess"),
         ]
     )
     got = await store.facts.get_facts_by_key([("u1", "fact_00000001"), ("u2", "fact_00000002")])
@@ -309,7 +276,7 @@ async def test_batched_fact_reads_refuse_unsafe_user_ids(store: LanceStore) -> N
 
 
 def _note(n: int, *, app: str = "cal", user: str = "u1", edited_days: int = 0) -> AppNote:
-    created = _T0 + timedelta(days=n)
+    created = MESSAGES_T0 + timedelta(days=n)
     return AppNote(
         id=f"note_{n:08x}",
         user_id=user,
@@ -447,7 +414,7 @@ async def test_a_categorys_facts_join_a_search_as_the_k_nearest_the_query(
     drinks = ["tea", "coffee", "juice", "cocoa", "milk", "water"] * 10
     facts = []
     for n, drink in enumerate(drinks):
-        made = _fact("u1", f"fact_{n:08x}", f"Likes {drink} number {n}")
+        made = stored_fact("u1", f"fact_{n:08x}", f"Likes {drink} number {n}")
         facts.append(Stored(msgspec.structs.replace(made.fact, category="preference"), made.vector))
     await store.facts.add_facts(facts)
     vector = _embedder.embed_one("Likes tea number 0")
@@ -464,7 +431,7 @@ async def test_a_categorys_facts_join_a_search_as_the_k_nearest_the_query(
 async def test_a_fact_that_changes_category_or_scope_joins_the_searches_of_its_new_one(
     store: LanceStore,
 ) -> None:
-    made = [_fact("u1", f"fact_{n:08x}", f"Likes tea number {n}") for n in range(3)]
+    made = [stored_fact("u1", f"fact_{n:08x}", f"Likes tea number {n}") for n in range(3)]
     facts = [Stored(msgspec.structs.replace(s.fact, category="preference"), s.vector) for s in made]
     await store.facts.add_facts(facts)
     vector = _embedder.embed_one("zzz")

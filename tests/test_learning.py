@@ -30,8 +30,8 @@ from schemas.wire import (
     ServerMessage,
     Turn,
 )
+from testing.records import make_fact
 from tests.actor_world import World, world
-from tests.test_facts import make_fact
 
 pytestmark = pytest.mark.anyio
 

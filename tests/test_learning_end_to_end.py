@@ -10,7 +10,7 @@ import anyio
 import httpx
 import pytest
 
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
 from tests.harness import Client, make_app, serve, settings_for
 
 pytestmark = pytest.mark.anyio

@@ -13,9 +13,9 @@ import pytest
 
 from memory.facts import Changes, Conflict
 from memory.links import change_links, item_type, relation, supersession_links
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
+from testing.records import a_fact
 from tests.harness import http, make_app, serve, settings_for
-from tests.records import a_fact
 
 pytestmark = pytest.mark.anyio
 

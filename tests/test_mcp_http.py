@@ -19,10 +19,10 @@ from mcp_types import INVALID_PARAMS
 from websockets.asyncio.client import connect
 
 from server.mcp_tools import TOOLS
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
+from tests.consolidation_model import ConsolidationModel
 from tests.harness import http, make_app, serve, settings_for
 from tests.mcp_client import ToolFailed, call, mcp_session
-from tests.test_consolidation import Model
 
 pytestmark = pytest.mark.anyio
 
@@ -75,7 +75,7 @@ SIGNATURES: dict[str, tuple[set[str], dict[str, Any]]] = {
 @pytest.fixture
 async def server(tmp_path: Path, fake: FakeOllama) -> AsyncIterator[str]:
     fake.json_default = None
-    fake.responder = Model()  # consolidation answers for the scope "kitchen"
+    fake.responder = ConsolidationModel()  # consolidation answers for the scope "kitchen"
     settings = settings_for(tmp_path, fake.url, api_keys=KEYS, admin_keys=["key-admin"])
     async with serve(make_app(settings)) as address:
         yield address

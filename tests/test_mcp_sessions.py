@@ -12,7 +12,7 @@ import anyio
 import httpx
 import pytest
 
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
 from tests.harness import make_app, serve, settings_for
 from tests.mcp_client import call, mcp_session
 

@@ -22,10 +22,9 @@ from mcp.client import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from server.datadir import DataDirLock
-from tests.fake_ollama import FakeOllama
-from tests.harness import http, make_app, serve, settings_for
+from testing.fake_ollama import FakeOllama
+from tests.harness import get_json, http, make_app, serve, serve_process, settings_for
 from tests.mcp_client import call
-from tests.test_serve_process import _get_json, _serving
 
 pytestmark = pytest.mark.anyio
 
@@ -260,8 +259,8 @@ def test_mnemo_mcp_owning_a_directory_ends_cleanly_when_its_client_leaves_or_on_
     assert "Traceback" not in said, said
     with DataDirLock(data):  # released
         pass
-    with _serving(data, MNEMO_EMBEDDER="hash") as (address, _):
-        kept = _get_json(f"http://{address}/memory/long-term/{fact['id']}")
+    with serve_process(data, MNEMO_EMBEDDER="hash") as (address, _):
+        kept = get_json(f"http://{address}/memory/long-term/{fact['id']}")
     assert kept["content"] == "User is in Oslo"
 
 
@@ -269,7 +268,7 @@ def test_mnemo_mcp_owning_a_directory_ends_cleanly_when_its_client_leaves_or_on_
 def holder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, Any]]:
     """A ``mnemo serve`` on a data directory (its log: what it was asked)."""
     data = tmp_path_factory.mktemp("held") / "data"
-    with _serving(data, MNEMO_EMBEDDER="hash") as (address, process):
+    with serve_process(data, MNEMO_EMBEDDER="hash") as (address, process):
         yield data, address, process
 
 
@@ -286,7 +285,7 @@ def test_mnemo_mcp_bridging_ends_its_session_and_exits_when_its_client_leaves_or
     assert status == 0, said
     assert "bridging stdio to the server" in said
     assert "Traceback" not in said, said
-    assert _get_json(f"http://{address}/memory/rules/{rule['id']}")["content"] == (
+    assert get_json(f"http://{address}/memory/rules/{rule['id']}")["content"] == (
         f"Answer in French ({how})"
     )
     log = b""

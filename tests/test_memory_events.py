@@ -17,10 +17,10 @@ from memory.facts import Changes, Conflict, Stored
 from memory.hashing import HashEmbedder
 from memory.rules import StoredRule, forget, mark_harmful, mark_helpful, new_rule
 from schemas.records import Fact, MemoryEvent
+from testing.fake_ollama import FakeOllama
+from testing.records import a_fact
 from tests.actor_world import world
-from tests.fake_ollama import FakeOllama
 from tests.harness import http, make_app, serve, settings_for
-from tests.records import a_fact
 
 pytestmark = pytest.mark.anyio
 

@@ -43,8 +43,9 @@ from memory.working import (
     record_message,
     set_problem,
 )
-from schemas.records import ArchivedMessage, Role, WorkingMemory
+from schemas.records import ArchivedMessage, WorkingMemory
 from tests.hostile import nested
+from tests.statements import YOGA, archived_turn
 
 T0 = datetime(2026, 5, 1, 9, 30, tzinfo=UTC)
 
@@ -430,26 +431,6 @@ def test_nested_objects_count_like_nested_arrays() -> None:
 
 # memory.keys: what an archived turn is found by (its search through a server:
 # tests/test_statement_keys.py).
-
-
-def archived_turn(text: str, role: Role = "user", speaker: str = "Ann") -> ArchivedMessage:
-    return ArchivedMessage(
-        id="m",
-        user_id="ann",
-        session_id="week",
-        scope="global",
-        turn=1,
-        role=role,
-        speaker=speaker,
-        text=text,
-        at=datetime(2024, 3, 12, 18, tzinfo=UTC),
-    )
-
-
-YOGA = (
-    "Can you help me plan my week? I have a report due Friday and a marketing"
-    " campaign. I attend yoga classes three times a week."
-)
 
 
 def test_a_users_message_is_keyed_by_what_they_say_of_themselves_and_a_reply_by_none() -> None:

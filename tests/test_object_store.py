@@ -5,45 +5,17 @@ the deleted text in the bucket."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.harness import Client
-from tests.s3_server import bucket_client, moto_server
-from tests.test_serve_process import _serving
+from tests.harness import Client, serve_process
+from tests.s3_bucket import BUCKET, objects, s3
 
 pytestmark = pytest.mark.anyio
 
-_BUCKET = "mnemo-test"
-
-
-@pytest.fixture
-def s3() -> Iterator[dict[str, str]]:
-    """moto's S3 server and the ``AWS_*`` variables that point LanceDB at it."""
-    with moto_server(_BUCKET) as env:
-        yield env
-
-
-def _objects(env: dict[str, str]) -> dict[str, bytes]:
-    """Every object in the bucket and its bytes; one deleted between the listing and its
-    read (a running server's journal empties as it moves rows into the tables) is left
-    out."""
-    client = bucket_client(env)
-    keys = [
-        item["Key"]
-        for page in client.get_paginator("list_objects_v2").paginate(Bucket=_BUCKET)
-        for item in page.get("Contents", [])
-    ]
-    found = {}
-    for key in keys:
-        try:
-            found[key] = client.get_object(Bucket=_BUCKET, Key=key)["Body"].read()
-        except client.exceptions.NoSuchKey:
-            continue
-    return found
+__all__ = ["s3"]  # the fixture, used by name
 
 
 async def _hits(address: str, query: str) -> list[str]:
@@ -58,12 +30,12 @@ async def test_a_server_on_an_object_store_keeps_its_tables_there_and_deletes_fo
 ) -> None:
     env = {
         **s3,
-        "MNEMO_DATA_DIR": f"s3://{_BUCKET}/node-a",
+        "MNEMO_DATA_DIR": f"s3://{BUCKET}/node-a",
         "MNEMO_LOCAL_DIR": str(tmp_path / "local"),
         "MNEMO_EMBEDDER": "hash",
     }
     secret = "zqs3secret my locker code is 7713"
-    with _serving(tmp_path / "unused", **env) as (address, _):
+    with serve_process(tmp_path / "unused", **env) as (address, _):
         async with Client.connect(address, "s1") as client:
             await client.receive()
             for n, text in enumerate([secret, "I sail on the lake at dawn", "my cat is Miso"]):
@@ -74,13 +46,13 @@ async def test_a_server_on_an_object_store_keeps_its_tables_there_and_deletes_fo
             listed = await rest.get("/memory/long-term", params={"kind": "turns"})
             [turn] = [t for t in listed.json()["items"] if t["text"] == secret]
             assert (await rest.delete(f"/memory/long-term/{turn['id']}")).status_code == 200
-        stored = _objects(s3)
+        stored = objects(s3)
     assert any(key.startswith("node-a/lancedb/messages.lance/") for key in stored)
     assert not any(secret.encode() in data for data in stored.values())
     assert not (tmp_path / "unused").exists()  # nothing local but MNEMO_LOCAL_DIR
     assert (tmp_path / "local" / "journal").is_dir()
 
-    with _serving(tmp_path / "unused", **env) as (address, _):
+    with serve_process(tmp_path / "unused", **env) as (address, _):
         async with Client.connect(address, "s1") as client:
             ready = await client.receive()
         assert (ready["resumed"], ready["turn_count"]) == (True, 3)

@@ -18,14 +18,11 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 
-from tests.fake_ollama import FakeOllama
-from tests.harness import Client, http, make_app, serve, settings_for
-from tests.test_app_notes import NoteModel, converse, session
+from testing.fake_ollama import FakeOllama
+from tests.app_notes import NoteModel, converse, session
+from tests.harness import ADMIN, KEYS, Client, http, make_app, one_turn, serve, settings_for
 
 pytestmark = pytest.mark.anyio
-
-KEYS = {"key-alice": "alice", "key-bob": "bob"}
-ADMIN = "admin-secret"
 
 
 @pytest.fixture
@@ -52,17 +49,6 @@ async def events_until(connection: ClientConnection, kind: str) -> list[dict[str
     while not seen or seen[-1]["kind"] != kind:
         seen.append(await next_event(connection))
     return seen
-
-
-async def one_turn(server: str, session: str, key: str, *, end: bool = True) -> None:
-    async with Client.connect(server, session, key) as client:
-        await client.receive()
-        await client.send(type="turn", id="t1", user="I live in Lyon", assistant="Nice")
-        await client.until("ack")
-        if end:
-            await client.send(type="end")
-            with anyio.fail_after(10):
-                await client.connection.wait_closed()
 
 
 async def test_tail_streams_a_sessions_life_as_it_happens(server: str) -> None:

@@ -16,7 +16,7 @@ import pytest
 from actors.errors import LlmError, LlmFailure, LlmTimeout, LlmUnavailable
 from schemas.llm import ChatChunk, PromptMessage
 from server.adapters.ollama import OllamaEmbedder, OllamaLlm
-from tests.fake_ollama import FakeOllama, Reply, hash_embed
+from testing.fake_ollama import FakeOllama, Reply, hash_embed
 
 pytestmark = pytest.mark.anyio
 

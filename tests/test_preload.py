@@ -15,7 +15,7 @@ from schemas.settings import Settings
 from server.adapters.ollama import OllamaLlm
 from server.app import create_app
 from server.main import build_store
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
 from tests.harness import Client, serve, settings_for
 
 pytestmark = pytest.mark.anyio

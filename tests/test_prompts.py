@@ -18,7 +18,7 @@ from schemas.llm import PromptMessage
 from schemas.predicates import PredicateSpec
 from schemas.records import AppNote
 from schemas.taxonomy import DEFAULT_CATEGORIES
-from tests.test_facts import make_fact
+from testing.records import make_fact
 
 GOLDEN = Path(__file__).resolve().parent / "data" / "prompts.txt"
 AT = datetime(2026, 5, 1, tzinfo=UTC)

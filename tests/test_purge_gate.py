@@ -14,7 +14,7 @@ from memory.hashing import HashEmbedder
 from schemas.records import AppNote
 from server.adapters.lance_common import PurgeGate
 from server.adapters.lance_store import LanceStore
-from tests.test_lance_store import _T0
+from tests.stored_rows import MESSAGES_T0
 
 pytestmark = pytest.mark.anyio
 
@@ -63,7 +63,7 @@ async def test_a_cancelled_read_still_lets_purges_through() -> None:
 
 
 def _note(n: int) -> AppNote:
-    at = _T0 + timedelta(seconds=n)
+    at = MESSAGES_T0 + timedelta(seconds=n)
     return AppNote(
         id=f"note_{n:08x}",
         user_id="u1",

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
 from tests.harness import Client, make_app, serve, settings_for
-from tests.test_import_rest import http, jsonl, post
+from tests.import_lines import http, jsonl, post
 
 pytestmark = pytest.mark.anyio
 

@@ -19,8 +19,8 @@ import pytest
 
 from testing.downloads import SMOLLM2
 from testing.real_model import serve_models
+from tests.app_notes import session
 from tests.harness import make_app, serve, settings_for
-from tests.test_app_notes import session
 
 pytestmark = pytest.mark.anyio
 

@@ -24,8 +24,8 @@ from schemas.records import Fact
 from schemas.settings import Settings
 from server.adapters.lance_store import LanceStore
 from server.adapters.onnx_embedder import EmbedderUnavailable
-from tests.test_facts import DAY, NOW, make_fact
-from tests.test_lance_store import message, put
+from testing.records import DAY, NOW, make_fact
+from tests.stored_rows import message, put
 
 pytestmark = pytest.mark.anyio
 

@@ -19,7 +19,7 @@ from server.adapters.lance_store import LanceStore, StoreMismatch
 from server.cli import main
 from server.datadir import DataDirLock
 from server.reembed import ReembedError, reembed
-from tests.records import T0, a_fact
+from testing.records import T0, a_fact
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from websockets.exceptions import InvalidStatus
 
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
 from tests.harness import Client, http, make_app, serve, settings_for
 
 pytestmark = pytest.mark.anyio

@@ -34,9 +34,9 @@ from memory.transfer import parse_line
 from schemas.settings import Settings
 from schemas.wire import MAX_TEXT, decode_client
 from server.cli import main
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
+from tests.app_notes import NoteModel
 from tests.harness import Client, make_app, serve, settings_for
-from tests.test_app_notes import NoteModel
 
 pytestmark = pytest.mark.anyio
 

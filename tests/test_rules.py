@@ -12,8 +12,8 @@ from memory import rules
 from memory.formats import RuleLine, memory_context
 from memory.rules import StoredRule, mark_harmful, mark_helpful, new_rule
 from schemas.records import Fact, Rule
+from testing.records import a_fact
 from tests.actor_world import world
-from tests.records import a_fact
 
 pytestmark = pytest.mark.anyio
 

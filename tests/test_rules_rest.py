@@ -14,7 +14,7 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
 from tests.harness import Client, http, make_app, serve, settings_for
 
 pytestmark = pytest.mark.anyio

@@ -22,7 +22,7 @@ from server.adapters.index_files import IndexFiles, UnreadableIndex
 from server.adapters.lance_store import LanceStore
 from server.adapters.message_entry import MessageEntry
 from server.adapters.message_search import MessageSearch
-from tests.test_lance_store import everything_on_disk, message, put
+from tests.stored_rows import everything_on_disk, message, put
 
 pytestmark = pytest.mark.anyio
 

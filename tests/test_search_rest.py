@@ -10,9 +10,9 @@ import pytest
 
 from memory.hashing import HashEmbedder
 from server.config import load_settings
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
 from tests.harness import Client, http, make_app, serve, settings_for
-from tests.test_import_rest import fact, jsonl, post, turn
+from tests.import_lines import fact, jsonl, post, turn
 
 pytestmark = pytest.mark.anyio
 

@@ -6,77 +6,24 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 from websockets.exceptions import ConnectionClosed
 
-from tests.harness import Client
+from testing.ports import free_port
+from tests.harness import Client, get_json, serve_process
 
 pytestmark = pytest.mark.anyio
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _get_json(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=10) as answer:
-        return json.loads(answer.read())
-
-
-@contextmanager
-def _serving(data: Path, **env: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """``mnemo serve`` on ``data``, in its own process (killed at the end if still running);
-    on ``MNEMO_PORT`` if ``env`` names one."""
-    port = int(env.get("MNEMO_PORT", 0)) or _free_port()
-    child_env = {
-        **os.environ,
-        "MNEMO_DATA_DIR": str(data),
-        "MNEMO_PORT": str(port),
-        "MNEMO_OLLAMA_URL": f"http://127.0.0.1:{_free_port()}",
-        "MNEMO_LLM_TIMEOUT": "2",
-    }
-    child_env.pop("MNEMO_EMBEDDER", None)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "server.cli", "serve"],
-        env={**child_env, **env},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1):
-                    break
-            except OSError:
-                assert process.poll() is None, process.stdout.read() if process.stdout else ""
-                assert time.monotonic() < deadline, "mnemo serve did not start in 60 s"
-                time.sleep(0.1)
-        yield f"127.0.0.1:{port}", process
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(10)
-        if process.stdout:
-            process.stdout.close()
-
-
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    with _serving(tmp_path / "data") as running:
+    with serve_process(tmp_path / "data") as running:
         yield running
 
 
@@ -127,7 +74,10 @@ async def test_a_stopping_server_tells_its_clients_to_reconnect_and_saves_their_
     tmp_path: Path,
 ) -> None:
     data = tmp_path / "data"
-    with _serving(data, MNEMO_EMBEDDER="hash", MNEMO_SAVE_INDEX_FROM="2") as (address, process):
+    with serve_process(data, MNEMO_EMBEDDER="hash", MNEMO_SAVE_INDEX_FROM="2") as (
+        address,
+        process,
+    ):
         async with Client.connect(address, "s1") as client:
             await client.receive()
             for n in range(2):
@@ -142,7 +92,7 @@ async def test_a_stopping_server_tells_its_clients_to_reconnect_and_saves_their_
         process.wait(30)
     assert closed == (1012, "")  # service restart: reconnect
     assert len(list((data / "indexes").glob("*.idx"))) == 1
-    with _serving(data, MNEMO_EMBEDDER="hash") as (address, _):
+    with serve_process(data, MNEMO_EMBEDDER="hash") as (address, _):
         async with Client.connect(address, "s1") as client:
             ready = await client.receive()
             await client.send(type="context", id="q", query="pier 1")
@@ -157,7 +107,7 @@ async def test_a_turn_acked_just_before_the_server_was_killed_is_archived_after_
     data = tmp_path / "data"
     # The journal never moves into the table by itself here: only the restart moves it.
     slow = {"MNEMO_EMBEDDER": "hash", "MNEMO_ARCHIVE_FLUSH_INTERVAL": "3600"}
-    with _serving(data, **slow) as (address, process):
+    with serve_process(data, **slow) as (address, process):
         async with Client.connect(address, "s1") as client:
             await client.receive()
             await client.send(type="turn", id="t1", user="My locker code is 4471", assistant="Ok")
@@ -166,8 +116,8 @@ async def test_a_turn_acked_just_before_the_server_was_killed_is_archived_after_
         process.wait(10)
     assert ack == {"type": "ack", "id": "t1", "turn": 1}
     assert list((data / "journal").glob("*.journal"))
-    with _serving(data, **slow) as (address, _):
-        listed = _get_json(f"http://{address}/memory/long-term?kind=turns")
+    with serve_process(data, **slow) as (address, _):
+        listed = get_json(f"http://{address}/memory/long-term?kind=turns")
     assert sorted(item["text"] for item in listed["items"]) == ["My locker code is 4471", "Ok"]
     assert not list((data / "journal").glob("*.journal"))
 
@@ -176,10 +126,10 @@ def test_a_second_server_on_the_same_data_directory_refuses_to_start_and_names_t
     tmp_path: Path,
 ) -> None:
     data = tmp_path / "data"
-    with _serving(data, MNEMO_EMBEDDER="hash") as (_, first):
+    with serve_process(data, MNEMO_EMBEDDER="hash") as (_, first):
         second = subprocess.run(
             [sys.executable, "-m", "server.cli", "serve"],
-            env={**os.environ, "MNEMO_DATA_DIR": str(data), "MNEMO_PORT": str(_free_port())},
+            env={**os.environ, "MNEMO_DATA_DIR": str(data), "MNEMO_PORT": str(free_port())},
             capture_output=True,
             text=True,
             timeout=60,
@@ -214,7 +164,7 @@ async def test_ctrl_c_stops_the_server_after_a_clean_shutdown_without_a_tracebac
     tmp_path: Path,
 ) -> None:
     data = tmp_path / "data"
-    with _serving(data, MNEMO_EMBEDDER="hash") as (address, process):
+    with serve_process(data, MNEMO_EMBEDDER="hash") as (address, process):
         async with Client.connect(address, "s1") as client:
             await client.receive()
             await client.send(type="turn", id="t1", user="My bike is green", assistant="Ok")
@@ -228,8 +178,8 @@ async def test_ctrl_c_stops_the_server_after_a_clean_shutdown_without_a_tracebac
     assert "Application shutdown complete." in log, log
     assert "Traceback" not in log, log
     assert "KeyboardInterrupt" not in log, log
-    with _serving(data, MNEMO_EMBEDDER="hash") as (address, _):
-        listed = _get_json(f"http://{address}/memory/long-term?kind=turns")
+    with serve_process(data, MNEMO_EMBEDDER="hash") as (address, _):
+        listed = get_json(f"http://{address}/memory/long-term?kind=turns")
     assert "My bike is green" in [item["text"] for item in listed["items"]]
 
 

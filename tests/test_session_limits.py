@@ -11,8 +11,8 @@ import pytest
 
 from actors.errors import TooManySessions
 from schemas.wire import Ack, Chat, Done, End, ServerMessage, Turn
+from testing.fake_ollama import FakeOllama
 from tests.actor_world import world
-from tests.fake_ollama import FakeOllama
 from tests.harness import Client, make_app, serve, settings_for
 
 pytestmark = pytest.mark.anyio

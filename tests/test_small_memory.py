@@ -19,8 +19,8 @@ import pytest
 from schemas.settings import MIN_SIMILARITY
 from server.main import build_app
 from tests.harness import Client, http, serve, settings_for
+from tests.import_lines import jsonl, post
 from tests.mcp_client import call, mcp_session
-from tests.test_import_rest import jsonl, post
 
 pytestmark = pytest.mark.anyio
 

@@ -13,10 +13,10 @@ from memory.hashing import HashEmbedder
 from memory.keys import mixed, statement_text
 from memory.recall import key_text, search_text
 from memory.text import query_text
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
 from tests.harness import make_app, serve, settings_for
-from tests.test_import_rest import http, jsonl, post
-from tests.test_memory_pure import YOGA, archived_turn
+from tests.import_lines import http, jsonl, post
+from tests.statements import YOGA, archived_turn
 
 AT = "2024-03-12T18:00:00Z"
 

@@ -12,9 +12,9 @@ import pytest
 from memory.episodes import new_episode
 from memory.rules import forget, new_rule
 from memory.stats import episode_stats, fact_stats, in_scope, rule_stats
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
+from testing.records import T0, a_fact
 from tests.harness import http, make_app, serve, settings_for
-from tests.records import T0, a_fact
 
 pytestmark = pytest.mark.anyio
 

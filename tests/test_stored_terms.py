@@ -12,7 +12,7 @@ from memory.hashing import HashEmbedder
 from server.adapters.lance_analyzer import Analyzer
 from server.adapters.lance_messages import TERMS_COLUMN
 from server.adapters.lance_store import LanceStore
-from tests.test_lance_store import message, put
+from tests.stored_rows import message, put
 
 pytestmark = pytest.mark.anyio
 

@@ -7,7 +7,7 @@ import pytest
 
 from memory.hashing import HashEmbedder
 from memory.text import MAX_INDEXED_BYTES, embedding_text, indexed_text, query_text
-from tests.fake_ollama import hash_embed
+from testing.fake_ollama import hash_embed
 
 
 def test_nul_bytes_are_removed_before_indexing() -> None:

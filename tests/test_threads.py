@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
 from tests.harness import make_app, serve, settings_for
 
 pytestmark = pytest.mark.anyio

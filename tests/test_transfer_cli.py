@@ -16,7 +16,7 @@ import pytest
 
 from server.cli import main
 from server.cli_upload import Counted, UploadFailed, count_lines, upload
-from tests.fake_ollama import FakeOllama
+from testing.fake_ollama import FakeOllama
 from tests.harness import make_app, serve, settings_for
 
 pytestmark = pytest.mark.anyio

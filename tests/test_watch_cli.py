@@ -14,9 +14,8 @@ import pytest
 from bench.common import free_port
 from server import watch_cli
 from server.cli import _parser
-from tests.fake_ollama import FakeOllama
-from tests.harness import Client, make_app, serve, settings_for
-from tests.test_observe import ADMIN, KEYS, one_turn
+from testing.fake_ollama import FakeOllama
+from tests.harness import ADMIN, KEYS, Client, make_app, one_turn, serve, settings_for
 
 pytestmark = pytest.mark.anyio
 

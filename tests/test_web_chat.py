@@ -13,28 +13,13 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser import Site, running_site
-from tests.fake_ollama import Reply
-
-#: Long enough for a loaded 2-core machine; Playwright's expect retries until then.
-WAIT = 20_000
+from testing.fake_ollama import Reply
+from tests.browser import WAIT, Site, open_chat, running_site, say
 
 
 @pytest.fixture(autouse=True)
 def _patient() -> None:
     expect.set_options(timeout=WAIT)
-
-
-def open_chat(page: Page, url: str) -> str:
-    """Open the page, wait until its session is live, and return the session id."""
-    page.goto(url)
-    expect(page.locator("#chat")).to_have_attribute("data-state", "live")
-    return page.locator("#session-id").input_value()
-
-
-def say(page: Page, text: str) -> None:
-    page.get_by_label("Message", exact=True).fill(text)
-    page.get_by_label("Message", exact=True).press("Enter")
 
 
 def record_bus(page: Page, event: str) -> None:

@@ -15,8 +15,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser import Site, chromium, running_site
-from tests.test_web_chat import WAIT, open_chat, say
+from tests.browser import WAIT, Site, chromium, open_chat, running_site, say
 
 #: What the other origin's page tries, each attempt's outcome in ``window.outcomes``.
 ATTACK = """

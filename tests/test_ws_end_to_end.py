@@ -9,7 +9,7 @@ import anyio
 import httpx
 import pytest
 
-from tests.fake_ollama import FakeOllama, Reply
+from testing.fake_ollama import FakeOllama, Reply
 from tests.harness import Client, chat_bodies, make_app, serve, settings_for
 
 pytestmark = pytest.mark.anyio
