@@ -571,8 +571,9 @@ def request(draw: st.DrawFn) -> Request:
     path = "/" + "/".join(
         quote(p, safe="") for p in draw(st.lists(st.text(_char, max_size=8), max_size=3))
     )
-    if path == "/" or path.split("/")[1] in ("web", "mcp"):
-        # The page and MCP are no REST (HTML, JSON-RPC): their own tests cover them.
+    if path == "/" or path.split("/")[1] in ("", "web", "mcp"):
+        # The page and MCP are no REST (HTML, JSON-RPC): their own tests cover them. A path
+        # starting "//" is a network-path reference to the client, which sends "/" instead.
         path = "/memory" + path
     return Request(method, path, params)
 
