@@ -233,7 +233,7 @@ def load_server(
     try:
         server_env = {
             "MNEMO_EMBEDDER": "hash",
-            "MNEMO_OLLAMA_URL": f"http://127.0.0.1:{port}",
+            "MNEMO_LLM_URL": f"http://127.0.0.1:{port}",
             "MNEMO_RATE_LIMIT": "100000",
             "MNEMO_RATE_BURST": "100000",
             "MNEMO_API_KEYS": ",".join(f"k{i}:u{i}" for i in range(users)),
