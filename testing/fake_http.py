@@ -157,4 +157,3 @@ class FakeHttpServer:
     async def _end_chunked(w: asyncio.StreamWriter) -> None:
         w.write(b"0\r\n\r\n")
         await w.drain()
-

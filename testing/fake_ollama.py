@@ -136,7 +136,9 @@ class FakeOllama(FakeHttpServer):
                 obj = "this is {not json"
             if fault and fault.stream_error_after == i:
                 obj = {"error": fault.error}
-            await self._send_chunk(w, (obj if isinstance(obj, str) else json.dumps(obj)).encode() + b"\n")
+            await self._send_chunk(
+                w, (obj if isinstance(obj, str) else json.dumps(obj)).encode() + b"\n"
+            )
             if isinstance(obj, dict) and "error" in obj:
                 break
             if delay and i < len(lines) - 1:
@@ -149,8 +151,13 @@ class FakeOllama(FakeHttpServer):
                 return self._faults.pop(i)
         return None
 
+    @staticmethod
+    def _structured(body: Json) -> bool:
+        """Whether the request asks for structured output (it takes ``script_json``)."""
+        return "format" in body
+
     def _next_reply(self, path: str, body: Json) -> Reply:
-        if self.json_default is not None and "format" in body:
+        if self.json_default is not None and self._structured(body):
             if self._json_replies:
                 return self._json_replies.pop(0)
             return Reply(content=self.json_default)
