@@ -18,6 +18,7 @@ from tests.harness import EMPTY_EXTRACTION, make_app, serve, settings_for
 __all__ = [
     "KEY",
     "OTHER_KEY",
+    "Mnemo",
     "World",
     "chat_requests",
     "running",
@@ -31,18 +32,12 @@ _C = TypeVar("_C")
 MODEL = "llama3.2"
 
 
-class World:
-    """mnemo at ``address`` in front of ``fake``, whose API is ``api``."""
+class Mnemo:
+    """mnemo at ``address``, and the clients of it to close when done (``keep``)."""
 
-    def __init__(self, api: str, fake: FakeOllama, address: str) -> None:
-        self.api, self.fake, self.address = api, fake, address
-        #: Clients to close when the world ends (``keep``).
+    def __init__(self, address: str) -> None:
+        self.address = address
         self.closing: list[Callable[[], Awaitable[Any]]] = []
-
-    def keep(self, client: _C, close: Callable[[], Awaitable[Any]]) -> _C:
-        """``client``, closed by ``close`` when the world ends."""
-        self.closing.append(close)
-        return client
 
     @property
     def url(self) -> str:
@@ -51,6 +46,23 @@ class World:
     def rest(self, key: str = KEY) -> httpx.AsyncClient:
         headers = {"Authorization": f"Bearer {key}"}
         return httpx.AsyncClient(base_url=self.url, headers=headers, timeout=10)
+
+    def keep(self, client: _C, close: Callable[[], Awaitable[Any]]) -> _C:
+        """``client``, closed by ``close`` when the world ends (``close_clients``)."""
+        self.closing.append(close)
+        return client
+
+    async def close_clients(self) -> None:
+        for close in self.closing:
+            await close()
+
+
+class World(Mnemo):
+    """mnemo at ``address`` in front of ``fake``, whose API is ``api``."""
+
+    def __init__(self, api: str, fake: FakeOllama, address: str) -> None:
+        super().__init__(address)
+        self.api, self.fake = api, fake
 
 
 @asynccontextmanager
@@ -69,8 +81,7 @@ async def running(tmp_path: Path, api: str, **changes: Any) -> AsyncIterator[Wor
             try:
                 yield world
             finally:
-                for close in world.closing:
-                    await close()
+                await world.close_clients()
 
 
 def chat_requests(fake: FakeOllama) -> list[dict[str, Any]]:
@@ -92,7 +103,7 @@ def system_text(body: dict[str, Any]) -> str:
     )
 
 
-async def turns_of(world: World, key: str = KEY) -> list[dict[str, Any]]:
+async def turns_of(world: Mnemo, key: str = KEY) -> list[dict[str, Any]]:
     """The user's archived turns, oldest first."""
     async with world.rest(key) as client:
         answer = await client.get("/memory/long-term", params={"kind": "turns", "limit": 200})
