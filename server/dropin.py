@@ -356,6 +356,8 @@ async def relayed(
     learned = False
     try:
         async for event in events:
+            if learned:
+                continue  # read to the end: the connection goes back to the pool
             out, text, done = step(event)
             parts.append(text)
             if done:
@@ -363,8 +365,6 @@ async def relayed(
                 await learn(request, caller, said, "".join(parts), meta)
             for piece in out:
                 yield piece
-            if done:
-                return
     except LlmFailure as exc:
         yield failure(f"the model server failed: {exc}")
     finally:
