@@ -33,13 +33,11 @@ from server.dropin import (
     relayed,
     streamed,
 )
+from server.dropin_answers import OpenAiToOllama, completion_to_ollama, openai_models_to_tags
 from server.dropin_translate import (
-    OpenAiToOllama,
-    completion_to_ollama,
     now_rfc3339,
     ollama_chat_to_openai,
     ollama_generate_to_openai,
-    openai_models_to_tags,
 )
 
 __all__ = ["OLLAMA_VERSION", "routes"]

@@ -32,13 +32,8 @@ from server.dropin import (
     relayed,
     streamed,
 )
-from server.dropin_translate import (
-    OllamaToOpenAi,
-    ollama_to_completion,
-    openai_chat_to_ollama,
-    tags_to_openai_models,
-    text_of,
-)
+from server.dropin_answers import OllamaToOpenAi, ollama_to_completion, tags_to_openai_models
+from server.dropin_translate import openai_chat_to_ollama, text_of
 
 __all__ = ["routes"]
 

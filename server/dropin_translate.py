@@ -1,30 +1,26 @@
-"""Between Ollama's chat API and OpenAI's chat completions, both ways: requests, answers
-(whole or streamed), model lists. Pure functions on decoded JSON.
+"""Between Ollama's chat API and OpenAI's chat completions: requests, both ways, and the
+pieces answers share (``server.dropin_answers``). Pure functions on decoded JSON.
 
 What one API has and the other lacks is left out (Ollama's ``keep_alive``, OpenAI's
 ``n``); what both have is carried over: messages with images and tool calls, tools,
-structured output (``format`` / ``response_format``), sampling options, token counts.
+structured output (``format`` / ``response_format``), sampling options.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from datetime import UTC, datetime
 from typing import Any
 
 __all__ = [
-    "OllamaToOpenAi",
-    "OpenAiToOllama",
+    "Json",
     "Translation",
-    "completion_to_ollama",
     "now_rfc3339",
+    "ollama_calls",
     "ollama_chat_to_openai",
     "ollama_generate_to_openai",
-    "ollama_to_completion",
+    "openai_calls",
     "openai_chat_to_ollama",
-    "openai_models_to_tags",
-    "tags_to_openai_models",
     "text_of",
 ]
 
@@ -71,6 +67,40 @@ def text_of(content: Any) -> str:
     return ""
 
 
+def ollama_calls(calls: list[Json]) -> list[Json]:
+    """OpenAI's tool calls (arguments as JSON text) as Ollama's (arguments as an object)."""
+    out = []
+    for call in calls:
+        function = call.get("function") or {}
+        arguments = function.get("arguments") or "{}"
+        try:
+            parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
+        except json.JSONDecodeError:
+            parsed = {"arguments": arguments}  # the model's broken JSON, kept as said
+        out.append({"function": {"name": function.get("name", ""), "arguments": parsed}})
+    return out
+
+
+def openai_calls(calls: list[Json], first: int) -> list[Json]:
+    """Ollama's tool calls as OpenAI's, numbered (``index``, and in the id) from ``first``."""
+    out = []
+    for i, call in enumerate(calls, first):
+        function = call.get("function") or {}
+        arguments = function.get("arguments", {})
+        out.append(
+            {
+                "index": i,
+                "id": f"call_{i}_{function.get('name', '')}",
+                "type": "function",
+                "function": {
+                    "name": function.get("name", ""),
+                    "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+                },
+            }
+        )
+    return out
+
+
 # -- requests: Ollama -> OpenAI ----------------------------------------------------------
 
 
@@ -79,9 +109,10 @@ def _data_url(image: str) -> str:
     return f"data:{kind};base64,{image}"
 
 
-def _message_to_openai(message: Json, calls: list[tuple[str, str]]) -> Json:
-    """One Ollama message as OpenAI's; ``calls`` holds the (id, name) of tool calls not yet
-    answered, which a ``tool`` message answers by name."""
+def _message_to_openai(message: Json, calls: list[tuple[str, str, bool]]) -> Json:
+    """One Ollama message as OpenAI's; ``calls`` holds the (id, name, answered) of the
+    conversation's tool calls so far: a ``tool`` message answers the first one of its name
+    not yet answered (Ollama's tool messages name the function, OpenAI's the call)."""
     role, content = message.get("role"), message.get("content") or ""
     out: Json = {"role": role, "content": content}
     images = message.get("images") or []
@@ -90,30 +121,15 @@ def _message_to_openai(message: Json, calls: list[tuple[str, str]]) -> Json:
         parts += [{"type": "image_url", "image_url": {"url": _data_url(i)}} for i in images]
         out["content"] = parts
     if message.get("tool_calls"):
-        out["tool_calls"] = []
-        for call in message["tool_calls"]:
-            function = call.get("function") or {}
-            ident = f"call_{len(calls)}_{function.get('name', '')}"
-            calls.append((ident, str(function.get("name", ""))))
-            arguments = function.get("arguments", {})
-            out["tool_calls"].append(
-                {
-                    "id": ident,
-                    "type": "function",
-                    "function": {
-                        "name": function.get("name", ""),
-                        "arguments": arguments
-                        if isinstance(arguments, str)
-                        else json.dumps(arguments),
-                    },
-                }
-            )
+        made = openai_calls(message["tool_calls"], len(calls))
+        calls += [(c["id"], c["function"]["name"], False) for c in made]
+        out["tool_calls"] = [{k: v for k, v in c.items() if k != "index"} for c in made]
     if role == "tool":
         name = message.get("tool_name") or message.get("name")
-        found = next((c for c in calls if name in (None, c[1])), None)
+        found = next((i for i, c in enumerate(calls) if not c[2] and name in (None, c[1])), None)
         if found is not None:
-            calls.remove(found)
-            out["tool_call_id"] = found[0]
+            calls[found] = (*calls[found][:2], True)
+            out["tool_call_id"] = calls[found][0]
         else:
             out["tool_call_id"] = f"call_{name or 'unknown'}"
     return out
@@ -144,7 +160,7 @@ def _common_to_openai(body: Json, messages: list[Json]) -> Json:
 
 def ollama_chat_to_openai(body: Json) -> Json:
     """An Ollama ``/api/chat`` request as a ``/v1/chat/completions`` one."""
-    calls: list[tuple[str, str]] = []
+    calls: list[tuple[str, str, bool]] = []
     out = _common_to_openai(body, [_message_to_openai(m, calls) for m in body["messages"]])
     if body.get("tools"):
         out["tools"] = body["tools"]
@@ -184,18 +200,9 @@ def _message_to_ollama(message: Json, names: dict[str, str]) -> Json:
         if images:
             out["images"] = images
     if message.get("tool_calls"):
-        out["tool_calls"] = []
         for call in message["tool_calls"]:
-            function = call.get("function") or {}
-            names[str(call.get("id"))] = str(function.get("name", ""))
-            arguments = function.get("arguments") or "{}"
-            try:
-                parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
-            except json.JSONDecodeError as exc:
-                raise Translation(f"tool call arguments are not JSON: {exc}") from None
-            out["tool_calls"].append(
-                {"function": {"name": function.get("name", ""), "arguments": parsed}}
-            )
+            names[str(call.get("id"))] = str((call.get("function") or {}).get("name", ""))
+        out["tool_calls"] = ollama_calls(message["tool_calls"])
     if message.get("role") == "tool":
         name = names.get(str(message.get("tool_call_id"))) or message.get("name")
         if name:
@@ -227,253 +234,3 @@ def openai_chat_to_ollama(body: Json) -> Json:
     elif response_format.get("type") == "json_schema":
         out["format"] = (response_format.get("json_schema") or {}).get("schema") or "json"
     return out
-
-
-# -- answers: OpenAI -> Ollama -----------------------------------------------------------
-
-
-def _done_reason(finish_reason: str | None) -> str:
-    return "length" if finish_reason == "length" else "stop"
-
-
-def _usage_counts(usage: Json | None) -> Json:
-    usage = usage or {}
-    return {
-        "prompt_eval_count": usage.get("prompt_tokens", 0),
-        "eval_count": usage.get("completion_tokens", 0),
-    }
-
-
-def _ollama_calls(calls: list[Json]) -> list[Json]:
-    out = []
-    for call in calls:
-        function = call.get("function") or {}
-        arguments = function.get("arguments") or "{}"
-        try:
-            parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
-        except json.JSONDecodeError:
-            parsed = {"arguments": arguments}  # the model's broken JSON, kept as said
-        out.append({"function": {"name": function.get("name", ""), "arguments": parsed}})
-    return out
-
-
-def completion_to_ollama(completion: Json, *, generate: bool, took_ns: int) -> Json:
-    """A whole chat completion as Ollama's whole answer (of ``/api/generate`` with
-    ``generate``, else of ``/api/chat``)."""
-    choice = (completion.get("choices") or [{}])[0]
-    message = choice.get("message") or {}
-    out: Json = {"model": completion.get("model", ""), "created_at": now_rfc3339()}
-    if generate:
-        out["response"] = message.get("content") or ""
-    else:
-        reply: Json = {"role": "assistant", "content": message.get("content") or ""}
-        if message.get("tool_calls"):
-            reply["tool_calls"] = _ollama_calls(message["tool_calls"])
-        out["message"] = reply
-    out |= {"done": True, "done_reason": _done_reason(choice.get("finish_reason"))}
-    return out | {"total_duration": took_ns} | _usage_counts(completion.get("usage"))
-
-
-class OpenAiToOllama:
-    """A streamed chat completion's chunks as Ollama's NDJSON lines: text as it comes, tool
-    calls (whose arguments OpenAI streams in pieces) whole at the end, then the ``done``
-    line with the token counts."""
-
-    def __init__(self, model: str, *, generate: bool) -> None:
-        self._model, self._generate = model, generate
-        self._calls: dict[int, Json] = {}
-        self._finish: str | None = None
-        self._usage: Json | None = None
-        self._started = time.monotonic_ns()
-
-    def _line(self, text: str, *, done: bool = False, calls: list[Json] | None = None) -> Json:
-        out: Json = {"model": self._model, "created_at": now_rfc3339()}
-        if self._generate:
-            out["response"] = text
-        else:
-            out["message"] = {"role": "assistant", "content": text}
-            if calls:
-                out["message"]["tool_calls"] = calls
-        out["done"] = done
-        return out
-
-    def feed(self, chunk: Json) -> list[Json]:
-        """The lines for one chunk (often one; none for a chunk without text)."""
-        self._usage = chunk.get("usage") or self._usage
-        lines = []
-        for choice in chunk.get("choices") or []:
-            delta = choice.get("delta") or {}
-            if delta.get("content"):
-                lines.append(self._line(delta["content"]))
-            for call in delta.get("tool_calls") or []:
-                held = self._calls.setdefault(int(call.get("index", 0)), {"function": {}})
-                function = call.get("function") or {}
-                if function.get("name"):
-                    held["function"]["name"] = function["name"]
-                pieces = held["function"].get("arguments", "") + (function.get("arguments") or "")
-                held["function"]["arguments"] = pieces
-            self._finish = choice.get("finish_reason") or self._finish
-        return lines
-
-    def finish(self) -> list[Json]:
-        """The last lines: held tool calls, then ``done``."""
-        lines = []
-        if self._calls:
-            calls = _ollama_calls([self._calls[i] for i in sorted(self._calls)])
-            lines.append(self._line("", calls=calls))
-        done = self._line("", done=True)
-        done["done_reason"] = _done_reason(self._finish)
-        done["total_duration"] = time.monotonic_ns() - self._started
-        lines.append(done | _usage_counts(self._usage))
-        return lines
-
-
-# -- answers: Ollama -> OpenAI -----------------------------------------------------------
-
-
-def _finish_reason(answer: Json, calls: bool) -> str:
-    if calls:
-        return "tool_calls"
-    return "length" if answer.get("done_reason") == "length" else "stop"
-
-
-def _usage(answer: Json) -> Json:
-    prompt, completion = answer.get("prompt_eval_count") or 0, answer.get("eval_count") or 0
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-    }
-
-
-def _openai_calls(calls: list[Json], first: int) -> list[Json]:
-    out = []
-    for i, call in enumerate(calls, first):
-        function = call.get("function") or {}
-        arguments = function.get("arguments", {})
-        out.append(
-            {
-                "index": i,
-                "id": f"call_{i}_{function.get('name', '')}",
-                "type": "function",
-                "function": {
-                    "name": function.get("name", ""),
-                    "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
-                },
-            }
-        )
-    return out
-
-
-def ollama_to_completion(answer: Json, *, ident: str, model: str) -> Json:
-    """Ollama's whole ``/api/chat`` answer as a chat completion."""
-    message = answer.get("message") or {}
-    reply: Json = {"role": "assistant", "content": message.get("content") or ""}
-    calls = message.get("tool_calls") or []
-    if calls:
-        reply["tool_calls"] = [
-            {k: v for k, v in c.items() if k != "index"} for c in _openai_calls(calls, 0)
-        ]
-    choice = {
-        "index": 0,
-        "message": reply,
-        "logprobs": None,
-        "finish_reason": _finish_reason(answer, bool(calls)),
-    }
-    return {
-        "id": ident,
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [choice],
-        "usage": _usage(answer),
-    }
-
-
-class OllamaToOpenAi:
-    """Ollama's streamed ``/api/chat`` lines as chat completion chunks: the first carries
-    the role, then text and tool calls, then the ``finish_reason``, then (with
-    ``include_usage``) the usage chunk, whose ``choices`` is empty."""
-
-    def __init__(self, *, ident: str, model: str, include_usage: bool) -> None:
-        self._head: Json = {
-            "id": ident,
-            "object": "chat.completion.chunk",
-            "created": int(time.time()),
-            "model": model,
-        }
-        self._include_usage = include_usage
-        self._calls = 0
-
-    def _chunk(self, delta: Json, finish: str | None = None) -> Json:
-        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
-        chunk = self._head | {"choices": [choice]}
-        if self._include_usage:
-            chunk["usage"] = None
-        return chunk
-
-    def start(self) -> Json:
-        """The first chunk: the assistant's role."""
-        return self._chunk({"role": "assistant", "content": ""})
-
-    def feed(self, line: Json) -> list[Json]:
-        """The chunks for one line (the ``done`` line ends with the last ones)."""
-        message = line.get("message") or {}
-        chunks = []
-        if message.get("content"):
-            chunks.append(self._chunk({"content": message["content"]}))
-        calls = message.get("tool_calls") or []
-        if calls:
-            chunks.append(self._chunk({"tool_calls": _openai_calls(calls, self._calls)}))
-            self._calls += len(calls)
-        if line.get("done"):
-            chunks.append(self._chunk({}, _finish_reason(line, self._calls > 0)))
-            if self._include_usage:
-                chunks.append(self._head | {"choices": [], "usage": _usage(line)})
-        return chunks
-
-
-# -- model lists -------------------------------------------------------------------------
-
-
-def openai_models_to_tags(models: Json) -> Json:
-    """``/v1/models`` as Ollama's ``/api/tags``."""
-    entries = []
-    for model in models.get("data") or []:
-        created = datetime.fromtimestamp(int(model.get("created") or 0), UTC)
-        entries.append(
-            {
-                "name": model.get("id", ""),
-                "model": model.get("id", ""),
-                "modified_at": created.isoformat().replace("+00:00", "Z"),
-                "size": 0,
-                "digest": "",
-                "details": {
-                    "format": "",
-                    "family": "",
-                    "parameter_size": "",
-                    "quantization_level": "",
-                },
-            }
-        )
-    return {"models": entries}
-
-
-def tags_to_openai_models(tags: Json) -> Json:
-    """Ollama's ``/api/tags`` as ``/v1/models``."""
-    data = []
-    for model in tags.get("models") or []:
-        try:
-            stamp = datetime.fromisoformat(str(model.get("modified_at")).replace("Z", "+00:00"))
-            created = int(stamp.timestamp())
-        except ValueError:
-            created = 0
-        data.append(
-            {
-                "id": model.get("name", ""),
-                "object": "model",
-                "created": created,
-                "owned_by": "library",
-            }
-        )
-    return {"object": "list", "data": data}
