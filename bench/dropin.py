@@ -3,6 +3,7 @@ server directly (issue 46: mnemo adds at most 10 ms at p99), and what a user's 1
 memories add to a request.
 
     python -m bench.dropin [--requests 300] [--facts 15000] [--embedder onnx-minilm]
+                           [--pause 0.25] [--data DIR]
 
 A fake Ollama in its own process streams a short reply at once (so the time to its first
 token is the model server's floor, about a millisecond), and ``mnemo serve`` runs in
@@ -15,8 +16,12 @@ a time over loopback HTTP, each a new question in the same session
 mnemo for the user without memories and for the user with them (memory searched, the
 block put in the prompt, the exchange archived and learned from); and
 ``POST /v1/chat/completions`` through mnemo for that user (translated to Ollama's API).
-Each is timed from sending to the first line (or event) that carries text. Prints the
-setup and a table, writes ``bench/results/dropin.json``.
+Each is timed from sending to the first line (or event) that carries text, and followed
+by ``--pause`` seconds in which the learning it started settles, as it would between a
+user's messages. Then each kind again, ``--requests`` in a row without pauses, for the
+server's CPU per request (the learning included). ``--data DIR`` keeps the seeded data
+directory for another run. Prints the setup and a table, writes
+``bench/results/dropin.json``.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import json
 import os
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -69,6 +75,14 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--facts", type=int, default=15_000)
     parser.add_argument("--embedder", default="onnx-minilm")
+    parser.add_argument(
+        "--pause",
+        type=float,
+        default=0.25,
+        help="seconds after each request: the learning it started settles, as between a"
+        " user's messages",
+    )
+    parser.add_argument("--data", help="keep the seeded data directory here (reused if it exists)")
     parser.add_argument("--name", default="dropin", help="bench/results/<name>.json")
     args = parser.parse_args()
     env = {
@@ -90,10 +104,13 @@ def main() -> None:
         "mnemo_openai_with_memories": [],
     }
     result: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory(prefix="mnemo-bench-") as data_dir:
-        started = time.perf_counter()
-        asyncio.run(_seed(data_dir, {**env, "MNEMO_LLM_URL": "http://127.0.0.1:9"}, args.facts, 0))
-        result["seed_s"] = round(time.perf_counter() - started, 1)
+    with tempfile.TemporaryDirectory(prefix="mnemo-bench-") as tmp:
+        data_dir = args.data or tmp
+        if not (Path(data_dir) / "lancedb" / "facts.lance").exists():
+            started = time.perf_counter()
+            seeding = {**env, "MNEMO_LLM_URL": "http://127.0.0.1:9"}
+            asyncio.run(_seed(data_dir, seeding, args.facts, 0))
+            result["seed_s"] = round(time.perf_counter() - started, 1)
         with (
             fake_model() as (url, _),
             served({**env, "MNEMO_LLM_URL": url}, data_dir=data_dir) as (address, process),
@@ -129,6 +146,7 @@ def main() -> None:
                     took = _first_text_ms(client, path, body, sse)
                     if n >= 0:
                         series[name].append(took)
+                    time.sleep(args.pause)
             # The server's CPU per request of each kind (the load of the machine moves
             # latency; this moves less): a block of requests of one kind after another.
             cpu: dict[str, float] = {}
@@ -158,6 +176,7 @@ def main() -> None:
     result.update(
         {
             "requests": args.requests,
+            "pause_s": args.pause,
             "facts": args.facts,
             "active_facts": active,
             "first_token_ms": rows,
@@ -178,8 +197,8 @@ def main() -> None:
     print(
         f"drop-in time to first token: {args.requests} requests per row, one at a time; "
         f"{setup['cores']} cores ({setup['cpu']}); embedder {args.embedder}; fake Ollama and "
-        f"mnemo each in their own process; one user with {args.facts} facts ({active} active,"
-        f" seeded in {result['seed_s']} s), one with none"
+        f"mnemo each in their own process; one user with {args.facts} facts ({active} active),"
+        f" one with none; {args.pause} s after each request"
     )
     print(f"  {'':<44}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}  (ms)")
     labels = {

@@ -132,7 +132,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     default_user: str = "local"
     #: Seconds a session may stay idle before it expires.
     idle_timeout: _Positive = 1800.0
-    #: Seconds to wait for Ollama (connect, and between two streamed chunks).
+    #: Seconds to wait for the model server (connect, and between two streamed chunks).
     llm_timeout: _Positive = 30.0
     #: Seconds a ``turn`` may wait for durability before it is answered with an error.
     ack_timeout: _Positive = 10.0
