@@ -19,7 +19,7 @@ import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 import httpx
@@ -39,7 +39,7 @@ from schemas.llm import PromptMessage
 from schemas.settings import Settings
 from schemas.wire import NAME_PATTERN, ServerMessage, Turn
 from server.adapters.openai_compat import error_text
-from server.adapters.upstream import Upstream
+from server.adapters.upstream import Api, Upstream
 from server.auth import bearer, user_for_token
 from server.budget import UserBudgets
 from server.dropin_translate import Translation, text_of
@@ -78,8 +78,6 @@ _MAX_BODY = 32 << 20
 #: How long a finished (or abandoned) exchange may take to reach its session's mailbox.
 _LEARN_TIMEOUT = 5.0
 
-Shape = Literal["ollama", "openai"]
-
 
 class ApiError(Exception):
     """Answered with ``status`` in the API's own error shape."""
@@ -89,7 +87,7 @@ class ApiError(Exception):
         self.status, self.message, self.kind = status, message, kind
 
 
-def error_response(shape: Shape, status: int, message: str, kind: str) -> Response:
+def error_response(shape: Api, status: int, message: str, kind: str) -> Response:
     """Ollama's ``{"error": "..."}`` or OpenAI's ``{"error": {"message", "type", ...}}``."""
     body: Any = {"error": message}
     if shape == "openai":
@@ -230,7 +228,7 @@ async def learn(
 Handler = Callable[[Request, str], Awaitable[Response]]
 
 
-def endpoint(shape: Shape, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+def endpoint(shape: Api, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
     """A drop-in route: the user from the bearer key (401 without a valid one), the
     user's request budget, and every failure in ``shape``'s own error shape."""
 

@@ -27,8 +27,8 @@ so chats answer ``llm_unavailable`` and the rule-based reader learns). Kinds:
 - ``file NAME``: the block is saved as ``NAME`` for the examples after it.
 - ``config``: a TOML settings file the server must accept.
 - ``python``: a Python script (the ``ollama`` and ``openai`` clients pointed at
-  ``localhost:8000``, which is the server); what it prints must match the ``#> ``
-  lines at its end.
+  ``localhost:8000``, which is the server); what it prints must match the comment lines
+  that end the block (``# `` and the printed line).
 
 Shown output matches up to what changes from run to run: times, dates, ids and
 uuids are normalized, latencies (``ms``, ``*_ms``) match any number; ``...`` as a
@@ -272,9 +272,12 @@ def _python(code: str) -> str:
 
 
 async def run_python(block: Block, address: str) -> None:
-    lines = block.body.splitlines()
-    shown = [line.removeprefix("#> ") for line in lines if line.startswith("#> ")]
-    code = "\n".join(line for line in lines if not line.startswith("#> "))
+    lines = block.body.rstrip().splitlines()
+    output = len(lines)
+    while output > 0 and lines[output - 1].startswith("# "):
+        output -= 1
+    shown = [line.removeprefix("# ") for line in lines[output:]]
+    code = "\n".join(lines[:output])
     code = re.sub(r"(http://)?(127\.0\.0\.1|localhost):8000", f"http://{address}", code)
     out = await anyio.to_thread.run_sync(_python, code)
     problem = mismatch("\n".join(shown), normalized(out.strip()))
