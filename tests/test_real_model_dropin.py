@@ -105,9 +105,12 @@ async def test_the_openai_sdk_gets_the_real_reply_translated_with_its_usage(worl
     assert usage.prompt_tokens > 0
 
 
-async def test_a_fact_said_in_one_conversation_lengthens_the_prompt_of_a_later_one(
+async def test_a_later_conversations_prompt_carries_the_memory_block_unless_opted_out(
     world: Mnemo,
 ) -> None:
+    """The block's words are checked with the fake model (tests/test_dropin_*.py); here,
+    that the real model's prompt grows by it (the earlier turn recalled, and what was
+    learned or the welcome prompt) and does not without it."""
     said = [{"role": "user", "content": "My name is Ada and I live in Lisbon."}]
     await ollama_client(world).chat(model=MODEL, messages=said)
     await wait_for(lambda: _two(world), timeout=60)
@@ -116,7 +119,6 @@ async def test_a_fact_said_in_one_conversation_lengthens_the_prompt_of_a_later_o
         model=MODEL, messages=later
     )
     remembered = await ollama_client(world).chat(model=MODEL, messages=later)
-    # The memory block (the turn about Lisbon) is in the second prompt only.
     assert (remembered.prompt_eval_count or 0) > (bare.prompt_eval_count or 0) + 10
 
 
