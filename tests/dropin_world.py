@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 import anyio
 import httpx
 
-from tests.fake_ollama import FakeOllama
-from tests.fake_openai import FakeOpenAi
+from testing.fake_ollama import FakeOllama
+from testing.fake_openai import FakeOpenAi
 from tests.harness import EMPTY_EXTRACTION, make_app, serve, settings_for
 
 __all__ = [

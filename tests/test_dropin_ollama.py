@@ -12,6 +12,7 @@ import httpx
 import ollama
 import pytest
 
+from testing.fake_ollama import Reply
 from tests.dropin_world import (
     KEY,
     OTHER_KEY,
@@ -22,7 +23,6 @@ from tests.dropin_world import (
     turns_of,
     wait_for,
 )
-from tests.fake_ollama import Reply
 
 pytestmark = pytest.mark.anyio
 

@@ -13,6 +13,7 @@ import anyio
 import openai
 import pytest
 
+from testing.fake_ollama import Reply
 from tests.dropin_world import (
     KEY,
     OTHER_KEY,
@@ -23,7 +24,6 @@ from tests.dropin_world import (
     turns_of,
     wait_for,
 )
-from tests.fake_ollama import Reply
 
 pytestmark = pytest.mark.anyio
 

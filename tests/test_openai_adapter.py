@@ -15,9 +15,9 @@ import pytest
 from actors.errors import LlmError, LlmInvalidOutput, LlmTimeout, LlmUnavailable
 from schemas.llm import ChatChunk, PromptMessage
 from server.adapters.openai_compat import OpenAiLlm
+from testing.fake_ollama import Reply
+from testing.fake_openai import FakeOpenAi
 from tests.dropin_world import chat_requests, running, turns_of, wait_for
-from tests.fake_ollama import Reply
-from tests.fake_openai import FakeOpenAi
 from tests.harness import Client
 
 pytestmark = pytest.mark.anyio

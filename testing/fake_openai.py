@@ -18,8 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from tests.fake_http import Json
-from tests.fake_ollama import FakeOllama, Fault, Reply, _tokens
+from testing.fake_http import Json
+from testing.fake_ollama import FakeOllama, Fault, Reply, _tokens
 
 __all__ = ["FakeOpenAi"]
 
