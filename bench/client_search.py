@@ -124,7 +124,7 @@ def _keys(users: int) -> dict[str, str]:
 def _env(users: int) -> dict[str, str]:
     return {
         "MNEMO_EMBEDDER": "onnx-minilm",
-        "MNEMO_OLLAMA_URL": "http://127.0.0.1:9",
+        "MNEMO_LLM_URL": "http://127.0.0.1:9",
         "MNEMO_RATE_LIMIT": "100000",
         "MNEMO_RATE_BURST": "100000",
         "MNEMO_API_KEYS": ",".join(f"{k}:{u}" for k, u in _keys(users).items()),
@@ -201,7 +201,7 @@ def _stand_in() -> None:
     settings = load_settings(os.environ)
     embedder = StandIn(384)
     store = build_store(settings, embedder)
-    llm = OllamaLlm(settings.ollama_url, timeout=settings.llm_timeout)
+    llm = OllamaLlm(settings.llm_url, timeout=settings.llm_timeout)
     app = create_app(settings, llm=llm, store=store, embedder=embedder)
     uvicorn.run(app, host="127.0.0.1", port=settings.port, log_level="warning")
 

@@ -209,7 +209,7 @@ def _start(
             "MNEMO_API_KEYS": ",".join(f"{k}:{u}" for k, u in keys.items()),
             "MNEMO_EMBEDDER": "hash",
             "MNEMO_PRELOAD_EMBEDDER": "false",
-            "MNEMO_OLLAMA_URL": f"http://127.0.0.1:{free_port()}",
+            "MNEMO_LLM_URL": f"http://127.0.0.1:{free_port()}",
             "MNEMO_LLM_TIMEOUT": "1",
             **(extra or {}),
         }

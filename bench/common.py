@@ -22,6 +22,7 @@ __all__ = [
     "ADMIN_KEY",
     "REPLY",
     "cpu_seconds",
+    "fake_model",
     "free_port",
     "load_answer",
     "load_server",
@@ -215,25 +216,48 @@ def _fake_ollama(port: int, responder: Callable[[str, dict[str, Any]], Any]) -> 
 
 
 @contextmanager
-def load_server(
-    users: int,
-    env: Mapping[str, str],
+def fake_model(
     responder: Callable[[str, dict[str, Any]], Any] = load_answer,
-) -> Iterator[tuple[str, int, int]]:
-    """``mnemo serve`` (hash embedder, no rate limit) against a fake Ollama in another
-    process that answers with ``responder`` (a picklable callable; by default
-    ``load_answer``: streams ``REPLY`` at once and extracts no facts); API keys ``k<i>``
-    for users ``u<i>``, ``i < users``, and ``ADMIN_KEY``. ``env`` adds or overrides
-    server variables. Yields (``host:port``, server pid, fake Ollama pid)."""
+) -> Iterator[tuple[str, int]]:
+    """A fake Ollama in its own process that answers with ``responder`` (a picklable
+    callable; by default ``load_answer``: streams ``REPLY`` at once and extracts no
+    facts); yields (its URL, its pid)."""
     port = free_port()
     fake = multiprocessing.get_context("spawn").Process(
         target=_fake_ollama, args=(port, responder), daemon=True
     )
     fake.start()
     try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/api/version", timeout=1):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the fake model did not start") from None
+                time.sleep(0.05)
+        assert fake.pid is not None
+        yield url, fake.pid
+    finally:
+        fake.terminate()
+
+
+@contextmanager
+def load_server(
+    users: int,
+    env: Mapping[str, str],
+    responder: Callable[[str, dict[str, Any]], Any] = load_answer,
+) -> Iterator[tuple[str, int, int]]:
+    """``mnemo serve`` (hash embedder, no rate limit) against a fake Ollama in another
+    process (``fake_model`` with ``responder``); API keys ``k<i>`` for users ``u<i>``,
+    ``i < users``, and ``ADMIN_KEY``. ``env`` adds or overrides server variables. Yields
+    (``host:port``, server pid, fake Ollama pid)."""
+    with fake_model(responder) as (url, fake_pid):
         server_env = {
             "MNEMO_EMBEDDER": "hash",
-            "MNEMO_OLLAMA_URL": f"http://127.0.0.1:{port}",
+            "MNEMO_LLM_URL": url,
             "MNEMO_RATE_LIMIT": "100000",
             "MNEMO_RATE_BURST": "100000",
             "MNEMO_API_KEYS": ",".join(f"k{i}:u{i}" for i in range(users)),
@@ -241,7 +265,4 @@ def load_server(
             **env,
         }
         with served(server_env) as (address, process):
-            assert fake.pid is not None
-            yield address, process.pid, fake.pid
-    finally:
-        fake.terminate()
+            yield address, process.pid, fake_pid

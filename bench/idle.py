@@ -144,7 +144,7 @@ def idle_server(extra: dict[str, str], idle_seconds: float = 5.0) -> dict[str, A
     search (ms), the RSS after them; on a second server, idle as long, a new user's
     first ``context`` sent as soon as its session is ready (ms); then the same parts one
     by one in a child process (``bench.idle_parts``). ``extra`` adds server variables."""
-    env = {"MNEMO_OLLAMA_URL": "http://127.0.0.1:9", "MNEMO_API_KEYS": "k0:u0", **extra}
+    env = {"MNEMO_LLM_URL": "http://127.0.0.1:9", "MNEMO_API_KEYS": "k0:u0", **extra}
     started = time.perf_counter()
     with served(env) as (address, process):
         ready_ms = (time.perf_counter() - started) * 1000

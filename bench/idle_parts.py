@@ -51,11 +51,11 @@ def main() -> None:
 
     parts["mnemo modules"] = _rss()
     with tempfile.TemporaryDirectory(prefix="mnemo-idle-") as tmp:
-        env = {"MNEMO_DATA_DIR": tmp, "MNEMO_OLLAMA_URL": "http://127.0.0.1:9"}
+        env = {"MNEMO_DATA_DIR": tmp, "MNEMO_LLM_URL": "http://127.0.0.1:9"}
         settings = load_settings(env)
         embedder = build_embedder(settings)
         store = build_store(settings, embedder)
-        llm = OllamaLlm(settings.ollama_url, timeout=settings.llm_timeout)
+        llm = OllamaLlm(settings.llm_url, timeout=settings.llm_timeout)
         app = create_app(settings, llm=llm, store=store, embedder=embedder)
 
         async def run() -> None:

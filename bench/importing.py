@@ -81,7 +81,7 @@ def main() -> None:
     parser.add_argument("--embedder", default="hash")
     args = parser.parse_args()
     body = _body(args.turns)
-    env = {"MNEMO_EMBEDDER": args.embedder, "MNEMO_OLLAMA_URL": "http://127.0.0.1:9"}
+    env = {"MNEMO_EMBEDDER": args.embedder, "MNEMO_LLM_URL": "http://127.0.0.1:9"}
     with (
         server_process(env) as address,
         httpx.Client(base_url=f"http://{address}", timeout=600) as client,

@@ -168,7 +168,7 @@ def main() -> None:
     try:
         env = {
             "MNEMO_EMBEDDER": args.embedder,
-            "MNEMO_OLLAMA_URL": fake.url,
+            "MNEMO_LLM_URL": fake.url,
             "MNEMO_RATE_LIMIT": "100000",
             "MNEMO_RATE_BURST": "100000",
             "MNEMO_EXTRACT_CONCURRENCY": "4",

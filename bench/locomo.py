@@ -210,7 +210,7 @@ def main() -> None:
     samples = json.loads(args.data.read_text())
     env = {
         "MNEMO_EMBEDDER": args.embedder,
-        "MNEMO_OLLAMA_URL": "http://127.0.0.1:9",  # nothing listens: no model is needed
+        "MNEMO_LLM_URL": "http://127.0.0.1:9",  # nothing listens: no model is needed
         "MNEMO_API_KEYS": ",".join(f"k{i}:{s['sample_id']}" for i, s in enumerate(samples)),
     }
     name = "locomo"

@@ -358,7 +358,7 @@ def main() -> None:
     labels = {label["question_id"]: label for label in json.loads(args.labels.read_text())}
     env = {
         "MNEMO_EMBEDDER": args.embedder,
-        "MNEMO_OLLAMA_URL": "http://127.0.0.1:9",  # nothing listens: no model is needed
+        "MNEMO_LLM_URL": "http://127.0.0.1:9",  # nothing listens: no model is needed
         "MNEMO_API_KEYS": ",".join(f"k{i}:{r['question_id']}" for i, r in enumerate(records)),
         # Importing a haystack is one request of ~1 MB: no per-user rate limit here.
         "MNEMO_USER_RATE": "1000000",

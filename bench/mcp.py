@@ -58,7 +58,7 @@ GOAL_P95_MS = 15.0
 def _env(embedder: str, memories: int) -> dict[str, str]:
     return {
         "MNEMO_EMBEDDER": embedder,
-        "MNEMO_OLLAMA_URL": "http://127.0.0.1:9",  # no model: neither tool needs one
+        "MNEMO_LLM_URL": "http://127.0.0.1:9",  # no model: neither tool needs one
         "MNEMO_API_KEYS": f"{_KEY}:{_USER}",
         "MNEMO_ADMIN_KEYS": ADMIN_KEY,
         "MNEMO_MAX_FACTS": str(memories + 1000),  # the default cap keeps 500 active

@@ -432,7 +432,7 @@ def main() -> None:
         fake = FakeOllama(models=["llama3.2"], responder=model).start_in_thread()
     env = {
         "MNEMO_API_KEYS": ",".join(f"k{i}:u{i}" for i in range(len(dialogues))),
-        "MNEMO_OLLAMA_URL": fake.url if fake is not None else _CLOSED_PORT,
+        "MNEMO_LLM_URL": fake.url if fake is not None else _CLOSED_PORT,
     }
     started = time.perf_counter()
     try:

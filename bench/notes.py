@@ -122,7 +122,7 @@ def main() -> None:
     try:
         env = {
             "MNEMO_EMBEDDER": "hash",
-            "MNEMO_OLLAMA_URL": fake.url,
+            "MNEMO_LLM_URL": fake.url,
             "MNEMO_RATE_LIMIT": "100000",
             "MNEMO_RATE_BURST": "100000",
             "MNEMO_API_KEYS": f"{_KEY}:u0",

@@ -206,7 +206,7 @@ def mnemo_env(users: int, embedder: str) -> dict[str, str]:
     keys = [f"k{i}:u{i}" for i in range(users)] + [f"k{_WARM_USER}:{_WARM_USER}"]
     return {
         "MNEMO_EMBEDDER": embedder,
-        "MNEMO_OLLAMA_URL": "http://127.0.0.1:9",  # nothing listens: importing needs no model
+        "MNEMO_LLM_URL": "http://127.0.0.1:9",  # nothing listens: importing needs no model
         "MNEMO_API_KEYS": ",".join(keys),
         "MNEMO_RATE_LIMIT": "1000000",
         "MNEMO_RATE_BURST": "1000000",

@@ -142,7 +142,7 @@ def main() -> None:
     args = parser.parse_args()
     env = {
         "MNEMO_EMBEDDER": "hash",
-        "MNEMO_OLLAMA_URL": "http://127.0.0.1:9",
+        "MNEMO_LLM_URL": "http://127.0.0.1:9",
         "MNEMO_RATE_LIMIT": "1000000",
         "MNEMO_RATE_BURST": "1000000",
         "MNEMO_USER_RATE": "1000000",  # the default, 100 units/s, would time the budget

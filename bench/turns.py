@@ -84,7 +84,7 @@ def main() -> None:
     args = parser.parse_args()
     env = {
         "MNEMO_EMBEDDER": args.embedder,
-        "MNEMO_OLLAMA_URL": "http://127.0.0.1:9",
+        "MNEMO_LLM_URL": "http://127.0.0.1:9",
         "MNEMO_RATE_LIMIT": "100000",
         "MNEMO_RATE_BURST": "100000",
     }

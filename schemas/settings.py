@@ -108,7 +108,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: server, with CORS; a page of the server's own origin, and clients that send no
     #: ``Origin``, always may.
     allowed_origins: list[str] = []
-    ollama_url: str = "http://127.0.0.1:11434"
+    #: The API of the model server: ``ollama`` (Ollama's ``/api/chat``) or ``openai``
+    #: (an OpenAI-compatible ``/v1/chat/completions``: llama.cpp's server, vLLM, LM Studio).
+    #: Chats, extraction, notes and the drop-in endpoints all use it.
+    llm_api: Literal["ollama", "openai"] = "ollama"
+    #: The model server's address (for ``openai``, with or without the trailing ``/v1``).
+    llm_url: str = "http://127.0.0.1:11434"
     chat_model: str = "llama3.2"
     extract_model: str = "llama3.2"
     #: ``onnx-minilm`` (bundled, default), ``ollama:<model>`` or ``hash`` (tests).
@@ -127,7 +132,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     default_user: str = "local"
     #: Seconds a session may stay idle before it expires.
     idle_timeout: _Positive = 1800.0
-    #: Seconds to wait for Ollama (connect, and between two streamed chunks).
+    #: Seconds to wait for the model server (connect, and between two streamed chunks).
     llm_timeout: _Positive = 30.0
     #: Seconds a ``turn`` may wait for durability before it is answered with an error.
     ack_timeout: _Positive = 10.0

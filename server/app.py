@@ -29,7 +29,8 @@ from actors.sweeper import Sweeper
 from actors.wiring import build_deps
 from actors.writer import ArchiveWriter
 from schemas.settings import Settings
-from server import http, observe, rest, site, ws
+from server import dropin_ollama, dropin_openai, http, observe, rest, site, ws
+from server.adapters.upstream import Upstream
 from server.boundary import Boundary
 from server.budget import UserBudgets
 from server.cluster.node import ClusterNode
@@ -64,6 +65,8 @@ class AppState(TypedDict):
     tails: Counter[str]
     #: A cluster node's ownership of users (None: a single server owns everyone).
     cluster: Ownership | None
+    #: The model server, for the drop-in endpoints' relayed requests.
+    upstream: Upstream
 
 
 async def _optimize_learned(store: Store, cleanup_older_than: float) -> None:
@@ -109,6 +112,7 @@ def create_app(
     does no I/O. With ``cluster``, the app is one node of a cluster (its store's journal
     made by ``cluster.journal``)."""
     mcp_server = new_server()
+    upstream = Upstream(settings.llm_api, settings.llm_url, timeout=settings.llm_timeout)
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[AppState]:
@@ -195,6 +199,7 @@ def create_app(
                                 mcp=mcp,
                                 tails=Counter(),
                                 cluster=cluster.ownership if cluster is not None else None,
+                                upstream=upstream,
                             )
                         sessions.cancel_scope.cancel()
                     # Sessions are gone and have queued their snapshots: now stop the writer,
@@ -208,6 +213,7 @@ def create_app(
         finally:
             stop_timing_gc()
             with anyio.CancelScope(shield=True):
+                await upstream.aclose()
                 await llm.aclose()
                 await store.aclose()
 
@@ -216,6 +222,8 @@ def create_app(
         WebSocketRoute("/ws/{session_id}", ws.chat_socket),
         Route("/mcp", McpEndpoint()),
         *rest.routes,
+        *dropin_ollama.routes,
+        *dropin_openai.routes,
         *site.routes,
     ]
     app = Starlette(

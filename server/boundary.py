@@ -40,7 +40,8 @@ _DEFAULT_PORTS = {"http": "80", "https": "443", "ws": "80", "wss": "443"}
 #: What a page of a listed origin may send and read (``/mcp`` needs its session headers).
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 _HEADERS = ("Authorization", "Content-Type", "Last-Event-ID", "Mcp-Protocol-Version",
-            "Mcp-Session-Id")  # fmt: skip
+            "Mcp-Session-Id", "X-Mnemo-App", "X-Mnemo-Opt-Out",
+            "X-Mnemo-Session")  # fmt: skip
 _EXPOSED = ("Content-Disposition", "Mcp-Session-Id", "Mnemo-Node", "Retry-After")
 _NOSNIFF = (b"x-content-type-options", b"nosniff")
 

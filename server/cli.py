@@ -36,7 +36,8 @@ _SHOWN = (
     "data_dir",
     "host",
     "port",
-    "ollama_url",
+    "llm_api",
+    "llm_url",
     "chat_model",
     "extract_model",
     "embedder",
@@ -128,16 +129,22 @@ def describe_start(settings: Settings) -> tuple[int, str]:
     else:
         where = f"mnemo {_VERSION}: data in {Path(data).resolve()}"
     models = f"chat model {settings.chat_model}, extraction model {settings.extract_model}"
-    head = f"{where}; embedder {settings.embedder}; {models} at {settings.ollama_url}"
+    head = f"{where}; embedder {settings.embedder}; {models} at {settings.llm_url}"
+    base = settings.llm_url.rstrip("/")
     try:
-        answer = httpx.get(f"{settings.ollama_url}/api/version", timeout=2.0)
-        answer.raise_for_status()
-        found = answer.json().get("version", "?")
-    except (httpx.HTTPError, ValueError, AttributeError) as exc:
+        if settings.llm_api == "openai":
+            answer = httpx.get(f"{base.removesuffix('/v1')}/v1/models", timeout=2.0)
+            answer.raise_for_status()
+            found = f"an OpenAI-compatible server with {len(answer.json()['data'])} models"
+        else:
+            answer = httpx.get(f"{base}/api/version", timeout=2.0)
+            answer.raise_for_status()
+            found = f"Ollama {answer.json().get('version', '?')}"
+    except (httpx.HTTPError, ValueError, AttributeError, KeyError, TypeError) as exc:
         reason = str(exc) or type(exc).__name__
         degraded = "chats answer llm_unavailable and facts come from the rule-based reader"
         return logging.WARNING, f"{head}: not answering ({reason}); {degraded} until it does"
-    return logging.INFO, f"{head}: answering (Ollama {found})"
+    return logging.INFO, f"{head}: answering ({found})"
 
 
 def _run(settings: Settings, build_app: Callable[[Settings], Starlette]) -> int:

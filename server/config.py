@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import logging
 import math
 import re
 import tomllib
@@ -35,6 +36,7 @@ __all__ = [
     "load_settings",
 ]
 
+_log = logging.getLogger("mnemo.config")
 _PREFIX = "MNEMO_"
 #: Read by the client commands (``mnemo export`` / ``import``), not by the server.
 CLIENT_KEY = "MNEMO_API_KEY"
@@ -44,6 +46,8 @@ _NOT_SETTINGS = {"MNEMO_CONFIG", CLIENT_KEY, CLIENT_URL}
 _SECRET = {"api_keys", "admin_keys"}
 #: Text settings that name one of a few things (kept where those things are defined).
 _CHOICES: dict[str, tuple[str, ...]] = {"context_format": FORMAT_NAMES}
+#: Names a setting had before, still read (with a warning in the log): old -> current.
+_RENAMED = {"ollama_url": "llm_url"}
 _USER_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}\Z")
 _NODE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\Z")
 
@@ -116,6 +120,12 @@ def _parse_api_keys(raw: str) -> dict[str, str]:
     return keys
 
 
+def _current(field: str, where: str) -> str:
+    """The field an old setting name stands for, said once in the log."""
+    _log.warning("%s is deprecated since mnemo 0.1: use %s", where, field)
+    return field
+
+
 def _from_environ(environ: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
     names = {f.upper(): f for f in Settings.__struct_fields__}
     values: dict[str, tuple[Any, str]] = {}
@@ -123,6 +133,11 @@ def _from_environ(environ: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
         if not name.startswith(_PREFIX) or name in _NOT_SETTINGS:
             continue
         field = names.get(name[len(_PREFIX) :])
+        old = name[len(_PREFIX) :].lower()
+        if field is None and old in _RENAMED:
+            field = _current(_RENAMED[old], name)
+            if f"{_PREFIX}{field.upper()}" in environ:
+                continue  # the current name wins
         if field is None:
             raise ConfigError(f"unknown setting {name}")
         shown = name if field in _SECRET else f"{name}={raw}"
@@ -142,6 +157,10 @@ def _from_file(path: str) -> dict[str, tuple[Any, str]]:
         raise ConfigError(f"MNEMO_CONFIG={path}: {exc}") from exc
     values: dict[str, tuple[Any, str]] = {}
     for key, value in table.items():
+        if key in _RENAMED and _RENAMED[key] not in table:
+            key = _current(_RENAMED[key], f"{key} in {path}")
+        elif key in _RENAMED:
+            continue  # the current name wins
         if key not in Settings.__struct_fields__:
             raise ConfigError(f"unknown setting {key} in {path}")
         shown = key if key in _SECRET else f"{key} = {msgspec.json.encode(value).decode()}"
@@ -214,7 +233,7 @@ def _validate(settings: Settings, shown: Callable[[str], str]) -> None:
             f"{shown('user_burst')}: must be at least {frame:g}, what a frame of"
             f" {shown('max_frame_bytes')} costs"
         )
-    _validate_url(settings.ollama_url, shown("ollama_url"))
+    _validate_url(settings.llm_url, shown("llm_url"))
     _validate_origins(settings.allowed_origins, shown("allowed_origins"))
     if settings.node:
         _validate_node(settings)
@@ -223,6 +242,11 @@ def _validate(settings: Settings, shown: Callable[[str], str]) -> None:
     kind = settings.embedder
     if kind not in ("onnx-minilm", "hash") and not kind.startswith("ollama:"):
         raise ConfigError(f"{shown('embedder')}: must be onnx-minilm, hash or ollama:<model>")
+    if kind.startswith("ollama:") and settings.llm_api != "ollama":
+        raise ConfigError(
+            f"{shown('embedder')}: embeds through Ollama at MNEMO_LLM_URL, which needs"
+            f" MNEMO_LLM_API=ollama, not {settings.llm_api}"
+        )
 
 
 def _validate_url(url: str, shown: str) -> None:

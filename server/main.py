@@ -6,18 +6,19 @@ from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 
-from actors.ports import Embedder
+from actors.ports import Embedder, Llm
 from memory.hashing import HashEmbedder
 from schemas.settings import Settings
 from server.adapters.lance_store import LanceStore
 from server.adapters.ollama import OllamaEmbedder, OllamaLlm
+from server.adapters.openai_compat import OpenAiLlm
 from server.app import create_app
 from server.datadir import local_dir, tables_uri
 
 if TYPE_CHECKING:
     from server.cluster.node import ClusterNode
 
-__all__ = ["build_app", "build_embedder", "build_store"]
+__all__ = ["build_app", "build_embedder", "build_llm", "build_store"]
 
 
 def build_embedder(settings: Settings) -> Embedder:
@@ -27,13 +28,20 @@ def build_embedder(settings: Settings) -> Embedder:
     if kind.startswith("ollama:"):
         model = kind.removeprefix("ollama:")
         return OllamaEmbedder(
-            settings.ollama_url,
+            settings.llm_url,
             model,
             timeout=settings.llm_timeout,
         )
     from server.adapters.onnx_embedder import OnnxMiniLmEmbedder
 
     return OnnxMiniLmEmbedder(threads=settings.embed_threads)
+
+
+def build_llm(settings: Settings) -> Llm:
+    """The model of chats, extraction and notes: ``llm_api`` at ``llm_url``."""
+    if settings.llm_api == "openai":
+        return OpenAiLlm(settings.llm_url, timeout=settings.llm_timeout)
+    return OllamaLlm(settings.llm_url, timeout=settings.llm_timeout)
 
 
 def build_store(
@@ -61,7 +69,7 @@ def build_store(
 
 
 def build_app(settings: Settings) -> Starlette:
-    """The production app: LanceDB under ``data_dir``, Ollama at ``ollama_url``."""
+    """The production app: LanceDB under ``data_dir``, the model server at ``llm_url``."""
     embedder = build_embedder(settings)
     cluster = None
     if settings.node:
@@ -71,5 +79,5 @@ def build_app(settings: Settings) -> Starlette:
     store = build_store(settings, embedder, cluster)
     if cluster is not None:
         cluster.keep(store)
-    llm = OllamaLlm(settings.ollama_url, timeout=settings.llm_timeout)
+    llm = build_llm(settings)
     return create_app(settings, llm=llm, store=store, embedder=embedder, cluster=cluster)

@@ -22,15 +22,14 @@ import hashlib
 import json
 import math
 import re
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["FakeOllama", "Fault", "Reply", "hash_embed"]
+from testing.fake_http import Drop, FakeHttpServer, Json
 
-Json = dict[str, Any]
+__all__ = ["FakeOllama", "Fault", "Reply", "hash_embed"]
 
 
 @dataclass
@@ -83,38 +82,24 @@ def _norm(name: str) -> str:
     return name if ":" in name else name + ":latest"
 
 
-class _Drop(Exception):
-    pass
-
-
 @dataclass
-class FakeOllama:
+class FakeOllama(FakeHttpServer):
     """The fake server; use as ``async with`` or ``start_in_thread()``/``stop_thread()``."""
 
     models: list[str] = field(default_factory=lambda: ["llama3.2", "nomic-embed-text"])
-    host: str = "127.0.0.1"
-    port: int = 0  # 0 = pick a free port
     version: str = "0.12.0"
     embed_dim: int = 64
     default_reply: str | Json | Reply = "OK"
     responder: Callable[[str, Json], Any] | None = None  # (path, body) -> str|dict|Reply
-    requests: list[tuple[str, str, Json]] = field(default_factory=list)  # (method, path, body)
-    #: Keep every request in ``requests``. The load bench turns this off: a list that
-    #: grows by hundreds of bodies a second makes the fake's own collector pause it.
-    record: bool = True
     #: Structured-output requests (a ``format`` in the body) take ``script_json`` replies,
     #: then this default, and leave the plain ``script`` queue to chat. None: one queue.
     json_default: str | Json | None = None
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self._replies: list[Reply] = []
         self._json_replies: list[Reply] = []
         self._faults: list[Fault] = []
-        self._server: asyncio.Server | None = None
-        self._conns: set[asyncio.Task[Any]] = set()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self.client_disconnects = 0  # streams the client abandoned (cancellation tests)
 
     # ---- scripting -------------------------------------------------------
     def script(self, *replies: str | Json | list[Any] | Reply) -> None:
@@ -135,96 +120,10 @@ class FakeOllama:
         """Drop the faults no request has taken yet: Ollama is back."""
         self._faults.clear()
 
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    # ---- lifecycle (asyncio) --------------------------------------------
-    async def start(self) -> FakeOllama:
-        self._server = await asyncio.start_server(self._conn, self.host, self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def stop(self) -> None:
-        if self._server:
-            self._server.close()
-            for t in list(self._conns):  # idle keep-alive connections too
-                t.cancel()
-            await asyncio.gather(*self._conns, return_exceptions=True)
-            await self._server.wait_closed()
-
-    async def __aenter__(self) -> FakeOllama:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
-    # ---- lifecycle (background thread, for sync tests) ------------------
-    def start_in_thread(self) -> FakeOllama:
-        loop = self._loop = asyncio.new_event_loop()
-        ready = threading.Event()
-
-        def run() -> None:
-            asyncio.set_event_loop(loop)
-            loop.run_until_complete(self.start())
-            ready.set()
-            loop.run_forever()
-            loop.close()
-
-        self._thread = threading.Thread(target=run, daemon=True)
-        self._thread.start()
-        ready.wait(5)
-        return self
-
-    def stop_thread(self) -> None:
-        if self._loop is None or self._thread is None:
-            raise RuntimeError("not started with start_in_thread()")
-        asyncio.run_coroutine_threadsafe(self.stop(), self._loop).result(5)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)
-
-    # ---- HTTP plumbing ---------------------------------------------------
-    async def _conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._conns.add(task)
-        try:
-            while True:  # HTTP/1.1 keep-alive loop
-                line = await reader.readline()
-                if not line:
-                    break
-                method, target, _ = line.decode("latin-1").split(" ", 2)
-                headers: dict[str, str] = {}
-                while (h := await reader.readline()) not in (b"\r\n", b"\n", b""):
-                    k, _, v = h.decode("latin-1").partition(":")
-                    headers[k.strip().lower()] = v.strip()
-                raw = await reader.readexactly(int(headers.get("content-length", 0) or 0))
-                await self._handle(method, target.split("?")[0], raw, writer)
-        except ConnectionError:
-            self.client_disconnects += 1
-        except (_Drop, asyncio.IncompleteReadError, asyncio.CancelledError):
-            pass
-        finally:
-            if task is not None:
-                self._conns.discard(task)
-            writer.close()
-
-    async def _send_json(self, w: asyncio.StreamWriter, status: int, obj: Any) -> None:
-        body = json.dumps(obj).encode()
-        w.write(
-            f"HTTP/1.1 {status} X\r\nContent-Type: application/json; charset=utf-8\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n".encode()
-            + body
-        )
-        await w.drain()
-
     async def _stream(
         self, w: asyncio.StreamWriter, lines: list[Json], fault: Fault | None, delay: float
     ) -> None:
-        w.write(
-            b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
-            b"Transfer-Encoding: chunked\r\n\r\n"
-        )
+        self._start_chunked(w, "application/x-ndjson")
         for i, line in enumerate(lines):
             obj: Json | str = line
             if fault and fault.end_after == i:
@@ -232,20 +131,19 @@ class FakeOllama:
             if fault and fault.drop_after == i:
                 await w.drain()
                 w.transport.abort()  # RST, no terminating chunk
-                raise _Drop()
+                raise Drop()
             if fault and fault.garbage_after == i:
                 obj = "this is {not json"
             if fault and fault.stream_error_after == i:
                 obj = {"error": fault.error}
-            data = (obj if isinstance(obj, str) else json.dumps(obj)).encode() + b"\n"
-            w.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-            await w.drain()
+            await self._send_chunk(
+                w, (obj if isinstance(obj, str) else json.dumps(obj)).encode() + b"\n"
+            )
             if isinstance(obj, dict) and "error" in obj:
                 break
             if delay and i < len(lines) - 1:
                 await asyncio.sleep(delay)
-        w.write(b"0\r\n\r\n")
-        await w.drain()
+        await self._end_chunked(w)
 
     def _take_fault(self, path: str) -> Fault | None:
         for i, f in enumerate(self._faults):
@@ -253,8 +151,13 @@ class FakeOllama:
                 return self._faults.pop(i)
         return None
 
+    @staticmethod
+    def _structured(body: Json) -> bool:
+        """Whether the request asks for structured output (it takes ``script_json``)."""
+        return "format" in body
+
     def _next_reply(self, path: str, body: Json) -> Reply:
-        if self.json_default is not None and "format" in body:
+        if self.json_default is not None and self._structured(body):
             if self._json_replies:
                 return self._json_replies.pop(0)
             return Reply(content=self.json_default)
@@ -264,17 +167,20 @@ class FakeOllama:
         return r if isinstance(r, Reply) else Reply(content=r)
 
     # ---- routes ----------------------------------------------------------
-    def _record(self, method: str, path: str, body: Json) -> None:
-        if self.record:
-            self.requests.append((method, path, body))
-
-    async def _handle(self, method: str, path: str, raw: bytes, w: asyncio.StreamWriter) -> None:
+    async def _handle(
+        self,
+        method: str,
+        path: str,
+        raw: bytes,
+        headers: dict[str, str],
+        w: asyncio.StreamWriter,
+    ) -> None:
         try:
             body: Json = json.loads(raw) if raw else {}
         except json.JSONDecodeError as e:
-            self._record(method, path, {"_raw": raw.decode("utf-8", "replace")})
+            self._record(method, path, {"_raw": raw.decode("utf-8", "replace")}, headers)
             return await self._send_json(w, 400, {"error": f"invalid character: {e}"})
-        self._record(method, path, body)
+        self._record(method, path, body, headers)
         fault = self._take_fault(path)
         if fault and fault.delay:
             await asyncio.sleep(fault.delay)

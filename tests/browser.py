@@ -52,17 +52,17 @@ class Site:
 
 @contextmanager
 def running_site(
-    data_dir: Path, port: int = 0, ollama_url: str | None = None, **changes: Any
+    data_dir: Path, port: int = 0, llm_url: str | None = None, **changes: Any
 ) -> Iterator[Site]:
     """The server on loopback (``port`` 0: a free port) in a thread of its own, until the
-    block ends; its Ollama is the fake, or ``ollama_url`` (e.g. one nothing listens on)."""
+    block ends; its Ollama is the fake, or ``llm_url`` (e.g. one nothing listens on)."""
     ready: queue.Queue[Site | BaseException] = queue.Queue()
     stop = threading.Event()
 
     async def run() -> None:
         try:
             async with FakeOllama(models=["llama3.2"], json_default=EMPTY_EXTRACTION) as fake:
-                settings = settings_for(data_dir, ollama_url or fake.url, **changes)
+                settings = settings_for(data_dir, llm_url or fake.url, **changes)
                 async with serve(make_app(settings), port) as address:
                     ready.put(Site(f"http://{address}", fake, data_dir))
                     while not stop.is_set():

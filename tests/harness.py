@@ -22,9 +22,8 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from memory.hashing import HashEmbedder
 from schemas.settings import Settings
-from server.adapters.ollama import OllamaLlm
 from server.app import create_app
-from server.main import build_store
+from server.main import build_llm, build_store
 from server.protocols import RefusingWebSockets, timed_http
 from testing.fake_ollama import FakeOllama
 from testing.ports import free_port
@@ -44,10 +43,10 @@ __all__ = [
 ]
 
 
-def settings_for(data_dir: Path, ollama_url: str, **changes: Any) -> Settings:
+def settings_for(data_dir: Path, llm_url: str, **changes: Any) -> Settings:
     values: dict[str, Any] = {
         "data_dir": str(data_dir),
-        "ollama_url": ollama_url,
+        "llm_url": llm_url,
         "embedder": "hash",
         "llm_timeout": 2.0,
         "optimize_interval": 3600.0,
@@ -57,10 +56,10 @@ def settings_for(data_dir: Path, ollama_url: str, **changes: Any) -> Settings:
 
 
 def make_app(settings: Settings) -> Starlette:
-    """The production wiring with the hash embedder: real LanceDB, real Ollama client."""
+    """The production wiring with the hash embedder: real LanceDB, real model clients."""
     embedder = HashEmbedder()
     store = build_store(settings, embedder)
-    llm = OllamaLlm(settings.ollama_url, timeout=settings.llm_timeout)
+    llm = build_llm(settings)
     return create_app(settings, llm=llm, store=store, embedder=embedder)
 
 
@@ -159,7 +158,7 @@ def serve_process(data: Path, **env: str) -> Iterator[tuple[str, subprocess.Pope
         **os.environ,
         "MNEMO_DATA_DIR": str(data),
         "MNEMO_PORT": str(port),
-        "MNEMO_OLLAMA_URL": f"http://127.0.0.1:{free_port()}",
+        "MNEMO_LLM_URL": f"http://127.0.0.1:{free_port()}",
         "MNEMO_LLM_TIMEOUT": "2",
     }
     child_env.pop("MNEMO_EMBEDDER", None)

@@ -12,6 +12,7 @@ import pytest
 from bench.common import free_port
 from server.cli import describe_start, main
 from testing.fake_ollama import FakeOllama
+from testing.fake_openai import FakeOpenAi
 from tests.harness import settings_for
 
 
@@ -33,6 +34,17 @@ async def test_the_start_up_line_names_data_embedder_models_and_an_answering_oll
     assert f"data in {where}" in line
     assert "embedder hash" in line
     assert f"at {fake.url}: answering (Ollama" in line
+
+
+@pytest.mark.anyio
+async def test_the_start_up_line_names_an_answering_openai_compatible_server(
+    tmp_path: Path,
+) -> None:
+    async with FakeOpenAi(models=["llama3.2", "qwen2.5"]) as fake:
+        settings = settings_for(tmp_path, f"{fake.url}/v1", llm_api="openai")
+        level, line = await anyio.to_thread.run_sync(describe_start, settings)
+    assert level == logging.INFO
+    assert f"at {fake.url}/v1: answering (an OpenAI-compatible server with 2 models)" in line
 
 
 def test_the_start_up_line_warns_when_ollama_does_not_answer(tmp_path: Path) -> None:

@@ -63,12 +63,21 @@ def test_every_numeric_setting_has_bounds_beside_its_field() -> None:
             " MNEMO_MAX_FRAME_BYTES=65536 (the default) costs",
         ),
         (
-            {"MNEMO_OLLAMA_URL": "localhost:11434"},
-            "MNEMO_OLLAMA_URL=localhost:11434: must be an http:// or https:// URL with a host",
+            {"MNEMO_LLM_URL": "localhost:11434"},
+            "MNEMO_LLM_URL=localhost:11434: must be an http:// or https:// URL with a host",
         ),
         (
-            {"MNEMO_OLLAMA_URL": "http://127.0.0.1:99999"},
-            "MNEMO_OLLAMA_URL=http://127.0.0.1:99999: must be an http:// or https:// URL",
+            {"MNEMO_LLM_URL": "http://127.0.0.1:99999"},
+            "MNEMO_LLM_URL=http://127.0.0.1:99999: must be an http:// or https:// URL",
+        ),
+        (
+            {"MNEMO_LLM_API": "vllm"},
+            "MNEMO_LLM_API=vllm: must be one of ollama, openai",
+        ),
+        (
+            {"MNEMO_LLM_API": "openai", "MNEMO_EMBEDDER": "ollama:nomic-embed-text"},
+            "MNEMO_EMBEDDER=ollama:nomic-embed-text: embeds through Ollama at MNEMO_LLM_URL,"
+            " which needs MNEMO_LLM_API=ollama, not openai",
         ),
     ],
     ids=[
@@ -87,6 +96,8 @@ def test_every_numeric_setting_has_bounds_beside_its_field() -> None:
         "burst-below-one-frame",
         "url-without-scheme",
         "url-port-out-of-range",
+        "unknown-llm-api",
+        "ollama-embedder-without-ollama",
     ],
 )
 def test_a_bad_value_is_one_line_naming_the_variable_the_value_and_what_is_allowed(
@@ -183,3 +194,13 @@ def test_the_configuration_page_lists_what_each_setting_allows() -> None:
     documented = _documented()
     checked = {f: allowed(f) for f in Settings.__struct_fields__ if allowed(f) is not None}
     assert {f: documented.get(f) for f in checked} == checked
+
+
+def test_the_old_name_of_the_model_url_still_sets_it_and_the_log_says_its_new_name(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    old = {"MNEMO_OLLAMA_URL": "http://127.0.0.1:11435"}
+    assert load_settings(old).llm_url == "http://127.0.0.1:11435"
+    assert "MNEMO_OLLAMA_URL is deprecated since mnemo 0.1: use llm_url" in caplog.text
+    both = {**old, "MNEMO_LLM_URL": "http://127.0.0.1:11436"}
+    assert load_settings(both).llm_url == "http://127.0.0.1:11436"

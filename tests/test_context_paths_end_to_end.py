@@ -217,7 +217,7 @@ async def test_a_failing_store_search_leaves_both_paths_working_without_memory_a
     store = build_store(settings, embedder)
     app = create_app(
         settings,
-        llm=OllamaLlm(settings.ollama_url, timeout=settings.llm_timeout),
+        llm=OllamaLlm(settings.llm_url, timeout=settings.llm_timeout),
         store=store,
         embedder=embedder,
     )

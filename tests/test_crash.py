@@ -53,7 +53,7 @@ def serving(data: Path, ollama: str) -> Iterator[tuple[str, subprocess.Popen[byt
         **os.environ,
         "MNEMO_DATA_DIR": str(data),
         "MNEMO_PORT": str(port),
-        "MNEMO_OLLAMA_URL": ollama,
+        "MNEMO_LLM_URL": ollama,
         "MNEMO_EMBEDDER": "hash",
         "MNEMO_LLM_TIMEOUT": "5",
         # Moves into the table happen often, so kills land in them too; working-memory

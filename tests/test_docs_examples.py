@@ -26,6 +26,9 @@ so chats answer ``llm_unavailable`` and the rule-based reader learns). Kinds:
   is sent in session ``s1``.
 - ``file NAME``: the block is saved as ``NAME`` for the examples after it.
 - ``config``: a TOML settings file the server must accept.
+- ``python``: a Python script (the ``ollama`` and ``openai`` clients pointed at
+  ``localhost:8000``, which is the server); what it prints must match the comment lines
+  that end the block (``# `` and the printed line).
 
 Shown output matches up to what changes from run to run: times, dates, ids and
 uuids are normalized, latencies (``ms``, ``*_ms``) match any number; ``...`` as a
@@ -35,6 +38,8 @@ object must show every key the server sends, unless it ends in ``, ...}``.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 import shlex
@@ -68,7 +73,7 @@ from tests.harness import make_app, serve, settings_for
 
 pytestmark = pytest.mark.anyio
 
-KINDS = ("ws", "sh", "shape", "file", "config", "tail")
+KINDS = ("ws", "sh", "shape", "file", "config", "tail", "python")
 
 
 class Servers:
@@ -258,6 +263,27 @@ async def run_tail(block: Block, address: str) -> None:
     assert problem is None, f"{block.where}: {problem}\ngot {event}"
 
 
+def _python(code: str) -> str:
+    """What ``code`` prints (run as a script of its own)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "<docs>", "exec"), {"__name__": "__main__"})
+    return out.getvalue()
+
+
+async def run_python(block: Block, address: str) -> None:
+    lines = block.body.rstrip().splitlines()
+    output = len(lines)
+    while output > 0 and lines[output - 1].startswith("# "):
+        output -= 1
+    shown = [line.removeprefix("# ") for line in lines[output:]]
+    code = "\n".join(lines[:output])
+    code = re.sub(r"(http://)?(127\.0\.0\.1|localhost):8000", f"http://{address}", code)
+    out = await anyio.to_thread.run_sync(_python, code)
+    problem = mismatch("\n".join(shown), normalized(out.strip()))
+    assert problem is None, f"{block.where}: {problem}\ngot:\n{out}"
+
+
 async def run_file(block: Block, name: str) -> None:
     await anyio.Path(name).write_text(block.body + "\n", encoding="utf-8")
 
@@ -312,6 +338,8 @@ async def test_the_examples_of_a_document_answer_as_shown(
                 await run_tail(block, address)
             elif kind == "sh":
                 await run_sh(block, address, capsys)
+            elif kind == "python":
+                await run_python(block, address)
             else:
                 await run_shape(block, words[0], address)
 

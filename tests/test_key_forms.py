@@ -134,7 +134,7 @@ async def test_no_key_reaches_the_log_of_a_real_server_in_any_form(
     fake.script("Hello Alice!")
     env = {
         "MNEMO_EMBEDDER": "hash",
-        "MNEMO_OLLAMA_URL": fake.url,
+        "MNEMO_LLM_URL": fake.url,
         "MNEMO_API_KEYS": f"{USER_KEY}:alice,{OTHER_KEY}:bob",
         "MNEMO_ADMIN_KEYS": ADMIN_KEY,
     }

@@ -37,7 +37,7 @@ def _env(data: Path, ollama: str, **more: str) -> dict[str, str]:
         **kept,
         "MNEMO_DATA_DIR": str(data),
         "MNEMO_EMBEDDER": "hash",
-        "MNEMO_OLLAMA_URL": ollama,
+        "MNEMO_LLM_URL": ollama,
         **more,
     }
 

@@ -32,7 +32,7 @@ class _PreloadCounting(HashEmbedder):
 
 def create_app_for(settings: Settings, embedder: HashEmbedder) -> Starlette:
     store = build_store(settings, embedder)
-    llm = OllamaLlm(settings.ollama_url, timeout=settings.llm_timeout)
+    llm = OllamaLlm(settings.llm_url, timeout=settings.llm_timeout)
     return create_app(settings, llm=llm, store=store, embedder=embedder)
 
 

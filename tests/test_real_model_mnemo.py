@@ -32,16 +32,16 @@ KEY = "key-alice"
 
 
 @pytest.fixture(scope="module")
-def ollama_url() -> Iterator[str]:
+def llm_url() -> Iterator[str]:
     with serve_models(SMOLLM2, parameters={"num_predict": NUM_PREDICT}) as url:
         yield url
 
 
 @pytest.fixture
-async def server(tmp_path: Path, ollama_url: str) -> AsyncIterator[str]:
+async def server(tmp_path: Path, llm_url: str) -> AsyncIterator[str]:
     settings = settings_for(
         tmp_path,
-        ollama_url,
+        llm_url,
         chat_model=MODEL,
         extract_model=MODEL,
         llm_timeout=60.0,

@@ -258,7 +258,7 @@ async def test_a_config_file_sets_the_search_mode_and_min_confidence_the_server_
     # seed 002: values in the config file override the defaults and reach the tools.
     config = tmp_path / "mnemo.toml"
     config.write_text(
-        f'data_dir = "{tmp_path / "data"}"\nollama_url = "{fake.url}"\nembedder = "hash"\n'
+        f'data_dir = "{tmp_path / "data"}"\nllm_url = "{fake.url}"\nembedder = "hash"\n'
         'api_keys = { "ka" = "alice" }\nsearch_mode = "keyword"\nrecall_min_confidence = 0.95\n'
     )
     settings = load_settings({"MNEMO_CONFIG": str(config)})

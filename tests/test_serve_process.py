@@ -227,5 +227,6 @@ def test_serve_help_shows_the_data_directory_and_the_other_defaults(tmp_path: Pa
     ).stdout
     assert f"MNEMO_DATA_DIR       mnemo-data ({tmp_path.resolve() / 'mnemo-data'})" in shown
     assert "MNEMO_PORT           8000" in shown
-    assert "MNEMO_OLLAMA_URL     http://127.0.0.1:11434" in shown
+    assert "MNEMO_LLM_API        ollama" in shown
+    assert "MNEMO_LLM_URL        http://127.0.0.1:11434" in shown
     assert "MNEMO_API_KEYS       none: one user" in shown

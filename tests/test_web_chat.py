@@ -87,7 +87,7 @@ def test_a_chat_streams_the_models_reply_into_the_page_and_the_turn_is_archived(
 def test_without_a_model_the_page_says_so_in_words_and_keeps_the_message(
     tmp_path: Path, page: Page
 ) -> None:
-    with running_site(tmp_path, ollama_url="http://127.0.0.1:9") as site:
+    with running_site(tmp_path, llm_url="http://127.0.0.1:9") as site:
         session = open_chat(page, site.url)
         say(page, "Is anyone there?")
         error = page.locator(".note.error")
