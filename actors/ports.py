@@ -431,6 +431,11 @@ class Store(Protocol):
         returns how many moved (0 for a store that appends to the table directly)."""
 
     @property
+    def journals_learned(self) -> bool:
+        """Whether writes of facts, log entries and links are durable once journaled (a
+        local journal), not once in their tables."""
+
+    @property
     def learned_pending(self) -> int:
         """Writes of facts, log entries and links durable in a journal and not yet in their
         tables (0 for a store that writes its tables directly)."""

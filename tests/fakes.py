@@ -568,8 +568,12 @@ class MemoryStore:
         return 0
 
     @property
+    def journals_learned(self) -> bool:
+        return False  # writes its dicts directly
+
+    @property
     def learned_pending(self) -> int:
-        return 0  # writes its dicts directly
+        return 0
 
     async def flush_learned(self) -> int:
         return 0

@@ -7,15 +7,21 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import anyio
 import msgspec
 import pytest
 
+from actors.audit import ACTING_FOR
 from actors.errors import ArchiveUnavailable
+from actors.keeper import FactKeeper
+from actors.writer import ArchiveWriter
 from memory.facts import Stored
 from memory.hashing import HashEmbedder
 from schemas.records import MemoryEvent, MemoryLink
+from schemas.settings import Settings
 from server.adapters.lance_store import LanceStore
 from server.adapters.learned_journal import Moving
+from server.app import SystemClock
 from tests.test_facts import make_fact
 
 pytestmark = pytest.mark.anyio
@@ -191,3 +197,32 @@ async def test_a_write_during_a_move_stays_pending_for_the_next_one(
     assert await store.flush_learned() == 1
     ids = sorted(s.fact.id for s in await store.facts.facts_of("u1", active_only=False))
     assert ids == ["fact_00000001", "fact_00000006"]
+
+
+async def test_a_fact_added_by_hand_is_not_held_up_by_a_long_write_at_the_writer(
+    store: LanceStore,
+) -> None:
+    writer = ArchiveWriter(store, _embedder, linger=0)
+    keeper = FactKeeper(store, _embedder, writer, Settings(), SystemClock())
+    release = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        await tg.start(writer.run)
+        ACTING_FOR.set("u0")
+        tg.start_soon(writer.call, release.wait)  # another user's consolidation, say
+        await anyio.wait_all_tasks_blocked()
+        ACTING_FOR.set("u1")
+        with anyio.fail_after(5):
+            changes = await keeper.remember(
+                "u1",
+                "Prefers green tea",
+                category="preference",
+                pinned=False,
+                session_id=None,
+                scope="global",
+            )
+        assert not release.is_set()  # answered while the writer was still busy
+        [added] = changes.added
+        assert [s.fact.id for s in await store.facts.facts_of("u1")] == [added.fact.id]
+        assert store.learned_pending > 0  # durable in the journal, moved later
+        release.set()
+        tg.cancel_scope.cancel()

@@ -342,6 +342,10 @@ class LanceStore:
         return self._learned.settled(self._move_learned)
 
     @property
+    def journals_learned(self) -> bool:
+        return self._learned is not None
+
+    @property
     def learned_pending(self) -> int:
         return self._learned.rows if self._learned is not None else 0
 
