@@ -125,6 +125,9 @@ class ArchiveWriter:
         #: How many writes the store holds journaled for ``flush`` (the facts writer's:
         #: its calls journal their writes in the store, ``Store.learned_pending``).
         self._pending = pending
+        #: Its moves' name in ``store.*`` events: ``table`` (the archive's messages), or
+        #: ``learned`` (the facts writer's facts, log entries and links).
+        self._table_name = "table" if name == "archive" else "learned"
         self._unflushed = 0
         self._flush_at = 0.0
         self._moving = False
@@ -454,11 +457,11 @@ class ArchiveWriter:
             if scope.cancelled_caught:
                 raise ArchiveUnavailable(f"no answer from the store in {_FLUSH_TIMEOUT} s")
             ms = round((anyio.current_time() - started) * 1000, 3)
-            self._events.emit("store.flushed", writer="table", rows=moved, ms=ms)
+            self._events.emit("store.flushed", writer=self._table_name, rows=moved, ms=ms)
             self._mark_dirty()
         except MnemoError as exc:
             _log.warning("moving %d journaled rows into the table failed: %s", rows, exc)
-            self._events.emit("store.failed", writer="table", rows=rows, error=str(exc))
+            self._events.emit("store.failed", writer=self._table_name, rows=rows, error=str(exc))
             self._unflushed += rows  # still journaled: try again after the interval
             self._flush_at = anyio.current_time() + self._flush_interval
         finally:
