@@ -19,8 +19,8 @@ import anyio
 import httpx
 import pytest
 
-from tests.fake_ollama import FakeOllama
-from tests.test_crash import serving
+from testing.fake_ollama import FakeOllama
+from tests.harness import serve_process
 
 pytestmark = pytest.mark.anyio
 
@@ -28,6 +28,18 @@ AGENTS = 4
 KILLS = 3
 #: Facts an agent stores in a cycle at most: all of them fit one page of the event log.
 FACTS = 40
+
+
+def _env(fake: FakeOllama) -> dict[str, str]:
+    unlimited = ("MNEMO_USER_RATE", "MNEMO_USER_BURST", "MNEMO_RATE_LIMIT", "MNEMO_RATE_BURST")
+    return {
+        "MNEMO_OLLAMA_URL": fake.url,
+        "MNEMO_EMBEDDER": "hash",
+        # Moves into the tables happen often, so kills land in them too.
+        "MNEMO_ARCHIVE_FLUSH_INTERVAL": "0.2",
+        # Agents writing back to back: no budget to wait for.
+        **dict.fromkeys(unlimited, "1000000"),
+    }
 
 
 async def agent(address: str, name: str, cycle: int, acked: dict[str, str]) -> None:
@@ -52,17 +64,14 @@ async def agent(address: str, name: str, cycle: int, acked: dict[str, str]) -> N
 
 
 async def test_killing_the_server_while_agents_store_facts_loses_no_acknowledged_fact(
-    tmp_path: Path, fake: FakeOllama, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, fake: FakeOllama
 ) -> None:
-    # Agents writing back to back: no budget to wait for (``serving`` passes the environment).
-    for name in ("MNEMO_USER_RATE", "MNEMO_USER_BURST", "MNEMO_RATE_LIMIT", "MNEMO_RATE_BURST"):
-        monkeypatch.setenv(name, "1000000")
     seed = random.randrange(1 << 30)
     rng = random.Random(seed)
     data = tmp_path / "data"
     acked: dict[str, str] = {}
     for cycle in range(KILLS):
-        with serving(data, fake.url) as (address, process):
+        with serve_process(data, **_env(fake)) as (address, process):
             async with anyio.create_task_group() as tg:
                 for i in range(AGENTS):
                     tg.start_soon(agent, address, f"a{i}", cycle, acked)
@@ -70,7 +79,7 @@ async def test_killing_the_server_while_agents_store_facts_loses_no_acknowledged
                 process.send_signal(signal.SIGKILL)
     context = f"seed {seed}"
     assert len(acked) > 30, context
-    with serving(data, fake.url) as (address, _):
+    with serve_process(data, **_env(fake)) as (address, _):
         async with httpx.AsyncClient(base_url=f"http://{address}", timeout=60) as client:
             items: list[dict[str, Any]] = []
             while True:

@@ -22,7 +22,7 @@ from schemas.settings import Settings
 from server.adapters.lance_store import LanceStore
 from server.adapters.learned_journal import Moving
 from server.app import SystemClock
-from tests.test_facts import make_fact
+from testing.records import make_fact
 
 pytestmark = pytest.mark.anyio
 
