@@ -11,6 +11,8 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import anyio
+
 from actors.audit import record_one
 from actors.errors import Conflict, Rejected
 from actors.events import EventBus
@@ -50,8 +52,12 @@ class EntityKeeper:
         clock: Clock,
         vocabulary: Vocabulary,
         bus: EventBus | None = None,
+        *,
+        lane: anyio.Lock | None = None,
     ) -> None:
         self._store, self._writer, self._clock = store, writer, clock
+        #: ``FactKeeper.lane``: a merge's read-modify-write of facts takes turns with it.
+        self._lane = lane or anyio.Lock()
         self._vocabulary, self._bus = vocabulary, bus
         # per user: the list the store gave (held, so its identity stays its own) and its
         # index; a store that keeps lists returns the same one until the entities change
@@ -173,21 +179,22 @@ class EntityKeeper:
             found = {e.id: e for e in await self._store.entities.entities_of(user_id)}
             if source_id not in found or target_id not in found:
                 return None
-            stored = {s.fact.id: s for s in await self._store.facts.facts_of(user_id)}
-            now = self._clock.now()
-            try:
-                merged = merge(
-                    found[source_id],
-                    found[target_id],
-                    [s.fact for s in stored.values()],
-                    self._vocabulary,
-                    now,
+            async with self._lane:
+                stored = {s.fact.id: s for s in await self._store.facts.facts_of(user_id)}
+                now = self._clock.now()
+                try:
+                    merged = merge(
+                        found[source_id],
+                        found[target_id],
+                        [s.fact for s in stored.values()],
+                        self._vocabulary,
+                        now,
+                    )
+                except ValueError as exc:  # raised in the writer: not a disk fault
+                    raise Rejected(str(exc)) from None
+                await self._store.facts.put_facts(
+                    [Stored(f, stored[f.id].vector) for f in merged.facts]
                 )
-            except ValueError as exc:  # raised in the writer: must not look like a disk fault
-                raise Rejected(str(exc)) from None
-            await self._store.facts.put_facts(
-                [Stored(f, stored[f.id].vector) for f in merged.facts]
-            )
             await self._store.entities.put_entities([merged.source, merged.target])
             await record_one(
                 self._store,

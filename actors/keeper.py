@@ -11,6 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
+import anyio
 import msgspec
 
 from actors.audit import record, record_one
@@ -200,6 +201,9 @@ class FactKeeper:
         self._policy = FactPolicy.from_settings(settings)
         self._touched: dict[str, dict[str, int]] = {}
         self._jobs: list[_Job] = []
+        #: Held by every read-modify-write of facts: the group commits of a journaling
+        #: store (beside the writer) and the writer's own changes of facts take turns.
+        self.lane = anyio.Lock()
         writer.add_flusher(self._flush_touches)
 
     # -- learning ------------------------------------------------------------
@@ -318,11 +322,23 @@ class FactKeeper:
         return await self._submit(user_id, [candidate])
 
     async def _submit(self, user_id: str, candidates: Sequence[Candidate]) -> Changes:
-        """Group commit: queue the candidates; the first writer call applies every queued
-        job, of every user, with one read and one or two writes for the whole batch."""
+        """Group commit: queue the candidates; the first to commit applies every queued
+        job, of every user, with one read and one or two writes for the whole batch.
+
+        A store that journals facts (``Store.journals_learned``) makes them durable in a few
+        milliseconds: they are committed in the caller's task, in ``lane``, never behind a
+        long write of another kind (a consolidation's rules) queued at the writer. Else
+        through the writer (a cluster node's: each write fenced by its epoch there)."""
         job = _Job(user_id, candidates)
         self._jobs.append(job)
-        await self._writer.call(self._apply_jobs, barrier=False)
+        if self._store.journals_learned:
+            async with self.lane:
+                try:
+                    await self._apply_jobs()
+                except MnemoError:
+                    pass  # every job of that batch holds the error
+        else:
+            await self._writer.call(self._apply_jobs, barrier=False)
         if job.error is not None:
             raise job.error
         assert job.changes is not None
@@ -358,7 +374,8 @@ class FactKeeper:
             skipped.extend(
                 (c.content, "imported before") for c in candidates if c.source_id in known
             )
-            await self._apply([job])
+            async with self.lane:
+                await self._apply([job])
             assert job.changes is not None
             job.changes.skipped.extend(skipped)
             return job.changes
@@ -452,6 +469,12 @@ class FactKeeper:
     async def _edit(
         self, user_id: str, fact_id: str, change: FactEdit, vector: list[float] | None
     ) -> Fact | None:
+        async with self.lane:
+            return await self._edit_now(user_id, fact_id, change, vector)
+
+    async def _edit_now(
+        self, user_id: str, fact_id: str, change: FactEdit, vector: list[float] | None
+    ) -> Fact | None:
         found = await self._store.facts.get_facts(user_id, [fact_id])
         if not found:
             return None
@@ -502,6 +525,10 @@ class FactKeeper:
         )
 
     async def _mark(self, user_id: str, fact_id: str, event_type: str) -> Fact | None:
+        async with self.lane:
+            return await self._mark_now(user_id, fact_id, event_type)
+
+    async def _mark_now(self, user_id: str, fact_id: str, event_type: str) -> Fact | None:
         found = await self._store.facts.get_facts(user_id, [fact_id])
         if not found:
             return None
@@ -521,6 +548,10 @@ class FactKeeper:
         """Delete one fact for good (old versions purged); False when there is none."""
 
         async def write() -> int:
+            async with self.lane:
+                return await delete_now()
+
+        async def delete_now() -> int:
             deleted = await self._store.facts.delete_facts(user_id, [fact_id], purge_now=True)
             if deleted:
                 await self._store.links.delete_links_of(user_id, "fact", [fact_id])
@@ -553,16 +584,21 @@ class FactKeeper:
         has no such fact."""
 
         async def write() -> Fact | None:
-            found = await self._store.facts.get_facts(user_id, [fact_id])
-            if not found:
-                return None
-            [fact] = touch_accessed([found[0].fact], self._clock.now())
-            await self._store.facts.put_facts([Stored(fact, found[0].vector)])
-            return fact
+            async with self.lane:
+                found = await self._store.facts.get_facts(user_id, [fact_id])
+                if not found:
+                    return None
+                [fact] = touch_accessed([found[0].fact], self._clock.now())
+                await self._store.facts.put_facts([Stored(fact, found[0].vector)])
+                return fact
 
         return await self._writer.call(write, barrier=False)
 
     async def _flush_touches(self) -> None:
+        async with self.lane:
+            await self._flush_touches_now()
+
+    async def _flush_touches_now(self) -> None:
         touched, self._touched = self._touched, {}
         now = self._clock.now()
         keys = [(user, fact_id) for user, counts in touched.items() for fact_id in counts]
@@ -579,6 +615,10 @@ class FactKeeper:
         return await self._writer.call(lambda: self._sweep(user_id))
 
     async def _sweep(self, user_id: str) -> Changes:
+        async with self.lane:
+            return await self._sweep_now(user_id)
+
+    async def _sweep_now(self, user_id: str) -> Changes:
         now = self._clock.now()
         expiry = {c.name: c.expiry_days for c in self._settings.categories}
         changes = Changes()

@@ -430,6 +430,21 @@ class Store(Protocol):
         """Move appended rows that are durable elsewhere (a journal) into the table, in bulk;
         returns how many moved (0 for a store that appends to the table directly)."""
 
+    @property
+    def journals_learned(self) -> bool:
+        """Whether writes of facts, log entries and links are durable once journaled (a
+        local journal), not once in their tables."""
+
+    @property
+    def learned_pending(self) -> int:
+        """Writes of facts, log entries and links durable in a journal and not yet in their
+        tables (0 for a store that writes its tables directly)."""
+
+    async def flush_learned(self) -> int:
+        """Move the journaled writes of facts, log entries and links into their tables, one
+        write per table; returns how many moved. Raises ``ArchiveUnavailable`` (they stay
+        journaled, and reads keep seeing them)."""
+
     async def list_messages(self, user_id: str, *, limit: int, offset: int) -> Page: ...
 
     async def count_messages(self, user_id: str) -> int:

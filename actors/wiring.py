@@ -60,7 +60,9 @@ def build_deps(
             events=events,
         ),
         rules=rules,
-        entities=EntityKeeper(store, fact_writer, clock, Vocabulary(settings.predicates), events),
+        entities=EntityKeeper(
+            store, fact_writer, clock, Vocabulary(settings.predicates), events, lane=keeper.lane
+        ),
         links=LinkKeeper(store, fact_writer, clock),
         episodes=EpisodeKeeper(store, embedder, fact_writer, clock, events),
         consolidator=Consolidator(

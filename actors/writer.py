@@ -98,6 +98,7 @@ class ArchiveWriter:
         flush: Callable[[], Awaitable[int]] | None = None,
         flush_interval: float = 1.0,
         flush_rows: int = 2000,
+        pending: Callable[[], int] | None = None,
         events: EventBus | None = None,
         name: str = "archive",
         guard: Callable[[str], Awaitable[None]] | None = None,
@@ -121,6 +122,12 @@ class ArchiveWriter:
         #: background, after ``flush_interval`` seconds or ``flush_rows`` rows.
         self._flush = flush
         self._flush_interval, self._flush_rows = flush_interval, flush_rows
+        #: How many writes the store holds journaled for ``flush`` (the facts writer's:
+        #: its calls journal their writes in the store, ``Store.learned_pending``).
+        self._pending = pending
+        #: Its moves' name in ``store.*`` events: ``table`` (the archive's messages), or
+        #: ``learned`` (the facts writer's facts, log entries and links).
+        self._table_name = "table" if name == "archive" else "learned"
         self._unflushed = 0
         self._flush_at = 0.0
         self._moving = False
@@ -303,6 +310,7 @@ class ArchiveWriter:
                     op = await receive(self._receive)
             if op is not None:
                 await self._handle(op)
+            self._count_pending()
             if not self._snapshotting and self._snapshot_due():
                 # Snapshots (a merge into another table) never hold up the appends.
                 self._snapshotting = True
@@ -423,6 +431,16 @@ class ArchiveWriter:
         op.done.set()
         self._in_flight = []
 
+    def _count_pending(self) -> None:
+        """Take the store's count of journaled writes (a ``pending`` writer's): they move
+        after ``flush_interval`` seconds or ``flush_rows`` writes, as appends do."""
+        if self._pending is None or self._moving:
+            return
+        count = self._pending()
+        if count and not self._unflushed:
+            self._flush_at = anyio.current_time() + self._flush_interval
+        self._unflushed = count
+
     def _move_due(self) -> bool:
         if not self._unflushed or self._moving:
             return False
@@ -439,11 +457,11 @@ class ArchiveWriter:
             if scope.cancelled_caught:
                 raise ArchiveUnavailable(f"no answer from the store in {_FLUSH_TIMEOUT} s")
             ms = round((anyio.current_time() - started) * 1000, 3)
-            self._events.emit("store.flushed", writer="table", rows=moved, ms=ms)
+            self._events.emit("store.flushed", writer=self._table_name, rows=moved, ms=ms)
             self._mark_dirty()
         except MnemoError as exc:
             _log.warning("moving %d journaled rows into the table failed: %s", rows, exc)
-            self._events.emit("store.failed", writer="table", rows=rows, error=str(exc))
+            self._events.emit("store.failed", writer=self._table_name, rows=rows, error=str(exc))
             self._unflushed += rows  # still journaled: try again after the interval
             self._flush_at = anyio.current_time() + self._flush_interval
         finally:

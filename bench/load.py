@@ -74,7 +74,7 @@ class _StoreWatch:
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for writer in ("archive", "table", "working", "facts"):
+        for writer in ("archive", "table", "working", "facts", "learned"):
             mine = [e["data"] for e in self.events if e["data"].get("writer") == writer]
             flushes = [d for d in mine if "rows" in d and "ms" in d]
             optimizes = [d["ms"] for d in mine if "rows" not in d and "ms" in d]

@@ -1,7 +1,8 @@
 """MCP tool calls as an agent sees them, and MCP sessions beside the chat load (issue 21).
 
     python -m bench.mcp [--memories 10000] [--calls 500] [--sessions 0,50,100,200,400]
-                        [--embedders onnx-minilm,hash] [--quick] [--data DIR]
+                        [--embedders onnx-minilm,hash] [--sessions-embedders hash,onnx-minilm]
+                        [--quick] [--data DIR] [--name mcp]
 
 1. Latency: ``mnemo serve`` in its own process (uvicorn on loopback, LanceDB in a temp
    dir, the bundled ONNX MiniLM embedder, then the hash embedder) with ``--memories``
@@ -17,8 +18,11 @@
    questions (REST, same search), and the ONNX query embedding alone in this process.
 2. Sessions beside the load: ``bench.mcp_load``.
 
-Prints the setup and tables, writes ``bench/results/mcp.json`` and, with sessions,
-``bench/results/mcp.png`` (latency against sessions).
+Prints the setup and tables, writes ``bench/results/<name>.json`` and, with sessions,
+``bench/results/<name>.png`` (agents against ``memory_store_fact`` p95, ``memory_search``
+p95 and the chat's ``ack`` p99, one set of curves per embedder). The sweep's size is
+``--sessions`` (counts of agents) and ``--load-seconds``: a full sweep of both embedders
+takes most of an hour on 2 cores.
 """
 
 from __future__ import annotations
@@ -258,6 +262,11 @@ def main() -> None:
     parser.add_argument("--data", help="keep the seeded data directories here (reused)")
     parser.add_argument(
         "--sessions", default="0,50,100,200,400", help="MCP sessions beside the load; ''"
+    )
+    parser.add_argument(
+        "--sessions-embedders",
+        default="hash",
+        help="embedders of the sessions sweep, one sweep each (hash,onnx-minilm)",
     )
     parser.add_argument(
         "--every",

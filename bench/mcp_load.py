@@ -1,7 +1,8 @@
 """``bench.mcp``'s second part: MCP sessions held open beside ``bench.load`` on one server.
 
-For each count N of ``--sessions``: a fresh ``mnemo serve`` (``bench.common.load_server``:
-hash embedder, fake Ollama in its own process) on a copy of a data directory where each
+For each embedder of ``--sessions-embedders`` and each count N of ``--sessions``: a fresh
+``mnemo serve`` (``bench.common.load_server``, with that embedder, fake Ollama in its
+own process) on a copy of a data directory where each
 of N agent users (``a<i>``, keys ``ka<i>``) holds ``--agent-facts`` facts, written
 through the store adapter before start. N MCP sessions, one per agent user, each on its
 own connection pool, are opened (20 at a time) and each makes one ``memory_search``
@@ -160,7 +161,7 @@ async def _beside(
     address: str, pid: int, fake_pid: int, count: int, args: argparse.Namespace
 ) -> dict[str, Any]:
     agents = _Agents(address, count, args.every)
-    load_average = os.getloadavg()[0]
+    load_before = os.getloadavg()
     rss_before = rss_kib(pid)
     started = time.perf_counter()
     tasks = [asyncio.create_task(agents.run(i)) for i in range(count)]
@@ -210,7 +211,10 @@ async def _beside(
     }
     return {
         "mcp_sessions": count,
-        "load_average_1min_before": load_average,
+        # The machine is shared: ``uptime``'s load averages (1, 5, 15 min) around the run.
+        "load_average_1min_before": load_before[0],
+        "load_averages_before": [round(x, 2) for x in load_before],
+        "load_averages_after": [round(x, 2) for x in os.getloadavg()],
         "mcp_opened": len(agents.open_ms),
         "mcp_open_seconds": round(open_seconds, 2),
         "mcp_initialize_ms": percentiles(agents.open_ms),
@@ -268,11 +272,37 @@ def _targets(
 
 
 def sessions_sweep(args: argparse.Namespace) -> dict[str, Any]:
+    """One sweep over ``--sessions`` per embedder of ``--sessions-embedders``; the plot
+    (``bench/results/<name>.png``) holds every sweep's curves."""
     counts = [int(n) for n in args.sessions.split(",")]
+    sweeps = [_sweep(embedder, counts, args) for embedder in args.sessions_embedders.split(",")]
+    curves: dict[str, list[float]] = {}
+    for sweep in sweeps:
+        runs, name = sweep["runs"], sweep["setup"]["embedder"]
+        curves |= {
+            f"{name}: memory_store_fact p95": [
+                r["mcp_by_tool_ms"]["memory_store_fact"]["p95"] for r in runs
+            ],
+            f"{name}: memory_search p95": [
+                r["mcp_by_tool_ms"]["memory_search"]["p95"] for r in runs
+            ],
+            f"{name}: turn → ack p99": [r["load"]["turn_ack_ms"]["p99"] for r in runs],
+        }
+    plotted = plot_curves(
+        args.name,
+        f"mnemo bench.mcp: MCP agents beside bench.load ({args.load_rate:g} turns/s)",
+        f"MCP agents (one session each, a call every {args.every:g} s)",
+        counts,
+        curves,
+    )
+    return {"sweeps": sweeps, "plot": str(plotted) if plotted else None}
+
+
+def _sweep(embedder: str, counts: list[int], args: argparse.Namespace) -> dict[str, Any]:
     top = max(counts)
     load_users = args.load_sessions
     keys = [f"k{i}:u{i}" for i in range(load_users)] + [f"ka{i}:a{i}" for i in range(top)]
-    env = {"MNEMO_EMBEDDER": "hash", "MNEMO_API_KEYS": ",".join(keys)}
+    env = {"MNEMO_EMBEDDER": embedder, "MNEMO_API_KEYS": ",".join(keys)}
     runs = []
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-mcp-") as tmp:
         template = Path(tmp) / "template"
@@ -291,21 +321,9 @@ def sessions_sweep(args: argparse.Namespace) -> dict[str, Any]:
             shutil.rmtree(data)
             _print_run(run)
             runs.append(run)
-    plotted = plot_curves(
-        "mcp",
-        f"mnemo bench.mcp: MCP sessions beside bench.load ({args.load_rate:g} turns/s)",
-        "MCP sessions",
-        counts,
-        {
-            "MCP memory_search p50": [r["mcp_by_tool_ms"]["memory_search"]["p50"] for r in runs],
-            "MCP memory_search p95": [r["mcp_by_tool_ms"]["memory_search"]["p95"] for r in runs],
-            "turn → ack p99": [r["load"]["turn_ack_ms"]["p99"] for r in runs],
-            "chat overhead p99": [r["load"]["chat_overhead_ms"]["p99"] for r in runs],
-        },
-    )
     return {
         "setup": {
-            "embedder": "hash",
+            "embedder": embedder,
             "agent_facts": args.agent_facts,
             "every_s": args.every,
             "load_sessions": args.load_sessions,
@@ -316,7 +334,6 @@ def sessions_sweep(args: argparse.Namespace) -> dict[str, Any]:
             "data": "facts written through the store adapter before start (bench.mcp_data.seed)",
         },
         "runs": runs,
-        "plot": str(plotted) if plotted else None,
     }
 
 
@@ -365,17 +382,25 @@ def _print_run(r: dict[str, Any]) -> None:
 
 
 def print_sessions(result: dict[str, Any]) -> None:
+    for sweep in result["sweeps"]:
+        _print_sweep(sweep)
+    if result["plot"]:
+        print(f"wrote {result['plot']}")
+
+
+def _print_sweep(result: dict[str, Any]) -> None:
     s = result["setup"]
     print(
         f"\nMCP sessions beside bench.load ({s['load_sessions']} sessions,"
         f" {s['load_turns_per_s']:g} turns/s + {s['load_chats_per_s']:g} chats/s for"
-        f" {s['load_seconds']:g} s; hash embedder; each agent's user {s['agent_facts']} facts;"
+        f" {s['load_seconds']:g} s; {s['embedder']} embedder;"
+        f" each agent's user {s['agent_facts']} facts;"
         f" a call every {s['every_s']:g} s per session)"
     )
     print(
         f"  {'MCP':>5} {'held':>5} {'ack p99':>8} {'ovh p99':>8} {'turns/s':>8}"
         f" {'search p50':>10} {'p95':>7} {'ctx p95':>8} {'store p95':>9} {'errors':>6}"
-        f" {'RSS MiB':>8}"
+        f" {'RSS MiB':>8} {'load avg':>9}"
     )
     for r in result["runs"]:
         load, tools = r["load"], r["mcp_by_tool_ms"]
@@ -387,6 +412,7 @@ def print_sessions(result: dict[str, Any]) -> None:
             f" {tools['memory_store_fact']['p95']:9.1f}"
             f" {sum(r['mcp_errors'].values()) + len(r['mcp_failures']):6d}"
             f" {r['server_rss_kib']['load_connected'] / 1024:8.0f}"
+            f" {r['load_average_1min_before']:9.1f}"
         )
     held = [r["mcp_sessions"] for r in result["runs"] if all(r["targets"].values())]
     first_broken = next(
@@ -396,5 +422,3 @@ def print_sessions(result: dict[str, Any]) -> None:
         f"  targets held at {held or 'no count'}"
         + (f"; first broken at {first_broken}" if first_broken is not None else "")
     )
-    if result["plot"]:
-        print(f"wrote {result['plot']}")

@@ -152,6 +152,12 @@ def create_app(
             optimize_after_writes=settings.optimize_after_writes,
             cleanup_older_than=settings.cleanup_older_than,
             optimizer=functools.partial(_optimize_learned, store),
+            # Facts, log entries and links are durable once journaled by the store: moved
+            # into their tables in one write each, like the archive's messages.
+            flush=store.flush_learned,
+            flush_interval=settings.archive_flush_interval,
+            flush_rows=settings.archive_flush_rows,
+            pending=lambda: store.learned_pending,
             events=events,
             name="facts",
             guard=guard,

@@ -104,13 +104,13 @@ async def reembed(
 ) -> dict[str, int]:
     """Make every vector of ``data_dir`` again with ``embedder``; how many rows each table
     had made again (0: it was the embedder's already). Raises ``ReembedError`` when
-    journaled messages wait to move into the table."""
-    journal = data_dir / "journal"
-    if journal.is_dir() and any(journal.glob("*.journal")):
-        raise ReembedError(
-            f"{journal} holds messages not yet in the table: start `mnemo serve` on this "
-            "data directory once (it moves them), stop it, then run `mnemo reembed` again"
-        )
+    journaled messages or facts wait to move into their tables."""
+    for journal, held in ((data_dir / "journal", "messages"), (data_dir / "learned", "facts")):
+        if journal.is_dir() and any(p.is_file() for p in journal.iterdir()):
+            raise ReembedError(
+                f"{journal} holds {held} not yet in the table: start `mnemo serve` on this "
+                "data directory once (it moves them), stop it, then run `mnemo reembed` again"
+            )
     await embedder.warm_up()
     db: Any = await lancedb.connect_async(data_dir / "lancedb")
     done: dict[str, int] = {}

@@ -263,7 +263,8 @@ async def clear_long_term(request: Request, user_id: str) -> Response:
 
     async def clear_learned() -> int:
         deps.learning.notes.forget(user_id)  # nor a note or profile still being written
-        count = await store.facts.clear_facts(user_id)
+        async with deps.learning.keeper.lane:  # no group commit of facts meanwhile
+            count = await store.facts.clear_facts(user_id)
         count += await store.facts.clear_notes(user_id)
         count += await store.rules.clear_rules(user_id)
         count += await store.entities.clear_entities(user_id)

@@ -567,6 +567,17 @@ class MemoryStore:
         self.flushes += 1
         return 0
 
+    @property
+    def journals_learned(self) -> bool:
+        return False  # writes its dicts directly
+
+    @property
+    def learned_pending(self) -> int:
+        return 0
+
+    async def flush_learned(self) -> int:
+        return 0
+
     def _of(self, user_id: str) -> list[ArchivedMessage]:
         return [m for m in self.messages if m.user_id == user_id]
 

@@ -193,7 +193,7 @@ async def test_after_a_failed_write_the_journal_goes_on_in_a_new_file_and_loses_
         file.write(data[: len(data) // 2])
         raise OSError("disk full (test)")
 
-    monkeypatch.setattr(journal_module, "_write", half_then_fail)
+    monkeypatch.setattr(journal_module, "write_durably", half_then_fail)
     with pytest.raises(OSError, match="disk full"):
         await journal.append([message(2, "never acked")], _vectors(1))
     monkeypatch.undo()

@@ -34,7 +34,17 @@ import numpy.typing as npt
 from actors.errors import Rejected
 from schemas.records import ArchivedMessage
 
-__all__ = ["Journal", "Journaling", "Segment", "decode_record", "encode_record"]
+__all__ = [
+    "Journal",
+    "Journaling",
+    "Segment",
+    "create_file",
+    "decode_record",
+    "encode_record",
+    "frame",
+    "frames",
+    "write_durably",
+]
 
 _log = logging.getLogger("mnemo.journal")
 _HEADER = struct.Struct("<II")
@@ -146,17 +156,17 @@ class Journal:
         ``Rejected`` for rows that cannot be encoded (then nothing is written)."""
         flat = np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1)
         payload = encode_record(rows, flat)
-        data = _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
+        data = frame(payload)
         async with self._lock:
             if self._open is None:
                 path = self._directory / f"{self._next:012d}{_SUFFIX}"
                 self._next += 1
-                self._file = await anyio.to_thread.run_sync(_create, path)
+                self._file = await anyio.to_thread.run_sync(create_file, path)
                 self._open = Segment(path)
             segment, file = self._open, self._file
             assert file is not None
             try:
-                await anyio.to_thread.run_sync(_write, file, data)
+                await anyio.to_thread.run_sync(write_durably, file, data)
             except OSError:
                 # Part of the record may be on disk: nothing more goes after it (a reader
                 # stops at the first bad record). The next append starts a new file.
@@ -202,7 +212,13 @@ class Journal:
         segment.vectors.append(flat)
 
 
-def _create(path: Path) -> BinaryIO:
+def frame(payload: bytes) -> bytes:
+    """``payload`` as one record: its length and CRC-32, then itself."""
+    return _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
+
+
+def create_file(path: Path) -> BinaryIO:
+    """A new journal file, opened for appending, its name durable."""
     file = path.open("ab", buffering=0)
     fd = os.open(path.parent, os.O_RDONLY)
     try:
@@ -212,13 +228,25 @@ def _create(path: Path) -> BinaryIO:
     return file
 
 
-def _write(file: BinaryIO, data: bytes) -> None:
+def write_durably(file: BinaryIO, data: bytes) -> None:
+    """Append ``data`` and return once it is on disk."""
     file.write(data)
     os.fsync(file.fileno())
 
 
 def _records(path: Path) -> Iterator[_Record]:
     """The whole records of a journal file; a torn or corrupt tail is logged and dropped."""
+    for payload in frames(path):
+        try:
+            yield _decoder.decode(payload)
+        except msgspec.DecodeError:
+            _log.warning("journal %s: dropped a record that does not decode", path.name)
+            return
+
+
+def frames(path: Path) -> Iterator[bytes]:
+    """The payloads of the whole records of a file; a torn or corrupt tail is logged and
+    dropped."""
     data = path.read_bytes()
     offset = 0
     while offset < len(data):
@@ -228,10 +256,7 @@ def _records(path: Path) -> Iterator[_Record]:
         payload = data[offset + _HEADER.size : offset + _HEADER.size + size]
         if len(payload) < size or zlib.crc32(payload) != crc:
             break
-        try:
-            yield _decoder.decode(payload)
-        except msgspec.DecodeError:
-            break
+        yield payload
         offset += _HEADER.size + size
     if offset < len(data):
         _log.warning(

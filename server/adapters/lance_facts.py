@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import msgspec
@@ -31,6 +32,7 @@ from server.adapters.lance_cache import Budget, FactEntry, UserCache, hybrid_ran
 from server.adapters.lance_common import WARM_UP_USER, PurgeGate, quote, quote_all, user_filter
 from server.adapters.lance_counts import CountMemo
 from server.adapters.lance_epochs import Epochs, with_epoch
+from server.adapters.learned_journal import LearnedJournal, Moving, Pending
 
 __all__ = ["LanceFacts"]
 
@@ -130,6 +132,9 @@ class LanceFacts:
         self._cache = UserCache(self._load, budget=budget)
         #: ``fact_counts`` by user and scope, until the user's facts are written.
         self._counted = CountMemo()
+        #: With a journal, fact writes are durable once journaled (``journal_to``).
+        self._journal: LearnedJournal | None = None
+        self._settled: Callable[[], AbstractAsyncContextManager[None]] | None = None
         self._facts: Any = None
         self._notes: Any = None
         self._profiles: Any = None
@@ -151,6 +156,15 @@ class LanceFacts:
                 "content", config=FTS(base_tokenizer=FTS_TOKENIZER, with_position=True)
             )
 
+    def journal_to(
+        self,
+        journal: LearnedJournal,
+        settled: Callable[[], AbstractAsyncContextManager[None]],
+    ) -> None:
+        """Write facts to ``journal`` from now on (the store moves them into the table);
+        ``settled`` moves what is pending and holds off moves, for deletes that purge."""
+        self._journal, self._settled = journal, settled
+
     def close(self) -> None:
         for table in (self._facts, self._notes, self._profiles, self._progress):
             if table is not None:
@@ -159,7 +173,15 @@ class LanceFacts:
     # -- facts ---------------------------------------------------------------
 
     async def _load(self, user_id: str) -> FactEntry:
-        return await self._read_active(self._epochs.reads(user_id))
+        pending = self._pending()
+        entry = await self._read_active(self._epochs.reads(user_id))
+        if pending is None or not pending.facts:
+            return entry
+        return FactEntry(self._dim, _active(pending.overlay(user_id, list(entry.facts.values()))))
+
+    def _pending(self) -> Pending | None:
+        """The journaled writes not yet in the table: taken before a read of the table."""
+        return self._journal.pending() if self._journal is not None else None
 
     async def _read_active(self, user: str) -> FactEntry:
         where = f"{user} AND validity = 'active'"
@@ -184,9 +206,11 @@ class LanceFacts:
     async def facts_of(self, user_id: str, *, active_only: bool = True) -> list[Stored]:
         if active_only:
             return list((await self._cache.get(user_id)).facts.values())
+        pending = self._pending()
         where = self._epochs.reads(user_id)
         rows = await self._gate.read(self._facts.query().where(where).select(_FACT_COLUMNS).to_list)
-        return [_stored(r) for r in rows]
+        stored = [_stored(r) for r in rows]
+        return stored if pending is None else pending.overlay(user_id, stored)
 
     async def facts_of_users(self, user_ids: Sequence[str]) -> dict[str, list[Stored]]:
         """Active facts of several users (the writer's batched learning): those not in memory
@@ -195,6 +219,7 @@ class LanceFacts:
             user_filter(user_id)
         cold = [u for u in user_ids if not self._cache.holds(u)]
         if cold:
+            pending = self._pending()
             where = f"{self._epochs.reads_all(cold)} AND validity = 'active'"
             rows = await self._gate.read(
                 self._facts.query().where(where).select(_FACT_COLUMNS).to_list
@@ -204,12 +229,18 @@ class LanceFacts:
                 stored = _stored(row)
                 loaded[stored.fact.user_id].append(stored)
             for user_id, stored_facts in loaded.items():
+                if pending is not None:
+                    stored_facts = _active(pending.overlay(user_id, stored_facts))
                 self._cache.insert(user_id, FactEntry(self._dim, stored_facts))
         return {u: list((await self._cache.get(u)).facts.values()) for u in user_ids}
 
     async def list_facts(
         self, user_id: str, *, limit: int, offset: int, validity: str | None = "active"
     ) -> tuple[list[Fact], int]:
+        if self._journal is not None and self._journal.holds(user_id):
+            every = [s.fact for s in await self.facts_of(user_id, active_only=False)]
+            held = sorted((f for f in every if validity in (None, f.validity)), key=_newest_first)
+            return held[offset : offset + limit], len(held)
         where = self._epochs.reads(user_id)
         if validity is not None:
             where += f" AND validity = {quote(validity)}"
@@ -219,6 +250,13 @@ class LanceFacts:
         return facts[offset : offset + limit], total
 
     async def count_facts(self, user_id: str, validity: str, *, scope: str | None) -> int:
+        if self._journal is not None and self._journal.holds(user_id):
+            every = await self.facts_of(user_id, active_only=False)
+            return sum(
+                1
+                for s in every
+                if s.fact.validity == validity and (scope is None or in_scope(s.fact.scope, scope))
+            )
         where = f"{self._epochs.reads(user_id)} AND validity = {quote(validity)}"
         if scope is not None:
             where += f" AND scope IN {quote_all(['global', scope])}"
@@ -241,20 +279,33 @@ class LanceFacts:
     async def get_facts(self, user_id: str, ids: Sequence[str]) -> list[Stored]:
         if not ids:
             return []
+        pending = self._pending()
         where = f"{self._epochs.reads(user_id)} AND id IN {quote_all(ids)}"
         rows = await self._gate.read(self._facts.query().where(where).select(_FACT_COLUMNS).to_list)
-        return [_stored(r) for r in rows]
+        stored = [_stored(r) for r in rows]
+        if pending is None:
+            return stored
+        wanted = set(ids)
+        return [s for s in pending.overlay(user_id, stored) if s.fact.id in wanted]
 
     async def get_facts_by_key(self, keys: Sequence[tuple[str, str]]) -> list[Stored]:
         """Facts named by (user id, fact id) pairs, of any users, in one query."""
         if not keys:
             return []
+        pending = self._pending()
         users = sorted({u for u, _ in keys})
         ids = quote_all(sorted({i for _, i in keys}))
         where = f"{self._epochs.reads_all(users)} AND id IN {ids}"
         rows = await self._gate.read(self._facts.query().where(where).select(_FACT_COLUMNS).to_list)
         wanted = set(keys)
-        return [s for s in map(_stored, rows) if (s.fact.user_id, s.fact.id) in wanted]
+        found = list(map(_stored, rows))
+        if pending is not None:
+            found = [
+                s
+                for user in users
+                for s in pending.overlay(user, [f for f in found if f.fact.user_id == user])
+            ]
+        return [s for s in found if (s.fact.user_id, s.fact.id) in wanted]
 
     async def add_facts(self, items: Sequence[Stored]) -> None:
         """Append new facts: a plain append, much cheaper than a merge on a large table."""
@@ -265,12 +316,35 @@ class LanceFacts:
         users = {i.fact.user_id for i in items}
         self._counted.written(users)
         try:
-            rows = self._epochs.stamp([_fact_row(i.fact, i.vector) for i in items])
-            data = pa.Table.from_pylist(rows, schema=_facts_schema(self._dim))
-            await self._epochs.append(self._facts, data)
+            if self._journal is not None:
+                await self._journal.write(facts=items, fresh=True)
+            else:
+                await self._append(items)
             self._held(items)
         finally:
             self._counted.written(users)
+
+    async def _append(self, items: Sequence[Stored]) -> None:
+        rows = self._epochs.stamp([_fact_row(i.fact, i.vector) for i in items])
+        data = pa.Table.from_pylist(rows, schema=_facts_schema(self._dim))
+        await self._epochs.append(self._facts, data)
+
+    async def _merge(self, items: Sequence[Stored]) -> None:
+        data = pa.Table.from_pylist(
+            self._epochs.stamp([_fact_row(i.fact, i.vector) for i in items]),
+            schema=_facts_schema(self._dim),
+        )
+        await self._epochs.merge(self._facts, ["user_id", "id"], data)
+
+    async def move(self, moving: Moving) -> None:
+        """Write journaled facts into the table (``LanceStore.flush_learned``): the new ones
+        appended, the changed ones merged, the deleted ones deleted."""
+        if moving.fresh:
+            await self._append(moving.fresh)
+        if moving.changed:
+            await self._merge(moving.changed)
+        for user_id, ids in moving.deleted.items():
+            await self._epochs.delete(self._gate, self._facts, user_id, f"id IN {quote_all(ids)}")
 
     def _held(self, items: Sequence[Stored]) -> None:
         """Apply written facts to the users' entries in memory."""
@@ -286,14 +360,13 @@ class LanceFacts:
             return
         for item in items:
             user_filter(item.fact.user_id)
-        data = pa.Table.from_pylist(
-            self._epochs.stamp([_fact_row(i.fact, i.vector) for i in items]),
-            schema=_facts_schema(self._dim),
-        )
         users = {i.fact.user_id for i in items}
         self._counted.written(users)
         try:
-            await self._epochs.merge(self._facts, ["user_id", "id"], data)
+            if self._journal is not None:
+                await self._journal.write(facts=items)
+            else:
+                await self._merge(items)
             self._held(items)
         finally:
             self._counted.written(users)
@@ -301,10 +374,22 @@ class LanceFacts:
     async def delete_facts(self, user_id: str, ids: Sequence[str], *, purge_now: bool) -> int:
         if not ids:
             return 0
+        if self._settled is not None and purge_now:
+            async with self._settled():  # no journal file keeps what is deleted
+                return await self._delete(user_id, ids, purge_now=True)
+        return await self._delete(user_id, ids, purge_now=purge_now)
+
+    async def _delete(self, user_id: str, ids: Sequence[str], *, purge_now: bool) -> int:
         self._counted.written([user_id])
         try:
-            also = f"id IN {quote_all(ids)}"
-            count = await self._epochs.delete(self._gate, self._facts, user_id, also)
+            if self._journal is not None and not purge_now:
+                found = [s.fact.id for s in await self.get_facts(user_id, ids)]
+                if found:
+                    await self._journal.write(deleted=[(user_id, found)])
+                count = len(found)
+            else:
+                also = f"id IN {quote_all(ids)}"
+                count = await self._epochs.delete(self._gate, self._facts, user_id, also)
             if count:
                 self._cache.apply(user_id, lambda entry: entry.remove(ids))
         finally:
@@ -314,6 +399,12 @@ class LanceFacts:
         return count
 
     async def clear_facts(self, user_id: str) -> int:
+        if self._settled is not None:
+            async with self._settled():  # no journal file keeps what is deleted
+                return await self._clear(user_id)
+        return await self._clear(user_id)
+
+    async def _clear(self, user_id: str) -> int:
         self._counted.written([user_id])
         try:
             count = await self._epochs.delete(self._gate, self._facts, user_id)
@@ -481,10 +572,14 @@ class LanceFacts:
         )
 
     async def users_with_facts(self) -> list[str]:
+        pending = self._pending()
         rows = await self._gate.read(
             self._facts.query().where("validity = 'active'").select(["user_id"]).to_list
         )
-        return sorted({r["user_id"] for r in rows})
+        users = {r["user_id"] for r in rows}
+        if pending is not None:
+            users |= {u for (u, _), s in pending.facts.items() if s and s.fact.validity == "active"}
+        return sorted(users)
 
     async def pending_progress(self) -> list[Progress]:
         """Sessions of any user with archived turns not yet extracted (for the retry sweep)."""
@@ -505,6 +600,10 @@ class LanceFacts:
     async def optimize(self, cleanup_older_than: float) -> None:
         tables = (self._facts, self._notes, self._profiles, self._progress)
         await self._gate.optimize(tables, cleanup_older_than)
+
+
+def _active(stored: Sequence[Stored]) -> list[Stored]:
+    return [s for s in stored if s.fact.validity == "active"]
 
 
 def _newest_first(fact: Fact) -> tuple[float, str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,7 @@ from server.adapters.lance_messages import (
 from server.adapters.lance_rules import LanceRules
 from server.adapters.lance_shared import SHARED_CONSISTENCY, SharedTables
 from server.adapters.lance_versions import EmbedderChanged, check_embedder
+from server.adapters.learned_journal import LearnedJournal, Moving
 from server.adapters.message_search import MessageSearch
 
 __all__ = ["LanceStore", "StoreMismatch", "quote"]
@@ -130,6 +132,9 @@ class LanceStore:
         self._journal_dir = journal
         self._indexes_dir = indexes
         self._archive: JournaledMessages | None = None
+        #: Facts, log entries and links (a local journal only: a cluster's nodes write
+        #: those tables directly, under their epoch fence).
+        self._learned: LearnedJournal | None = None
         self._embedder = embedder
         self._lance_caches = (lance_metadata_bytes, lance_index_bytes)
         self._session: lancedb.Session | None = None
@@ -295,6 +300,7 @@ class LanceStore:
         journal: Journaling | None = None
         if isinstance(self._journal_dir, Path):
             journal = Journal(self._journal_dir, self._dim)
+            await self._open_learned(self._journal_dir.parent / "learned")
         elif self._journal_dir is not None:
             journal = self._journal_dir(self._dim)
         self._archive = JournaledMessages(
@@ -317,6 +323,45 @@ class LanceStore:
         await self._search.warm_up()
         await self._facts.warm_up()
 
+    async def _open_learned(self, directory: Path) -> None:
+        """Journal facts, log entries and links in ``directory``; replay what a crash left."""
+        learned = LearnedJournal(directory, self._dim)
+        replayed = await anyio.to_thread.run_sync(learned.recover)
+        for table in (self.facts, self.events, self.links):
+            table.journal_to(learned, self._settled)
+        self._learned = learned
+        if replayed:
+            try:
+                await self.flush_learned()
+                _log.info("replayed %d journaled writes of facts, log and links", replayed)
+            except MnemoError as exc:  # still journaled: reads see them, the writer retries
+                _log.warning("journaled facts stay in the journal: %s", exc)
+
+    def _settled(self) -> AbstractAsyncContextManager[None]:
+        assert self._learned is not None
+        return self._learned.settled(self._move_learned)
+
+    @property
+    def journals_learned(self) -> bool:
+        return self._learned is not None
+
+    @property
+    def learned_pending(self) -> int:
+        return self._learned.rows if self._learned is not None else 0
+
+    async def flush_learned(self) -> int:
+        if self._learned is None:
+            return 0
+        try:
+            return await self._learned.move(self._move_learned)
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise ArchiveUnavailable(f"journaled facts not moved: {exc}") from exc
+
+    async def _move_learned(self, moving: Moving) -> None:
+        await self.facts.move(moving)
+        await self.events.move(moving.events, maybe_stored=moving.maybe_stored)
+        await self.links.move(moving.links)
+
     async def _ensure_indexes(self) -> None:
         indices = await self._messages.list_indices()
         have = {tuple(ix.columns) for ix in indices}
@@ -332,6 +377,12 @@ class LanceStore:
             await self._working.create_index("user_id", config=BTree())
 
     async def aclose(self) -> None:
+        if self._learned is not None:
+            try:
+                await self.flush_learned()
+            except MnemoError as exc:  # the journal keeps them: the next open replays them
+                _log.warning("journaled facts stay in the journal: %s", exc)
+            self._learned.close()
         if self._archive is not None:
             await self._search.saver.save()
             try:
