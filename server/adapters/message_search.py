@@ -449,7 +449,13 @@ class MessageSearch:
             near |= zip(
                 unknown, held.index.similarities(unknown, await resolve(vector)), strict=True
             )
-        scores = kept_agreement(lifted, own, near, {p: r for r, p in enumerate(ranked.sparse, 1)})
+        scores = kept_agreement(
+            lifted,
+            own,
+            near,
+            {p: r for r, p in enumerate(ranked.sparse, 1)},
+            every_text_hit=len(ranked.sparse) < depth,
+        )
         dense = {p: r for r, p in enumerate(ranked.dense, 1)}
         best = rank(
             Candidates(
