@@ -19,6 +19,7 @@ from memory.tokens import is_cjk
 from schemas.settings import MIN_SIMILARITY
 
 __all__ = [
+    "RRF_K",
     "CompositeWeights",
     "RelevanceWeights",
     "answer_relevance",
