@@ -343,7 +343,8 @@ async def test_with_a_sparse_model_a_reopened_store_ranks_as_the_warm_one(tmp_pa
     finally:
         await cold.aclose()
     assert [m.text for m, _ in asked][:2] == [_SAID[0], _SAID[1]]
-    assert [(m.id, pytest.approx(s)) for m, s in asked] == [(m.id, s) for m, s in again]
+    approximately: list[tuple[str, object]] = [(m.id, pytest.approx(s)) for m, s in asked]
+    assert approximately == [(m.id, s) for m, s in again]
 
 
 async def test_a_query_the_sparse_model_has_no_terms_for_ranks_as_without_it(
@@ -357,7 +358,8 @@ async def test_a_query_the_sparse_model_has_no_terms_for_ranks_as_without_it(
         query = "柏林马拉松"
         plain = await store.search_messages("u1", query, _embedder.embed_one(query), k=5)
         learned = await learning.search_messages("u1", query, _embedder.embed_one(query), k=5)
-        assert [(m.id, pytest.approx(s)) for m, s in plain] == [(m.id, s) for m, s in learned]
+        approximately: list[tuple[str, object]] = [(m.id, pytest.approx(s)) for m, s in plain]
+        assert approximately == [(m.id, s) for m, s in learned]
         # An English one is ranked by three lists, its scores still within 0..1.
         query = "berlin marathon"
         hits = await learning.search_messages("u1", query, _embedder.embed_one(query), k=5)

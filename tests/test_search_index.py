@@ -137,8 +137,12 @@ def test_indexes_of_different_users_share_one_string_per_word() -> None:
 
 
 def test_adding_mismatched_lengths_is_refused() -> None:
-    with pytest.raises(ValueError, match=r"^vectors, terms and scopes differ in length$"):
+    refused = r"^vectors, terms, scopes and learned vectors differ in length$"
+    with pytest.raises(ValueError, match=refused):
         SearchIndex(2).add(np.zeros((2, 2)), [["a"]], ["global", "global"])
+    none = SparseVector(np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
+    with pytest.raises(ValueError, match=refused):
+        SearchIndex(2).add(np.zeros((2, 2)), [["a"], ["b"]], ["global", "global"], [none])
 
 
 def test_a_large_index_ranks_by_projection_first_and_keeps_the_exact_order() -> None:
