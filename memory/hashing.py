@@ -6,9 +6,14 @@ import hashlib
 import itertools
 import math
 import re
+from collections import Counter
 from collections.abc import Iterator, Sequence
 
-__all__ = ["MAX_TOKENS", "HashEmbedder"]
+import numpy as np
+
+from memory.sparse import SparseVector
+
+__all__ = ["MAX_TOKENS", "HashEmbedder", "HashSparseEncoder"]
 
 _WORD = re.compile(r"\w+")
 # Han ideographs (with extensions and compatibility forms), kana and Hangul syllables:
@@ -81,3 +86,34 @@ class HashEmbedder:
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One unit-length vector per text; never blocks for long (pure arithmetic)."""
         return [self.embed_one(text) for text in texts]
+
+
+#: The hashing stand-in's vocabulary, as wide as SPLADE-tiny's (bert-base-uncased).
+_VOCABULARY = 30_522
+
+
+class HashSparseEncoder:
+    """A learned sparse model's stand-in for tests: each word of a text (lower-cased)
+    is a term, hashed into SPLADE-tiny's vocabulary, weighing ``1 + ln(count)``; a text
+    more than half of whose tokens are CJK gets no terms, as SPLADE's Chinese does not.
+    Implements the ``SparseEncoder`` port."""
+
+    @property
+    def name(self) -> str:
+        return "hash-sparse"
+
+    async def encode(self, texts: Sequence[str]) -> list[SparseVector]:
+        return [self.encode_one(text) for text in texts]
+
+    def encode_one(self, text: str) -> SparseVector:
+        tokens = list(_tokens(text))
+        if not tokens or sum(bool(_CJK.fullmatch(t)) for t in tokens) * 2 > len(tokens):
+            return SparseVector.of_dense(np.zeros(0, dtype=np.float32))
+        weights = np.zeros(_VOCABULARY, dtype=np.float32)
+        for token, count in Counter(t for t in tokens if not _CJK.search(t)).items():
+            digest = hashlib.sha256(token.encode()).digest()
+            weights[int.from_bytes(digest[:4], "little") % _VOCABULARY] += 1.0 + math.log(count)
+        return SparseVector.of_dense(weights)
+
+    async def preload(self) -> None:
+        """Nothing to load."""

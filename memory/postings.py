@@ -132,6 +132,37 @@ class Postings:
         self._count += len(run)
         self._push(run)
 
+    def add_counted(
+        self,
+        documents: npt.NDArray[np.int64],
+        ids: npt.NDArray[np.int64],
+        counts: npt.NDArray[np.int32],
+        lengths: npt.NDArray[np.int64],
+    ) -> None:
+        """Post ``documents`` (none posted before) with their counts given: the ``i``-th's
+        distinct term ids are the next ``lengths[i]`` of ``ids``, each with its count
+        (positive) in ``counts``."""
+        if not len(ids):
+            return
+        docs = np.repeat(documents, lengths)
+        if len(ids) <= SMALL_ADDITION:
+            for term, doc, count in zip(ids.tolist(), docs.tolist(), counts.tolist(), strict=True):
+                if term not in self._tail_docs:
+                    self._tail_docs[term], self._tail_counts[term] = array("i"), array("i")
+                self._tail_docs[term].append(doc)
+                self._tail_counts[term].append(count)
+            self._tail += len(ids)
+            self._count += len(ids)
+            if self._tail > self._tail_limit:
+                self._push(self._tail_run())
+            return
+        order = np.lexsort((docs, ids))
+        run = _Run.of_sorted(
+            ids[order], docs[order].astype(np.int32), counts[order].astype(np.int32)
+        )
+        self._count += len(run)
+        self._push(run)
+
     def _add_small(self, first: int, ids: Sequence[int], lengths: list[int]) -> None:
         at = 0
         for doc, length in enumerate(lengths, first):

@@ -66,7 +66,6 @@ from schemas.settings import Ranking, SearchMode
 
 __all__ = [
     "DEPTH",
-    "READ",
     "Candidates",
     "Pick",
     "asks_assistant",
@@ -192,11 +191,6 @@ def asks_assistant(query: str) -> bool:
 #: 60, 0.790 and 0.943, as at 200 deep. LoCoMo (20 asked for) keeps its R@10 at 60 and
 #: loses at 100 (0.772) and 200 (0.763): docs/performance.md.
 DEPTH = 60
-#: How many of the best found turns step 2 reads (what they state), whatever is asked
-#: for: a chat's context asks for 8, LongMemEval for 10 (20 read before, as now), LoCoMo
-#: for 20 (40 read before; its R@20 0.824 at 20, 0.829 at 40 and 60, the rest equal);
-#: LongMemEval at 40: session R@5 0.930 instead of 0.940.
-READ = 20
 #: Step 4 off: the order as scored.
 _KEEP = Ranking(session_decay=1.0)
 
@@ -239,22 +233,20 @@ def rank(
     named: Callable[[str], bool] = lambda _: False,
     asked: AnswerKind | None = None,
     first_person: bool = False,
-    read: int = READ,
     tie: Callable[[int], tuple[float, int]],
 ) -> list[Pick]:
     """The ``k`` best positions with their scores, reordered as the module docstring says
     (``several``: the query ``gathers``; ``asked``: the kind of answer it asks for;
-    ``first_person``: it speaks in the first person, ``memory.answers.in_first_person``;
-    ``read``: how many of the best have their text read for step 2); equal scores are
-    ordered by ``tie`` (ascending). The first ``n`` of them are the same for every ``k``
-    of at least ``n``."""
+    ``first_person``: it speaks in the first person, ``memory.answers.in_first_person``);
+    equal scores are ordered by ``tie`` (ascending). The first ``n`` of them are the
+    same for every ``k`` of at least ``n``."""
     scores = dict(found.scores)
     if not scores:
         return []
     _weigh_speakers(scores, found, knobs, about_assistant)
     _weigh_named(scores, found, knobs, named)
     about_person = not about_assistant and (first_person or _names_someone(found, named))
-    _weigh_statements(scores, found, knobs, asked, about_person, read)
+    _weigh_statements(scores, found, knobs, asked, about_person)
     _weigh_time(scores, found, knobs, anchor)
     echo = "user" if about_assistant else "assistant"
     newer: dict[int, int] = {}
@@ -303,16 +295,16 @@ def _weigh_statements(
     knobs: Ranking,
     asked: AnswerKind | None,
     about_person: bool,
-    read: int,
 ) -> None:
     """Messages that do not state the kind of answer asked for weigh ``answer_weight``;
     for a question about a person (``about_person``: in the first person, or naming one
     of the people whose messages were found; not about what the assistant said),
     people's messages that say nothing of their speaker
-    (no "I", "my", "we", "我") weigh ``first_person_weight``. Only the best ``read`` are
-    read for it (each message once: a turn's text takes ~30 us), however many are asked
-    for; the rest weigh as if they stated nothing, which keeps them below every message
-    read: whatever one states, it keeps at least the share that nothing stated leaves."""
+    (no "I", "my", "we", "我") weigh ``first_person_weight``. Every candidate is read
+    (a message's text once, ~12-30 us, then kept: ``Candidates.stated``): one left unread
+    would weigh as if it stated nothing, and a cut at the best n put a message that
+    states the answer just below it under every one above that does not (LoCoMo dev
+    R@20, read the best 20: 0.829; every candidate: 0.835)."""
     checks: list[tuple[int, float, bool]] = []  # (bit, weight, people's messages only)
     if asked is not None and knobs.answer_weight != 1.0:
         checks.append((bit_of(asked), knobs.answer_weight, False))
@@ -320,9 +312,8 @@ def _weigh_statements(
         checks.append((FIRST_PERSON, knobs.first_person_weight, True))
     if not checks:
         return
-    best = set(heapq.nlargest(read, scores, key=scores.__getitem__))
     for position in scores:
-        bits = found.stated(position) if position in best else 0
+        bits = found.stated(position)
         for bit, weight, people_only in checks:
             if not bits & bit and not (people_only and found.role(position) == "assistant"):
                 scores[position] *= weight

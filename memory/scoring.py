@@ -19,6 +19,7 @@ from memory.tokens import is_cjk
 from schemas.settings import MIN_SIMILARITY
 
 __all__ = [
+    "RRF_K",
     "CompositeWeights",
     "RelevanceWeights",
     "answer_relevance",
@@ -213,6 +214,7 @@ def kept_agreement(
     text_rank: Mapping[int, int],
     *,
     every: bool = False,
+    every_text_hit: bool = True,
 ) -> dict[int, float]:
     """``scores`` lowered where they would put a memory above one that both sides of a
     search rank above it: a higher cosine ``similarity`` and found by text where it was
@@ -221,7 +223,10 @@ def kept_agreement(
     orders, which ranks those first; only the memories whose score rose above it (lifted
     by a neighbour) can need lowering, unless ``every`` (scores of their own, such as a
     fact's, which weigh more than the two orders). A ``similarity`` that is NaN (not
-    known) compares with none."""
+    known) compares with none; so does the text rank of a memory missing from a
+    ``text_rank`` that does not hold ``every_text_hit`` (a list cut at its depth: a
+    memory below the cut may share words with the query as much as the last one listed,
+    and no mode ranks it above or below that one)."""
     order = sorted(scores, key=lambda p: -own.get(p, 0.0))  # any that beats p comes first
     kept = np.array([scores[p] for p in order], dtype=np.float64)
     owns = np.array([own.get(p, 0.0) for p in order], dtype=np.float64)
@@ -229,7 +234,8 @@ def kept_agreement(
     if not rose.size:
         return dict(scores)
     near = np.array([similarity[p] for p in order], dtype=np.float64)
-    ranks = np.array([text_rank.get(p, np.inf) for p in order], dtype=np.float64)
+    missing = np.inf if every_text_hit else np.nan
+    ranks = np.array([text_rank.get(p, missing) for p in order], dtype=np.float64)
     # above[r, j]: the message at ``order[j]`` beats the r-th one that rose on both sides.
     above = (near[None, :] > near[rose, None]) & (ranks[None, :] < ranks[rose, None])
     # A rise below every such message's own score (never more than its final one) is fine.

@@ -1,11 +1,14 @@
-"""An in-memory hybrid index over one user's documents: exact cosine and BM25.
+"""An in-memory hybrid index over one user's documents: exact cosine, BM25 and a learned
+sparse model's terms.
 
 Pure and synchronous (NumPy and the standard library). Each document has a
 position (0, 1, 2, ... in the order added), a unit vector, its analyzed terms
-and a scope. ``dense`` ranks by exact cosine similarity (a matrix product: no
-approximation, so no recall to lose), ``sparse`` by Okapi BM25 with the user's
-own document statistics. Both filter by scope (``global`` plus the asked one)
-and skip removed documents.
+and a scope, and optionally a learned sparse vector (``memory.sparse``). ``dense``
+ranks by exact cosine similarity (a matrix product: no approximation, so no recall
+to lose), ``sparse`` by Okapi BM25 with the user's own document statistics,
+``learned`` by the dot product of learned sparse vectors (an inverted index: only the
+query's terms' postings are read). All filter by scope (``global`` plus the asked
+one) and skip removed documents.
 
 Positions stay valid until ``compact()``, which returns where each one went.
 Not thread-safe for writes; ``dense_scores`` only reads arrays it has sliced,
@@ -24,13 +27,25 @@ import numpy.typing as npt
 
 from memory.postings import Postings
 from memory.projection import CANDIDATES, PROJECT_FROM, Projection
+from memory.sparse import SparseVector
 from memory.vectors import Quantised, Vectors
 
-__all__ = ["BM25_B", "BM25_K1", "GLOBAL_SCOPE", "EncodedTerms", "SearchIndex", "top_k"]
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "GLOBAL_SCOPE",
+    "LEARNED_UNIT",
+    "EncodedTerms",
+    "SearchIndex",
+    "top_k",
+]
 
 BM25_K1 = 1.2
 BM25_B = 0.75
 GLOBAL_SCOPE = "global"
+#: A learned sparse weight is held as a whole number of these (``Postings`` counts): SPLADE's
+#: weights run 0..3, so the rounding is a thousandth of the smallest that matters.
+LEARNED_UNIT = 1e-3
 
 Floats = npt.NDArray[np.float32]
 
@@ -134,6 +149,13 @@ class SearchIndex:
         self._scope_codes: dict[str, int] = {GLOBAL_SCOPE: 0}
         self._terms: dict[str, int] = {}
         self._postings = Postings()
+        #: The learned sparse vectors' postings, by a term id of this index's own
+        #: (``_learned_terms``: vocabulary id -> it) so that a run's offsets cover only
+        #: the terms its documents hold.
+        self._learned = Postings()
+        self._learned_terms: dict[int, int] = {}
+        #: Whether each document's learned vector was given (it may have no terms).
+        self._learned_of = _Grow(np.bool_)
         self._live = 0
         self._live_length = 0.0
         self._removed = 0
@@ -162,6 +184,8 @@ class SearchIndex:
             + projected
             + self._size * 9
             + self._postings.nbytes()
+            + self._learned.nbytes()
+            + 100 * len(self._learned_terms)
             + self._vocabulary_bytes
         )
 
@@ -179,6 +203,11 @@ class SearchIndex:
             "scope_names": list(self._scope_codes),
             "words": list(self._terms),
             "postings": self._postings.state(),
+            "learned": self._learned.state(),
+            "learned_of": self._learned_of.view(),
+            "learned_terms": np.fromiter(
+                self._learned_terms, dtype=np.int64, count=len(self._learned_terms)
+            ),
             "projection": None if projection is None else projection.state(),
         }
 
@@ -198,6 +227,16 @@ class SearchIndex:
         index._terms = dict(zip(map(sys.intern, words), range(len(words)), strict=True))
         index._vocabulary_bytes = sum(map(len, words)) + 100 * len(words)
         index._postings = Postings.restored(state["postings"])
+        # An index saved before learned vectors were held has none: they match nothing.
+        index._learned = Postings.restored(state.get("learned", []))
+        learned_of = state.get("learned_of")
+        index._learned_of = _Grow.of(
+            np.zeros(index._size, dtype=np.bool_) if learned_of is None else learned_of
+        )
+        learned_terms = state.get("learned_terms")
+        if learned_terms is not None:
+            ids = np.asarray(learned_terms, dtype=np.int64).tolist()
+            index._learned_terms = dict(zip(ids, range(len(ids)), strict=True))
         alive = index._alive.view()
         index._live = int(alive.sum())
         index._removed = index._size - index._live
@@ -217,13 +256,15 @@ class SearchIndex:
         vectors: npt.ArrayLike,
         terms: Sequence[Sequence[str]] | EncodedTerms,
         scopes: Sequence[str],
+        learned: Sequence[SparseVector] | None = None,
     ) -> int:
         """Append documents; returns the position of the first. Vectors should be unit
-        length (cosine is their dot product)."""
+        length (cosine is their dot product). ``learned``: each document's learned sparse
+        vector (None: none of them has one, and none is found by ``learned_scores``)."""
         matrix = np.asarray(vectors, dtype=np.float32).reshape(-1, self.dim)
         n = len(matrix)
-        if not (n == len(terms) == len(scopes)):
-            raise ValueError("vectors, terms and scopes differ in length")
+        if not (n == len(terms) == len(scopes)) or (learned is not None and len(learned) != n):
+            raise ValueError("vectors, terms, scopes and learned vectors differ in length")
         first = self._size
         need = first + n
         self._vectors.append(matrix)
@@ -243,6 +284,9 @@ class SearchIndex:
                     listed.append(self._term(word) if term is None else term)
             ids = listed
         self._postings.add(first, ids, lengths)
+        self._learned_of.extend(np.zeros(n, dtype=np.bool_))
+        if learned is not None:
+            self.add_learned(np.arange(first, first + n), learned)
         self._lengths.extend(lengths)
         self._alive.extend(np.ones(n, dtype=np.bool_))
         self._scopes.extend([self._scope_code(s) for s in scopes])
@@ -280,6 +324,35 @@ class SearchIndex:
         self._projection = projection
         if quantise:
             self._vectors.quantise(prepared)
+
+    def without_learned(self) -> list[int]:
+        """The live positions whose learned sparse vector was never given."""
+        lacking = self._alive.view().astype(np.bool_) & ~self._learned_of.view()
+        return np.flatnonzero(lacking).tolist()
+
+    def add_learned(self, positions: npt.ArrayLike, learned: Sequence[SparseVector]) -> None:
+        """Post the learned sparse vectors of the documents at ``positions``; those that
+        already have one are skipped."""
+        at = np.asarray(positions, dtype=np.int64)
+        if len(at) != len(learned):
+            raise ValueError("positions and learned vectors differ in length")
+        fresh = ~self._learned_of.view()[at]
+        if not fresh.all():
+            at = at[fresh]
+            learned = [v for v, new in zip(learned, fresh.tolist(), strict=True) if new]
+        self._learned_of.data[at] = True
+        if not any(len(v) for v in learned):
+            return
+        vocabulary = np.concatenate([v.ids for v in learned]).astype(np.int64)
+        weights = np.concatenate([v.weights for v in learned])
+        counts = np.maximum(np.rint(weights / LEARNED_UNIT), 1).astype(np.int32)
+        known = self._learned_terms
+        distinct, codes = np.unique(vocabulary, return_inverse=True)
+        for term in distinct.tolist():
+            known.setdefault(term, len(known))
+        local = np.fromiter(map(known.__getitem__, distinct.tolist()), dtype=np.int64)
+        lengths = np.fromiter((len(v) for v in learned), dtype=np.int64, count=len(learned))
+        self._learned.add_counted(at, local[codes.reshape(-1)], counts, lengths)
 
     def _scope_code(self, scope: str) -> int:
         return self._scope_codes.setdefault(scope, len(self._scope_codes))
@@ -325,10 +398,11 @@ class SearchIndex:
         self._vectors.keep(keep)
         if self._projection is not None:
             self._projection.keep(keep)
-        for grow in (self._lengths, self._alive, self._scopes):
+        for grow in (self._lengths, self._alive, self._scopes, self._learned_of):
             kept = grow.view()[keep].copy()
             grow.data, grow.size = kept, len(kept)
         self._postings.renumber(moved)
+        self._learned.renumber(moved)
         self._size = self._vectors.size
         self._removed = 0
         self.compactions += 1
@@ -423,6 +497,29 @@ class SearchIndex:
             idf = math.log(1.0 + (self._live - frequency + 0.5) / (frequency + 0.5))
             total[docs] += idf * counts * (BM25_K1 + 1.0) / (counts + norm[docs])
             matched[docs] = True
+        if mask is not None:
+            matched &= mask
+        scores[matched] = total[matched]
+        return scores
+
+    def learned_scores(self, query: SparseVector, mask: npt.NDArray[np.bool_] | None) -> Floats:
+        """The dot product of every position's learned sparse vector with ``query``;
+        -inf where no term is shared or ``mask`` is False."""
+        scores = np.full(self._size, -np.inf, dtype=np.float32)
+        wanted = [
+            (term, weight)
+            for vocabulary, weight in zip(query.ids.tolist(), query.weights.tolist(), strict=True)
+            if (term := self._learned_terms.get(vocabulary)) is not None
+        ]
+        if not wanted or not self._live:
+            return scores
+        total = np.zeros(self._size, dtype=np.float32)
+        matched = np.zeros(self._size, dtype=np.bool_)
+        for term, weight in wanted:
+            docs, counts = self._learned.of(term)
+            total[docs] += (weight * LEARNED_UNIT) * counts
+            matched[docs] = True
+        matched &= self._alive.view().astype(np.bool_)
         if mask is not None:
             matched &= mask
         scores[matched] = total[matched]

@@ -125,6 +125,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: user's first request waits 0.3-2 s for the load), rather than when the first user
     #: shows up (``False``: an idle server that has seen no user holds ~220 MiB less).
     preload_embedder: bool = True
+    #: Rank messages by a learned sparse model (SPLADE-tiny, fetched on first use: see
+    #: ``server.adapters.splade_weights``) as a third list beside the embedder's vectors
+    #: and BM25. Its vectors are not stored yet: a user's are encoded when their messages
+    #: are indexed (~4 ms a message, one thread), so off by default until they are.
+    sparse: bool = False
     #: API key -> user id. Empty: single-user mode (loopback only).
     api_keys: dict[str, str] = {}
     admin_keys: list[str] = []

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 
-from actors.ports import Embedder, Llm
-from memory.hashing import HashEmbedder
+from actors.ports import Embedder, Llm, SparseEncoder
+from memory.hashing import HashEmbedder, HashSparseEncoder
 from schemas.settings import Settings
 from server.adapters.lance_store import LanceStore
 from server.adapters.ollama import OllamaEmbedder, OllamaLlm
@@ -65,7 +65,20 @@ def build_store(
         save_index_after=settings.save_index_after,
         project_from=settings.project_from,
         shared=cluster is not None,
+        learned=build_sparse_encoder(settings),
     )
+
+
+def build_sparse_encoder(settings: Settings) -> SparseEncoder | None:
+    """The learned sparse model when ``settings.sparse``: SPLADE-tiny, or with the hash
+    embedder (tests) its hashing stand-in."""
+    if not settings.sparse:
+        return None
+    if settings.embedder == "hash":
+        return HashSparseEncoder()
+    from server.adapters.splade import OnnxSpladeEncoder
+
+    return OnnxSpladeEncoder(threads=1)
 
 
 def build_app(settings: Settings) -> Starlette:

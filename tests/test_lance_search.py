@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from memory.facts import Stored
-from memory.hashing import HashEmbedder
+from memory.hashing import HashEmbedder, HashSparseEncoder
 from memory.text import MAX_INDEXED_BYTES
 from schemas.records import ArchivedMessage
 from server.adapters.lance_cache import with_neighbours
@@ -311,3 +311,59 @@ async def test_a_message_stored_twice_is_found_once_and_deleted_whole(
         assert await _found(reopened, "secret plan") == ["secret plan beta"]
         await table.checkout_latest()
         assert await table.count_rows("turn = 1") == 0
+
+
+_SAID = [
+    "we adopted a puppy from the shelter",
+    "the puppy chewed my new shoes",
+    "berlin marathon training starts monday",
+    "我们在柏林跑了马拉松",
+    "my sister visited with her dog",
+]
+
+
+async def _learning(path: Path) -> LanceStore:
+    store = LanceStore(path, embedder=_embedder, learned=HashSparseEncoder())
+    await store.open()
+    return store
+
+
+async def test_with_a_sparse_model_a_reopened_store_ranks_as_the_warm_one(tmp_path: Path) -> None:
+    # The warm store encodes messages as they are appended, the reopened one as it loads
+    # them: the same vectors, so the same three lists and the same hits.
+    warm = await _learning(tmp_path / "db")
+    try:
+        await put(warm, *(message(i, t, session=f"s{i}") for i, t in enumerate(_SAID)))
+        asked = await warm.search_messages("u1", "puppy", _embedder.embed_one("puppy"), k=5)
+    finally:
+        await warm.aclose()
+    cold = await _learning(tmp_path / "db")
+    try:
+        again = await cold.search_messages("u1", "puppy", _embedder.embed_one("puppy"), k=5)
+    finally:
+        await cold.aclose()
+    assert [m.text for m, _ in asked][:2] == [_SAID[0], _SAID[1]]
+    approximately: list[tuple[str, object]] = [(m.id, pytest.approx(s)) for m, s in asked]
+    assert approximately == [(m.id, s) for m, s in again]
+
+
+async def test_a_query_the_sparse_model_has_no_terms_for_ranks_as_without_it(
+    tmp_path: Path, store: LanceStore
+) -> None:
+    learning = await _learning(tmp_path / "learning")
+    try:
+        for each in (store, learning):
+            await put(each, *(message(i, t, session=f"s{i}") for i, t in enumerate(_SAID)))
+        # A Chinese query gets no learned terms: the same hits with the same scores.
+        query = "柏林马拉松"
+        plain = await store.search_messages("u1", query, _embedder.embed_one(query), k=5)
+        learned = await learning.search_messages("u1", query, _embedder.embed_one(query), k=5)
+        approximately: list[tuple[str, object]] = [(m.id, pytest.approx(s)) for m, s in plain]
+        assert approximately == [(m.id, s) for m, s in learned]
+        # An English one is ranked by three lists, its scores still within 0..1.
+        query = "berlin marathon"
+        hits = await learning.search_messages("u1", query, _embedder.embed_one(query), k=5)
+        assert hits[0][0].text == _SAID[2]
+        assert 0.0 < hits[0][1] <= 1.0
+    finally:
+        await learning.aclose()

@@ -192,3 +192,17 @@ def test_agreement_holds_along_a_chain_of_lifted_messages() -> None:
     lifted = {0: 0.03, 1: 0.05, 2: 0.06}
     kept = kept_agreement(lifted, own, {0: 0.9, 1: 0.8, 2: 0.7}, {0: 1, 1: 2, 2: 3})
     assert kept[0] > kept[1] > kept[2]
+
+
+def test_a_message_below_a_cut_text_list_is_not_held_under_the_last_one_listed() -> None:
+    # The text list was cut at its depth: 0 is listed last, 1 is not listed. 0 has the
+    # higher cosine, 1 was lifted above it by a neighbour. Below the cut, 1 may share as
+    # many words as 0: no mode ranks 0 above it, so 1 keeps its lift.
+    own = {0: 0.020, 1: 0.018}
+    lifted = {0: 0.020, 1: 0.030}
+    similarity = {0: 0.52, 1: 0.47}
+    cut = kept_agreement(lifted, own, similarity, {0: 60}, every_text_hit=False)
+    assert cut == lifted
+    # When the list holds every message that shares a word, 1 shares none: held under 0.
+    whole = kept_agreement(lifted, own, similarity, {0: 60})
+    assert whole[1] < whole[0] == 0.020

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from memory.postings import SMALL_ADDITION, TAIL_LIMIT, Postings
 from memory.projection import CANDIDATES, PROJECT_FROM, Projection
 from memory.search_index import BM25_B, BM25_K1, EncodedTerms, SearchIndex, top_k
+from memory.sparse import SparseVector
 
 
 def _unit(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
@@ -136,8 +137,12 @@ def test_indexes_of_different_users_share_one_string_per_word() -> None:
 
 
 def test_adding_mismatched_lengths_is_refused() -> None:
-    with pytest.raises(ValueError, match=r"^vectors, terms and scopes differ in length$"):
+    refused = r"^vectors, terms, scopes and learned vectors differ in length$"
+    with pytest.raises(ValueError, match=refused):
         SearchIndex(2).add(np.zeros((2, 2)), [["a"]], ["global", "global"])
+    none = SparseVector(np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
+    with pytest.raises(ValueError, match=refused):
+        SearchIndex(2).add(np.zeros((2, 2)), [["a"], ["b"]], ["global", "global"], [none])
 
 
 def test_a_large_index_ranks_by_projection_first_and_keeps_the_exact_order() -> None:
@@ -820,3 +825,76 @@ def test_the_vector_matrix_doubles_while_small_then_grows_16_rows_then_a_quarter
         if capacity != capacities[-1]:
             capacities.append(capacity)
     assert capacities == [0, 1, 2, 4, 8, 16, 32, 48, 64, 80, 100, 125, 156]
+
+
+def _learned(rng: np.random.Generator, n: int) -> list[SparseVector]:
+    """Random sparse vectors over a SPLADE-wide vocabulary, 0 to 40 terms each."""
+    out = []
+    for _ in range(n):
+        ids = np.unique(rng.integers(999, 30_522, size=int(rng.integers(0, 40))))
+        out.append(
+            SparseVector(ids.astype(np.int32), rng.uniform(0.01, 3.0, len(ids)).astype(np.float32))
+        )
+    return out
+
+
+def _dots(vectors: list[SparseVector], query: SparseVector) -> np.ndarray:
+    return np.array([v.dot(query) for v in vectors])
+
+
+def test_learned_scores_are_the_dot_products_however_the_vectors_were_added() -> None:
+    rng = np.random.default_rng(3)
+    vectors = _learned(rng, 900)
+    index = SearchIndex(4)
+    for start, size in ((0, 3), (3, 500), (503, 1), (504, 396)):  # tail and runs
+        part = vectors[start : start + size]
+        index.add(
+            np.eye(4, dtype=np.float32)[[0] * size], [[] for _ in part], ["global"] * size, part
+        )
+    for query in _learned(rng, 20):
+        expected = _dots(vectors, query)
+        scores = index.learned_scores(query, None)
+        shared = expected > 0
+        # Weights are held to a thousandth.
+        assert np.allclose(scores[shared], expected[shared], atol=0.05 * max(len(query), 1))
+        assert np.all(np.isneginf(scores[~shared]))
+
+
+def test_documents_without_learned_vectors_are_not_found_by_them_until_given() -> None:
+    index = SearchIndex(4)
+    query = SparseVector(
+        np.array([1000, 1001], dtype=np.int32), np.array([1.0, 2.0], dtype=np.float32)
+    )
+    index.add(np.eye(4, dtype=np.float32)[:2], [["a"], ["b"]], ["global", "global"])
+    assert np.all(np.isneginf(index.learned_scores(query, None)))
+    assert index.without_learned() == [0, 1]
+    index.add_learned([1], [query])
+    assert index.without_learned() == [0]
+    assert index.learned_scores(query, None)[1] == pytest.approx(5.0, abs=0.01)
+    # Given twice, it counts once.
+    index.add_learned([1], [query])
+    assert index.learned_scores(query, None)[1] == pytest.approx(5.0, abs=0.01)
+
+
+def test_learned_vectors_survive_removal_compaction_and_a_saved_state() -> None:
+    rng = np.random.default_rng(5)
+    vectors = _learned(rng, 300)
+    index = SearchIndex(4)
+    index.add(
+        np.eye(4, dtype=np.float32)[[0] * 300], [[] for _ in vectors], ["global"] * 300, vectors
+    )
+    for position in range(0, 300, 3):
+        index.remove(position)
+    query = _learned(rng, 1)[0]
+    before = index.learned_scores(query, None)
+    assert np.all(np.isneginf(before[::3]))
+    moved = index.compact()
+    after = index.learned_scores(query, None)
+    kept = np.flatnonzero(moved >= 0)
+    assert np.array_equal(after[moved[kept]], before[kept])
+    restored = SearchIndex.restored(4, index.state())
+    assert np.array_equal(restored.learned_scores(query, None), after)
+    assert restored.without_learned() == []
+    # A state saved before learned vectors were held: none, and every document lacks one.
+    old = {k: v for k, v in index.state().items() if not k.startswith("learned")}
+    assert SearchIndex.restored(4, old).without_learned() == list(range(200))

@@ -42,8 +42,9 @@ from server.adapters.file_arrays import EncodedStrings, OnDemand, OpenFile, Stor
 __all__ = ["FORMAT", "IndexFiles", "UnreadableIndex"]
 
 _MAGIC = b"MNEMOIX\x00"
-#: The layout of ``MessageEntry.state()``; a file of another format is not read.
-FORMAT = 5
+#: The layout of ``MessageEntry.state()``; a file of another format is not read (6: with
+#: the learned sparse vectors' postings).
+FORMAT = 6
 _ALIGN = 64
 _SUFFIX = ".idx"
 _DTYPES = frozenset({"<f4", "<f8", "<i4", "<i8", "|b1", "|u1", "|i1"})

@@ -27,8 +27,9 @@ import numpy.typing as npt
 
 from actors.ports import VectorSource, resolve
 from memory.facts import Stored
-from memory.scoring import rrf_score
+from memory.scoring import RRF_K
 from memory.search_index import SearchIndex, top_k
+from memory.sparse import SparseVector
 from schemas.settings import SearchMode
 from server.adapters.lance_analyzer import QueryTerms
 
@@ -49,10 +50,11 @@ _THREAD_FROM = 20_000
 
 @dataclass(frozen=True, slots=True)
 class Ranked:
-    """Positions best first by vector and by text (BM25, or keyword counts when the
-    analyzer is unavailable), each list at most ``depth`` long; and each text hit's
-    seed 001 ``keyword_score`` in 0..1 (BM25 over the best BM25, or the share of the
-    query's keywords it contains)."""
+    """Positions best first by vector, by text (BM25, or keyword counts when the
+    analyzer is unavailable) and by learned sparse terms (``learned``: empty when the
+    query has none, or the sparse model is not used), each list at most ``depth`` long;
+    and each text hit's seed 001 ``keyword_score`` in 0..1 (BM25 over the best BM25, or
+    the share of the query's keywords it contains)."""
 
     dense: list[int]
     sparse: list[int]
@@ -63,6 +65,7 @@ class Ranked:
     similarity: Mapping[int, float] = field(default_factory=dict)
     #: Each text hit's BM25 (seed 002's ``rank``), or keyword count in the fallback.
     text_score: Mapping[int, float] = field(default_factory=dict)
+    learned: list[int] = field(default_factory=list)
 
 
 class _Sized(Protocol):
@@ -220,6 +223,7 @@ async def hybrid_ranks(
     depth: int,
     scope: str | None,
     mode: SearchMode = "hybrid",
+    learned: Callable[[], Awaitable[SparseVector | None]] | None = None,
 ) -> Ranked:
     """Exact vector ranks and BM25 ranks under one scope filter: the text side first
     (its analysis rarely waits: ``Analyzer.query``), then the vector side. They run one
@@ -228,7 +232,8 @@ async def hybrid_ranks(
     under a millisecond. When the analysis fails (``query`` gives None), text ranks count
     the ``keywords()`` each of ``texts()`` contains (seed 001's LIKE fallback). ``mode``
     ``semantic`` leaves the text side empty, ``keyword`` the vector side (the vector is
-    not asked for)."""
+    not asked for). ``learned``: the query's learned sparse vector (None: none), ranked
+    by ``SearchIndex.learned_scores`` in a hybrid search."""
     mask = index.visible(scope)
     sparse_best: list[tuple[int, float]] = []
     most = 1.0
@@ -249,6 +254,11 @@ async def hybrid_ranks(
             dense_best = await anyio.to_thread.run_sync(index.dense_top, query_vector, mask, depth)
         else:
             dense_best = index.dense_top(query_vector, mask, depth)
+    learned_best: list[tuple[int, float]] = []
+    if mode == "hybrid" and learned is not None:
+        learned_query = await learned()
+        if learned_query is not None and len(learned_query):
+            learned_best = top_k(index.learned_scores(learned_query, mask), depth)
     return Ranked(
         [p for p, _ in dense_best],
         [p for p, _ in sparse_best],
@@ -256,6 +266,7 @@ async def hybrid_ranks(
         mask,
         similarity=dict(dense_best),
         text_score=dict(sparse_best),
+        learned=[p for p, _ in learned_best],
     )
 
 
@@ -274,14 +285,16 @@ def _keyword_counts(
 
 
 def fused(ranked: Ranked, *, depth: int) -> dict[int, float]:
-    """Reciprocal rank fusion of both lists: ``1/(60 + dense rank) + 1/(60 + text rank)``,
-    a position found by one side only taking rank ``depth + 1`` on the other (seed 002)."""
-    ranks: dict[int, list[int | None]] = {}
-    for rank, position in enumerate(ranked.dense, 1):
-        ranks[position] = [rank, None]
-    for rank, position in enumerate(ranked.sparse, 1):
-        ranks.setdefault(position, [None, None])[1] = rank
-    return {p: rrf_score(d, s, limit=depth) for p, (d, s) in ranks.items()}
+    """Reciprocal rank fusion of the lists: ``1/(60 + dense rank) + 1/(60 + text rank)``,
+    a position found by one side only taking rank ``depth + 1`` on the other (seed 002);
+    plus ``1/(60 + learned rank)`` the same way when the learned list is not empty (a
+    query the sparse model has no terms for, such as a Chinese one, ranks as before)."""
+    lists = [ranked.dense, ranked.sparse, *([ranked.learned] if ranked.learned else [])]
+    ranks: dict[int, list[int]] = {}
+    for side, listed in enumerate(lists):
+        for rank, position in enumerate(listed, 1):
+            ranks.setdefault(position, [depth + 1] * len(lists))[side] = rank
+    return {p: sum(1.0 / (RRF_K + r) for r in found) for p, found in ranks.items()}
 
 
 def with_neighbours(

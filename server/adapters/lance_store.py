@@ -29,7 +29,7 @@ from lancedb.index import FTS, BTree
 
 from actors.errors import ArchiveUnavailable, MnemoError
 from actors.keys import key_vectors
-from actors.ports import Embedder, Page, ScoredMessage, VectorSource
+from actors.ports import Embedder, Page, ScoredMessage, SparseEncoder, VectorSource
 from memory.projection import PROJECT_FROM
 from memory.recall import CONTEXT_CHARS, said
 from memory.search_index import SearchIndex
@@ -111,6 +111,7 @@ class LanceStore:
         save_index_after: float = 30.0,
         project_from: int = PROJECT_FROM,
         shared: bool = False,
+        learned: SparseEncoder | None = None,
     ) -> None:
         """``cache_bytes`` bounds the in-memory search indexes (messages and facts together);
         past it, the least recently used users' indexes are evicted. With a ``journal``
@@ -126,7 +127,8 @@ class LanceStore:
         vectors as int8 (``memory.projection``, ``memory.vectors``).
         ``lance_metadata_bytes`` and ``lance_index_bytes`` bound LanceDB's own caches (see
         ``Settings``). ``shared``: other processes write the tables too (a cluster's
-        nodes; ``server.adapters.lance_shared``)."""
+        nodes; ``server.adapters.lance_shared``). ``learned``: the learned sparse model
+        messages are also ranked by (``MessageSearch``)."""
         self._shared = shared
         self._uri = str(uri)
         self._journal_dir = journal
@@ -166,6 +168,7 @@ class LanceStore:
             save_from=save_index_from,
             save_after=save_index_after,
             project_from=project_from,
+            learned=learned,
         )
 
     @property

@@ -19,6 +19,7 @@ from memory.answers import stated
 from memory.postings import Postings
 from memory.projection import PROJECT_FROM
 from memory.search_index import EncodedTerms, SearchIndex
+from memory.sparse import SparseVector
 from schemas.records import ArchivedMessage, Role
 from server.adapters.file_arrays import EncodedStrings, OnDemand, StringColumn
 
@@ -195,11 +196,13 @@ class MessageEntry:
         columns: Mapping[str, Sequence[Any]],
         vectors: npt.ArrayLike,
         terms: Sequence[Sequence[str]] | EncodedTerms,
+        learned: Sequence[SparseVector] | None = None,
     ) -> None:
         """Add rows given column by column (``id``, ``at`` as epoch seconds, ``meta`` as
-        JSON text, ...); rows whose id is already held, or came earlier in ``columns``,
-        are skipped (two cluster nodes moving the same journaled rows into the table at
-        once can store a row twice)."""
+        JSON text, ...), with their learned sparse vectors if known (``SearchIndex.add``);
+        rows whose id is already held, or came earlier in ``columns``, are skipped (two
+        cluster nodes moving the same journaled rows into the table at once can store a
+        row twice)."""
         ids = columns["id"]
         held, fresh, batch = self.positions, [], set()
         for i, ident in enumerate(ids):
@@ -213,7 +216,8 @@ class MessageEntry:
             vectors = np.asarray(vectors, dtype=np.float32)[fresh]
             listed = terms.lists() if isinstance(terms, EncodedTerms) else terms
             terms = [listed[i] for i in fresh]
-        first = self.index.add(vectors, terms, columns["scope"])
+            learned = None if learned is None else [learned[i] for i in fresh]
+        first = self.index.add(vectors, terms, columns["scope"], learned)
         for offset, ident in enumerate(columns["id"]):
             self.positions[ident] = first + offset
         self.ids += columns["id"]
@@ -377,10 +381,9 @@ def _postings_on_demand(state: dict[str, Any]) -> dict[str, Any]:
     """A search reads the postings of its few words: saved, they are read from the file
     when asked (``Stored``) rather than mapped, each word's in one stretch."""
     index = dict(state["index"])
-    runs = Postings.restored(index["postings"]).state(merged=True)
-    index["postings"] = [
-        (starts, OnDemand(docs), OnDemand(counts)) for starts, docs, counts in runs
-    ]
+    for name in ("postings", "learned"):
+        runs = Postings.restored(index[name]).state(merged=True)
+        index[name] = [(starts, OnDemand(docs), OnDemand(counts)) for starts, docs, counts in runs]
     return {**state, "index": index}
 
 
@@ -396,12 +399,13 @@ def _without_removed(state: dict[str, Any]) -> dict[str, Any]:
         "rows": vectors["rows"][keep],
         "scales": None if vectors["scales"] is None else vectors["scales"][keep],
     }
-    for name in ("lengths", "scopes"):
+    for name in ("lengths", "scopes", "learned_of"):
         index[name] = index[name][keep]
     index["alive"] = np.ones(int(keep.sum()), dtype=np.bool_)
-    postings = Postings.restored(index["postings"])
-    postings.renumber(moved)
-    index["postings"] = postings.state()
+    for name in ("postings", "learned"):
+        postings = Postings.restored(index[name])
+        postings.renumber(moved)
+        index[name] = postings.state()
     posted = np.zeros(len(index["words"]), dtype=np.bool_)
     for starts, _, _ in index["postings"]:
         posted[np.flatnonzero(np.diff(starts) > 0)] = True

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from anyio.abc import TaskStatus
 
-from actors.ports import ScoredMessage, VectorSource, resolve
+from actors.ports import ScoredMessage, SparseEncoder, VectorSource, resolve
 from memory.answers import asked_kind, in_first_person
 from memory.keywords import extract_keywords
 from memory.projection import PROJECT_FROM
@@ -38,9 +38,10 @@ from memory.ranking import (
     named_in,
     rank,
 )
-from memory.recall import search_text
+from memory.recall import key_text, search_text
 from memory.scoring import kept_agreement, rrf_score
 from memory.search_index import EncodedTerms, SearchIndex
+from memory.sparse import SparseVector
 from memory.text import query_text
 from memory.when import anchor_of
 from schemas.records import ArchivedMessage
@@ -92,14 +93,20 @@ _NEIGHBOUR_SHARE = 0.5
 #: a passing mention in a long message, at a cosine of 0.1-0.2 but among a haystack's
 #: nearest 50 of 500 (with the cosine alone, 3 of its 100 dev questions lost a turn).
 _NEAREST_SHARE = 0.1
-#: The highest score a message can reach (first on both sides, and so is a neighbour).
+#: The highest score a message can reach (first on both sides, and so is a neighbour);
+#: with the learned list, a third more.
 _BEST_SCORE = (1.0 + _NEIGHBOUR_SHARE) * rrf_score(1, 1, limit=1)
+_BEST_SCORE_LEARNED = 1.5 * _BEST_SCORE
 
 
 def _add(
-    columns: dict[str, list[Any]], vectors: Any, terms: list[list[str]], entry: MessageEntry
+    columns: dict[str, list[Any]],
+    vectors: Any,
+    terms: list[list[str]],
+    learned: list[SparseVector] | None,
+    entry: MessageEntry,
 ) -> None:
-    entry.add(columns, vectors, terms)
+    entry.add(columns, vectors, terms, learned)
 
 
 def _indexed(
@@ -155,15 +162,20 @@ class MessageSearch:
         save_from: int = 200,
         save_after: float = 30.0,
         project_from: int = PROJECT_FROM,
+        learned: SparseEncoder | None = None,
     ) -> None:
-        """``save_from``: users with at least this many messages get their index saved,
-        once ``attach`` is given where (``IndexFiles``), when their messages have not
+        """``learned``: the learned sparse model (SPLADE) whose vectors of the messages'
+        key texts (``memory.recall.key_text``) are a third ranked list, encoded as
+        messages are indexed (None: two lists). ``save_from``: users with at least this
+        many messages get their index saved, once ``attach`` is given where
+        (``IndexFiles``), when their messages have not
         changed for ``save_after`` seconds (a chat in full flow changes them every few).
         ``project_from``: see ``MessageEntry``. ``min_similarity``: a hybrid search finds
         by meaning only the messages at least this similar to the query
         (``Settings.min_similarity``)."""
         self._ranking = ranking
         self._min_similarity = min_similarity
+        self._learned = learned
         self._cache = UserCache(self._load_messages, budget=budget)
         self._indexing = IndexQueue(self._index_appended, self._cache.drop)
         self._gate = gate
@@ -245,12 +257,16 @@ class MessageSearch:
         by_user: dict[str, list[int]] = {}
         for n, i in enumerate(held):
             by_user.setdefault(rows[i].user_id, []).append(n)
+        learned = await self._encoded([rows[i] for i in held])
         step = time.perf_counter()
         for user_id, picks in by_user.items():
             mine = [rows[held[n]] for n in picks]
             matrix = vectors[[held[n] for n in picks]]
             words = [terms[n] for n in picks]
-            self._cache.apply(user_id, functools.partial(_add, columns_of(mine), matrix, words))
+            sparse = None if learned is None else [learned[n] for n in picks]
+            self._cache.apply(
+                user_id, functools.partial(_add, columns_of(mine), matrix, words, sparse)
+            )
             if time.perf_counter() - step > _STEP_SECONDS:  # many users: let the loop run
                 await anyio.lowlevel.checkpoint()
                 step = time.perf_counter()
@@ -260,6 +276,20 @@ class MessageSearch:
         (Lance opening the table's files and indexes) and first index build are paid
         here, at start, not by the first user's search. Nothing is cached."""
         await self._read_messages(WARM_UP_USER)
+
+    async def _encoded(self, rows: Sequence[ArchivedMessage]) -> list[SparseVector] | None:
+        """The learned sparse vectors of ``rows``' key texts; None without the model."""
+        if self._learned is None or not rows:
+            return None
+        return await self._learned.encode([key_text(row) for row in rows])
+
+    async def _learn_all(self, user_id: str, entry: MessageEntry) -> None:
+        """Encode the learned sparse vectors a loaded entry's messages lack (they are not
+        stored in the table): of their rows as read back."""
+        lacking = entry.index.without_learned()
+        learned = await self._encoded([entry.row(p, user_id) for p in lacking])
+        if learned is not None:
+            entry.index.add_learned(lacking, learned)
 
     async def _analyze(self, texts: Sequence[str]) -> list[list[str]]:
         assert self._analyzer is not None, "the store is not open"
@@ -274,6 +304,8 @@ class MessageSearch:
             if entry is None:
                 entry = await self._read_messages(user_id)
                 self.saver.built(user_id, entry)
+            if self._learned is not None:
+                await self._learn_all(user_id, entry)
         await entry.project()
         return entry
 
@@ -324,7 +356,7 @@ class MessageSearch:
         except AnalyzerUnavailable:
             terms = [[] for _ in pending]
             entry.degraded = True
-        entry.add(columns_of(pending), vectors, terms)
+        entry.add(columns_of(pending), vectors, terms, await self._encoded(pending))
 
     async def _read_messages(self, user_id: str) -> MessageEntry:
         columns = [*COLUMNS, "vector", TERMS_COLUMN]
@@ -411,6 +443,12 @@ class MessageSearch:
         depth = max(k, DEPTH) if mode != "hybrid" else DEPTH
         assert self._analyzer is not None, "the store is not open"
         words = full_text_query(text, mode)
+        learned = self._learned
+
+        async def learned_query() -> SparseVector | None:
+            encoded = None if learned is None else await learned.encode([text])
+            return encoded[0] if encoded else None
+
         ranked = await hybrid_ranks(
             held.index,
             vector,
@@ -420,6 +458,7 @@ class MessageSearch:
             depth=depth,
             scope=scope,
             mode=mode,
+            learned=learned_query if learned is not None else None,
         )
         if held.degraded:
             self._cache.drop(user_id)  # load it again, analyzed, next time
@@ -449,7 +488,13 @@ class MessageSearch:
             near |= zip(
                 unknown, held.index.similarities(unknown, await resolve(vector)), strict=True
             )
-        scores = kept_agreement(lifted, own, near, {p: r for r, p in enumerate(ranked.sparse, 1)})
+        scores = kept_agreement(
+            lifted,
+            own,
+            near,
+            {p: r for r, p in enumerate(ranked.sparse, 1)},
+            every_text_hit=len(ranked.sparse) < depth,
+        )
         dense = {p: r for r, p in enumerate(ranked.dense, 1)}
         best = rank(
             Candidates(
@@ -472,10 +517,11 @@ class MessageSearch:
             # Seed 002: equal scores by vector rank, then position.
             tie=lambda p: (dense.get(p, depth + 1), p),
         )
+        best_score = _BEST_SCORE_LEARNED if ranked.learned else _BEST_SCORE
         return [
             (
                 held.row(p, user_id, superseded_by="" if newer is None else held.ids[newer]),
-                min(1.0, score / _BEST_SCORE),
+                min(1.0, score / best_score),
             )
             for p, score, newer in best
         ]
