@@ -48,6 +48,7 @@ from memory.consolidation.prompt import (
     consolidation_prompt,
 )
 from memory.facts import Changes
+from memory.model_answers import answer_tokens
 from memory.rules import is_forgotten
 from memory.stats import in_scope
 from schemas.records import Episode, MemoryLink
@@ -216,6 +217,7 @@ class Consolidator:
                 model=self._settings.extract_model,
                 schema=SCHEMA,
                 system=SYSTEM,
+                max_tokens=answer_tokens(SCHEMA),
             )
         result = parse_consolidation(answer)
         report.errors += [f"{scope}: {e}" for e in result.parse_errors]

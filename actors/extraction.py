@@ -1,53 +1,53 @@
-"""Fact extraction through the model: schema-constrained, strictly decoded, retried, tallied.
+"""Fact extraction: the rule-based reader, and a model whose facts may only add to it.
 
-With Ollama unreachable, a rule-based extractor (English and Chinese patterns)
-keeps memory useful; its facts are marked ``extractor="rules"`` and the turns
-stay pending so the model sees them once it is back.
+Every extraction runs the rule-based reader (English and Chinese patterns) on the
+user's words; its facts are marked ``extractor="rules"``. The model's answer
+(schema-constrained, read fact by fact, capped in length) is reviewed against those
+words and the reader's facts (``memory.grounding``), and what stands is stored
+beside them. With the model unreachable or failing, the reader's facts stand
+alone and the turns stay pending, so the model sees them once it is back.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import msgspec
 
-from actors.errors import LlmFailure, LlmInvalidOutput, LlmUnavailable, MnemoError, ModelBusy
+from actors.errors import LlmError, LlmFailure, LlmInvalidOutput, LlmUnavailable, ModelBusy
 from actors.model_queue import ModelQueue
 from actors.ports import Llm
+from memory.grounding import review
+from memory.model_answers import answer_schema, answer_tokens, read_extraction
 from memory.predicates import Vocabulary
 from memory.prompts import Exchange, classification_prompt, extraction_prompt
 from memory.rules_extractor import extract_facts
 from memory.statements import People
-from schemas.llm import Extraction, MemoryUpdate, SessionAnalysis
+from schemas.llm import ExtractedFact, Extraction, MemoryUpdate, SessionAnalysis
 from schemas.records import Fact
 from schemas.settings import Settings
 
-__all__ = ["ExtractionFailed", "ExtractionResult", "ExtractionStats", "Extractor"]
+__all__ = ["ExtractionResult", "ExtractionStats", "Extractor"]
 
 _log = logging.getLogger("mnemo.extraction")
-_decoder = msgspec.json.Decoder(Extraction)
-_SCHEMA: dict[str, Any] = msgspec.json.schema(Extraction)
+_SCHEMA: dict[str, Any] = answer_schema(Extraction)
 _ATTEMPTS = 3
-
-
-class ExtractionFailed(MnemoError):
-    """Every attempt failed or was invalid; the turns stay pending."""
-
-    code = "extraction_failed"
 
 
 @dataclass(slots=True)
 class ExtractionStats:
-    """Outcomes of extraction calls: each call counts once."""
+    """Outcomes of extraction calls (each call counts once), and why the model's facts
+    that did not stand were dropped (``memory.grounding.REASONS``, and ``unreadable``)."""
 
     succeeded: int = 0
     invalid: int = 0
     failed: int = 0
     by_rules: int = 0
+    rejected: dict[str, int] = field(default_factory=dict)
 
 
 class _Classified(msgspec.Struct, frozen=True):
@@ -57,8 +57,15 @@ class _Classified(msgspec.Struct, frozen=True):
 @dataclass(frozen=True, slots=True)
 class ExtractionResult:
     extraction: Extraction
-    #: True when the rule-based extractor stood in for an unreachable model.
+    #: True when the rule-based reader stood in for a model that could not answer
+    #: (unreachable, or failing every attempt): the turns stay pending for the model.
     by_rules: bool
+    #: The reader's facts, stored beside the model's (which only add to them).
+    reader: list[ExtractedFact] = field(default_factory=list)
+    #: How many of the model's facts were dropped, by reason.
+    rejected: dict[str, int] = field(default_factory=dict)
+    #: Why the model could not answer, when ``by_rules`` for a failure.
+    failure: LlmFailure | None = None
 
 
 class Extractor:
@@ -83,8 +90,17 @@ class Extractor:
             "properties": {"category": {"type": "string", "enum": self._categories}},
             "required": ["category"],
         }
-        self._predicates = Vocabulary(settings.predicates).specs
+        self._vocabulary = Vocabulary(settings.predicates)
+        self._predicates = self._vocabulary.specs
         self.stats = ExtractionStats()
+
+    def prompt_prefix(self) -> tuple[str, str]:
+        """(system, start of the user message) every extraction call begins with: what to
+        warm a model with so that calls evaluate only their own turns."""
+        system, prompt = extraction_prompt(
+            [], categories=self._categories, predicates=self._predicates
+        )
+        return system, prompt
 
     async def extract(
         self,
@@ -94,39 +110,80 @@ class Extractor:
         known_facts: Sequence[Fact] = (),
         people: People | None = None,
     ) -> ExtractionResult:
-        """Extract from ``exchanges`` of ``user_id``. Raises ``ExtractionFailed`` after the
-        last retry, ``ModelBusy`` when the user has too many model calls waiting."""
+        """Extract from ``exchanges`` of ``user_id``: the rule-based reader's facts, and the
+        model's that stand beside them (``memory.grounding``). A model that cannot answer
+        (unreachable, or failing ``_ATTEMPTS`` times) leaves the reader's alone
+        (``by_rules``); one whose answer cannot be read, too, but that turn is done.
+        Raises ``ModelBusy`` when the user has too many model calls waiting."""
         system, prompt = extraction_prompt(
             exchanges,
             categories=self._categories,
             predicates=self._predicates,
             known_facts=known_facts,
         )
+        reader = self._by_rules(exchanges, people)
+        limit = answer_tokens(_SCHEMA, turns=len(exchanges))
         delay = self._backoff
-        reason = "no attempt"
+        failure: LlmFailure = LlmError("no attempt")
         for attempt in range(1, _ATTEMPTS + 1):
             try:
-                extraction = _decoder.decode(await self._ask(user_id, prompt, system, _SCHEMA))
+                read = read_extraction(await self._ask(user_id, prompt, system, _SCHEMA, limit))
             except ModelBusy:
                 raise  # the turns stay pending, for the retry
             except LlmUnavailable as exc:
                 _log.info("extraction model unreachable (%s): using the rule-based extractor", exc)
                 self.stats.by_rules += 1
-                return ExtractionResult(self._by_rules(exchanges, people), by_rules=True)
+                return ExtractionResult(reader, by_rules=True)
             except (msgspec.DecodeError, LlmInvalidOutput) as exc:
+                # At temperature 0 the same prompt gets the same answer: no retry.
                 self.stats.invalid += 1
-                reason = f"invalid output: {exc}"
-            except (LlmFailure, TimeoutError) as exc:
+                _log.warning("extraction answer unusable (%s): the reader's facts stand", exc)
+                return self._reviewed(None, exchanges, reader, ["unreadable answer"])
+            except LlmFailure as exc:
                 self.stats.failed += 1
-                reason = f"{type(exc).__name__}: {exc}"
+                failure = exc
             else:
                 self.stats.succeeded += 1
-                return ExtractionResult(extraction, by_rules=False)
-            _log.warning("extraction attempt %d/%d rejected: %s", attempt, _ATTEMPTS, reason)
+                return self._reviewed(read.extraction, exchanges, reader, read.dropped)
+            _log.warning(
+                "extraction attempt %d/%d failed: %s: %s",
+                attempt,
+                _ATTEMPTS,
+                type(failure).__name__,
+                failure,
+            )
             if attempt < _ATTEMPTS:
                 await anyio.sleep(delay)
                 delay *= 2
-        raise ExtractionFailed(reason)
+        _log.warning("extraction gave up (%s): the rule-based reader's facts stand", failure)
+        self.stats.by_rules += 1
+        return ExtractionResult(reader, by_rules=True, failure=failure)
+
+    def _reviewed(
+        self,
+        answer: Extraction | None,
+        exchanges: Sequence[Exchange],
+        reader: Extraction,
+        unreadable: Sequence[str],
+    ) -> ExtractionResult:
+        proposed = answer.facts if answer is not None else []
+        reviewed = review(proposed, [e.user for e in exchanges], reader.facts, self._vocabulary)
+        rejected: dict[str, int] = {}
+        for reason in ["unreadable"] * len(unreadable) + [d.reason for d in reviewed.dropped]:
+            rejected[reason] = rejected.get(reason, 0) + 1
+            self.stats.rejected[reason] = self.stats.rejected.get(reason, 0) + 1
+        for why in unreadable:
+            _log.info("dropped a model fact (unreadable): %s", why)
+        for dropped in reviewed.dropped:
+            _log.info("dropped a model fact (%s): %s", dropped.reason, dropped.content)
+        extraction = Extraction(
+            facts=reviewed.model,
+            memory_update=answer.memory_update if answer is not None else reader.memory_update,
+            analysis=answer.analysis if answer is not None else SessionAnalysis(),
+        )
+        return ExtractionResult(
+            extraction, by_rules=False, reader=reviewed.reader, rejected=rejected
+        )
 
     async def _ask(
         self,
@@ -134,16 +191,21 @@ class Extractor:
         prompt: str,
         system: str,
         schema: dict[str, Any],
+        max_tokens: int,
         *,
         urgent: bool = False,
     ) -> str:
         """One structured call of the extraction model, in the user's turn (an ``urgent``
-        one in the lane of its own) and within ``extract_timeout``."""
+        one in the lane of its own). A model that keeps answering is not cut off: the
+        port times out a silent one, and ``max_tokens`` bounds the answer."""
         async with self._queue.turn(user_id, urgent=urgent):
-            with anyio.fail_after(self._settings.extract_timeout):
-                return await self._llm.generate_json(
-                    prompt, model=self._settings.extract_model, schema=schema, system=system
-                )
+            return await self._llm.generate_json(
+                prompt,
+                model=self._settings.extract_model,
+                schema=schema,
+                system=system,
+                max_tokens=max_tokens,
+            )
 
     async def classify(self, user_id: str, content: str) -> str | None:
         """The category the model gives a fact ``user_id`` added by hand (seed 004), or None
@@ -152,10 +214,11 @@ class Extractor:
         waits for it, so it is urgent."""
         system, prompt = classification_prompt(content, self._headings)
         try:
-            answer = msgspec.json.decode(
-                await self._ask(user_id, prompt, system, self._classes, urgent=True),
-                type=_Classified,
-            )
+            with anyio.fail_after(self._settings.extract_timeout):
+                answer = msgspec.json.decode(
+                    await self._ask(user_id, prompt, system, self._classes, 32, urgent=True),
+                    type=_Classified,
+                )
         except (LlmFailure, TimeoutError, msgspec.DecodeError) as exc:
             _log.info("no category from the model (%s): the rules classify", exc)
             return None

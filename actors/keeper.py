@@ -217,10 +217,13 @@ class FactKeeper:
         scope: str,
         extractor: str,
         source: str = "inferred",
+        reader: Sequence[ExtractedFact] = (),
     ) -> Changes:
-        """Store what extraction found: unknown categories are rejected and logged (seed 000)."""
-        accepted: list[tuple[ExtractedFact, str]] = []
-        for fact in extracted:
+        """Store what extraction found, and ``reader``: the rule-based reader's facts found
+        beside a model's (stored first, as ``extractor="rules"``). Unknown categories are
+        rejected and logged (seed 000)."""
+        accepted: list[tuple[ExtractedFact, str, str]] = []
+        for fact, by in [*((f, "rules") for f in reader), *((f, extractor) for f in extracted)]:
             category = normalize_category(fact.category, self._settings.categories)
             if category is None:
                 _log.warning(
@@ -229,10 +232,10 @@ class FactKeeper:
                 continue
             if fact.permanence is not None and fact.permanence not in PERMANENCE_DECAY:
                 fact = msgspec.structs.replace(fact, permanence=None)  # seed 002: default it
-            accepted.append((fact, category))
+            accepted.append((fact, category, by))
         if not accepted:
             return Changes()
-        vectors = await self._embedder.embed([f.content for f, _ in accepted])
+        vectors = await self._embedder.embed([f.content for f, _, _ in accepted])
         candidates = [
             candidate_from_extracted(
                 fact,
@@ -242,10 +245,10 @@ class FactKeeper:
                 scope=scope,
                 session_id=session_id,
                 # The rule-based extractor only reads the user's own first-person statements.
-                source="user_stated" if fact.confidence >= 0.9 or extractor == "rules" else source,
-                extractor=extractor,
+                source="user_stated" if fact.confidence >= 0.9 or by == "rules" else source,
+                extractor=by,
             )
-            for (fact, category), vector in zip(accepted, vectors, strict=True)
+            for (fact, category, by), vector in zip(accepted, vectors, strict=True)
         ]
         return await self._submit(user_id, candidates)
 

@@ -162,11 +162,16 @@ class SessionLearning:
         result = await self._try(batch)
         if result is None:
             return Extracted(batch, None)
+        if result.failure is not None:
+            failure = result.failure
+            self._emit("llm.error", call="extract", code=failure.code, error=str(failure))
         self._emit(
             "extraction.finished",
             turns=[e.turn for e in batch],
-            facts=len(result.extraction.facts),
+            facts=len(result.extraction.facts) + len(result.reader),
             by_rules=result.by_rules,
+            reader=len(result.reader),
+            rejected=result.rejected,
             ms=round((anyio.current_time() - started) * 1000, 3),
         )
         try:
@@ -176,6 +181,7 @@ class SessionLearning:
                 session_id=self._session,
                 scope=self._scope,
                 extractor="rules" if result.by_rules else "llm",
+                reader=result.reader,
             )
         except MnemoError as exc:
             _log.warning("storing facts of session %s failed: %s", self._session, exc)

@@ -20,6 +20,7 @@ from actors.model_queue import ModelQueue
 from actors.ports import Clock, Llm, Store
 from actors.writer import ArchiveWriter
 from memory.formats import clip_note
+from memory.model_answers import answer_schema, answer_tokens
 from memory.prompts import Exchange, note_decision_prompt, note_prompt, profile_prompt
 from schemas.llm import NoteDecision, NoteText, ProfileSummary
 from schemas.records import AppNote, UserProfile
@@ -33,7 +34,7 @@ _note = msgspec.json.Decoder(NoteText)
 _decision = msgspec.json.Decoder(NoteDecision)
 _profile = msgspec.json.Decoder(ProfileSummary)
 _SCHEMAS: dict[type, dict[str, Any]] = {
-    t: msgspec.json.schema(t) for t in (NoteText, NoteDecision, ProfileSummary)
+    t: answer_schema(t) for t in (NoteText, NoteDecision, ProfileSummary)
 }
 
 
@@ -131,7 +132,11 @@ class NoteKeeper:
         async with self._queue.turn(user_id):
             with anyio.fail_after(_NOTE_TIMEOUT):
                 return await self._llm.generate_json(
-                    prompt, model=self._settings.extract_model, schema=_SCHEMAS[kind], system=system
+                    prompt,
+                    model=self._settings.extract_model,
+                    schema=_SCHEMAS[kind],
+                    system=system,
+                    max_tokens=answer_tokens(_SCHEMAS[kind]),
                 )
 
     async def create_note(

@@ -58,9 +58,16 @@ class Llm(Protocol):
         ...
 
     async def generate_json(
-        self, prompt: str, *, model: str, schema: dict[str, Any], system: str | None = None
+        self,
+        prompt: str,
+        *,
+        model: str,
+        schema: dict[str, Any],
+        system: str | None = None,
+        max_tokens: int | None = None,
     ) -> str:
-        """One non-streamed answer constrained to ``schema`` (temperature 0).
+        """One answer constrained to ``schema`` (temperature 0), at most ``max_tokens``
+        long (None: the model's own limit). Times out only on a silent model.
 
         Raises like ``stream_chat``; ``LlmInvalidOutput`` when the answer was truncated.
         """

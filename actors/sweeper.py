@@ -139,6 +139,7 @@ class Sweeper:
             result.extraction.facts,
             session_id=progress.session_id,
             scope=progress.scope,
+            # The reader's facts of these turns were stored when the model first failed.
             extractor="llm",
         )
         deps.learning.progress.extracted(

@@ -186,7 +186,7 @@ class GoldModel:
 
     def __call__(self, path: str, body: Json) -> Any:
         schema = body.get("format")
-        name = schema.get("$ref", "").rsplit("/", 1)[-1] if isinstance(schema, dict) else "chat"
+        name = str(schema.get("title", "")) if isinstance(schema, dict) else "chat"
         with self._lock:
             self.calls[name] = self.calls.get(name, 0) + 1
         prompt = body["messages"][-1]["content"] if body.get("messages") else ""

@@ -12,8 +12,9 @@ took the context), warm (another conversation: only the static prompt prefix is 
 and repeated (the same conversation again). Each answer is decoded as mnemo decodes
 it. Every call stops at ``--num-predict`` tokens (a Modelfile's ``PARAMETER
 num_predict``; mnemo sets no limit), so a model that goes on and on costs at most that.
-Writes ``bench/results/real_model.json`` (``real_model-root-inline.json`` with
-``--schema root-inline``).
+Writes ``bench/results/real_model.json`` (``real_model-root-ref.json`` with
+``--schema root-ref``: msgspec's schema as it comes, with a root ``$ref``, which
+llama.cpp's converter does not resolve all the way down).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import httpx
 import msgspec
 
 from bench.common import machine, write_result
+from memory.model_answers import answer_schema
 from memory.prompts import Exchange, extraction_prompt
 from schemas.llm import Extraction
 from schemas.settings import Settings
@@ -39,10 +41,9 @@ _CONVERSATIONS = [
 ]
 _STORY = "Write a story about a lighthouse keeper."
 #: The schema mnemo's extraction sends (``actors.extraction``) ...
-_SENT = msgspec.json.schema(Extraction)
-#: ... and the same with its root ``$ref`` replaced by the definition it names, which
-#: llama.cpp's converter resolves all the way down (``--schema root-inline``).
-_INLINE = {**_SENT["$defs"]["Extraction"], "$defs": _SENT["$defs"]}
+_SENT = answer_schema(Extraction)
+#: ... and msgspec's as it comes, with a root ``$ref`` (``--schema root-ref``).
+_ROOT_REF = msgspec.json.schema(Extraction)
 
 
 async def _chat(http: httpx.AsyncClient, model: str, **body: Any) -> dict[str, Any]:
@@ -130,9 +131,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--num-predict", type=int, default=1024)
-    parser.add_argument("--schema", choices=["as-sent", "root-inline"], default="as-sent")
+    parser.add_argument("--schema", choices=["as-sent", "root-ref"], default="as-sent")
     args = parser.parse_args()
-    schema = _SENT if args.schema == "as-sent" else _INLINE
+    schema = _SENT if args.schema == "as-sent" else _ROOT_REF
     results: dict[str, Any] = {}
     for name in args.models:
         spec = MODELS[name]
@@ -152,7 +153,7 @@ def main() -> None:
                 f"{call['done_reason']}): {call['outcome'][:80]}"
             )
     path = write_result(
-        "real_model" if args.schema == "as-sent" else "real_model-root-inline",
+        "real_model" if args.schema == "as-sent" else "real_model-root-ref",
         {
             "setup": {
                 "machine": machine(),

@@ -41,7 +41,11 @@ def build_llm(settings: Settings) -> Llm:
     """The model of chats, extraction and notes: ``llm_api`` at ``llm_url``."""
     if settings.llm_api == "openai":
         return OpenAiLlm(settings.llm_url, timeout=settings.llm_timeout)
-    return OllamaLlm(settings.llm_url, timeout=settings.llm_timeout)
+    return OllamaLlm(
+        settings.llm_url,
+        timeout=settings.llm_timeout,
+        first_token_timeout=settings.extract_timeout,
+    )
 
 
 def build_store(

@@ -99,6 +99,12 @@ class Metrics:
         self.extractions = Counter(
             "mnemo_extractions", "Extraction outcomes.", ["outcome"], registry=r
         )
+        self.model_facts_rejected = Counter(
+            "mnemo_model_facts_rejected",
+            "Facts a model extracted that were dropped before storing, by reason.",
+            ["reason"],
+            registry=r,
+        )
         self.facts = Counter("mnemo_fact_changes", "Fact changes, by kind.", ["kind"], registry=r)
         self.compactions = Counter(
             "mnemo_compactions",
@@ -230,6 +236,8 @@ class Metrics:
             if kind == "extraction.finished" and data.get("by_rules"):
                 outcome = "rules"
             self.extractions.labels(outcome).inc()
+            for reason, count in dict(data.get("rejected") or {}).items():
+                self.model_facts_rejected.labels(str(reason)).inc(int(count))
             if "ms" in data:
                 self.extraction_ms.observe(float(data["ms"]))
         elif family == "facts":

@@ -57,12 +57,21 @@ class ScriptedLlm:
     json_script: list[str | BaseException] = field(default_factory=list)
     json_default: str = '{"facts": [], "memory_update": {}, "analysis": {}}'
     json_prompts: list[tuple[str | None, str]] = field(default_factory=list)
+    #: The ``max_tokens`` of each ``generate_json`` call, in order.
+    json_limits: list[int | None] = field(default_factory=list)
     json_delay: float = 0.0
 
     async def generate_json(
-        self, prompt: str, *, model: str, schema: dict[str, Any], system: str | None = None
+        self,
+        prompt: str,
+        *,
+        model: str,
+        schema: dict[str, Any],
+        system: str | None = None,
+        max_tokens: int | None = None,
     ) -> str:
         self.json_prompts.append((system, prompt))
+        self.json_limits.append(max_tokens)
         if self.json_delay:
             await anyio.sleep(self.json_delay)
         answer = self.json_script.pop(0) if self.json_script else self.json_default

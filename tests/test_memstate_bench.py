@@ -22,6 +22,7 @@ from bench.memstate import (
     score,
     user_turns,
 )
+from memory.model_answers import answer_schema
 from memory.prompts import Exchange, extraction_prompt, note_decision_prompt
 from schemas.llm import ExtractedFact, Extraction, NoteDecision, NoteText, ProfileSummary
 from schemas.predicates import DEFAULT_PREDICATES
@@ -185,7 +186,7 @@ def test_the_overall_score_is_the_mean_of_the_five_check_rates() -> None:
 def _body(schema: type[msgspec.Struct], system: str, prompt: str) -> dict[str, Any]:
     return {
         "model": "llama3.2",
-        "format": msgspec.json.schema(schema),
+        "format": answer_schema(schema),
         "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
     }
 

@@ -156,7 +156,13 @@ class HeldLlm(ScriptedLlm):
     asked: list[str] = field(default_factory=list)
 
     async def generate_json(
-        self, prompt: str, *, model: str, schema: dict[str, Any], system: str | None = None
+        self,
+        prompt: str,
+        *,
+        model: str,
+        schema: dict[str, Any],
+        system: str | None = None,
+        max_tokens: int | None = None,
     ) -> str:
         if "category" in schema.get("properties", {}):
             self.asked.append("classify")

@@ -47,6 +47,7 @@ _FACT: dict[str, Any] = {
 }
 #: The answer's JSON schema (Ollama's structured output).
 SCHEMA: dict[str, Any] = {
+    "title": "Consolidation",
     "type": "object",
     "properties": {
         "new_facts": {"type": "array", "items": _FACT},

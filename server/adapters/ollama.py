@@ -15,6 +15,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import anyio
 import httpx
 import ollama
 import pydantic
@@ -118,25 +119,85 @@ class OllamaLlm(_OllamaClient):
                 with self._errors():
                     await parts.aclose()
 
-    async def generate_json(
-        self, prompt: str, *, model: str, schema: dict[str, Any], system: str | None = None
-    ) -> str:
-        """Ask for one answer constrained to the JSON ``schema``, at temperature 0.
+    def __init__(
+        self, host: str, *, timeout: float, first_token_timeout: float | None = None
+    ) -> None:
+        """``timeout``: seconds to connect and between two streamed pieces of an answer;
+        ``first_token_timeout`` (default ``timeout``): seconds a structured answer may take
+        to its first piece, which covers the model's wait for its turn and its reading of
+        the prompt (tens of seconds for a small model on a CPU)."""
+        super().__init__(host, timeout=timeout)
+        self._silence = timeout
+        self._first = first_token_timeout or timeout
+        # Structured answers are timed here, piece by piece, so their reads have no
+        # timeout of httpx's (which would apply ``timeout`` to the first piece too).
+        self._json_client = ollama.AsyncClient(
+            host=host,
+            timeout=httpx.Timeout(timeout, read=None),
+            event_hooks={"response": [_unlink_when_closed]},
+        )
 
-        Returns the raw content for the caller to decode; an answer cut at the token
-        limit raises ``LlmError`` (it would not be valid JSON).
+    async def aclose(self) -> None:
+        """Close both HTTP connection pools. Idempotent."""
+        await super().aclose()
+        await self._json_client.close()  # type: ignore[no-untyped-call]  # ollama leaves it bare
+
+    async def generate_json(
+        self,
+        prompt: str,
+        *,
+        model: str,
+        schema: dict[str, Any],
+        system: str | None = None,
+        max_tokens: int | None = None,
+    ) -> str:
+        """Ask for one answer constrained to the JSON ``schema``, at temperature 0, at most
+        ``max_tokens`` long (Ollama's ``num_predict``; None: the model's own limit).
+
+        The answer is streamed, so a slow model that keeps answering is never cut off: the
+        call times out only when the model is silent, ``first_token_timeout`` before its
+        first piece or ``timeout`` between two (``LlmTimeout`` says which). Returns the
+        raw content for the caller to decode; an answer cut at the token limit raises
+        ``LlmInvalidOutput`` (it would not be valid JSON).
         """
         messages = [] if system is None else [{"role": "system", "content": system}]
         messages.append({"role": "user", "content": prompt})
-        with self._errors():
-            reply = await self._client.chat(
-                model=model, messages=messages, format=schema, options={"temperature": 0}
+        options: dict[str, Any] = {"temperature": 0}
+        if max_tokens is not None:
+            options["num_predict"] = max_tokens
+        with self._errors():  # builds the request only; it is sent on the first read
+            parts = await self._json_client.chat(
+                model=model, messages=messages, format=schema, options=options, stream=True
             )
-        if reply.done_reason == "length":
+        pieces: list[str] = []
+        try:
+            while True:
+                wait = self._silence if pieces else self._first
+                with self._errors(), anyio.move_on_after(wait) as waited:
+                    part = await anext(parts, None)
+                if waited.cancelled_caught:
+                    raise LlmTimeout(
+                        f"Ollama's answer from {model!r} went silent for {wait:g} s after "
+                        f"{len(pieces)} pieces"
+                        if pieces
+                        else f"Ollama's answer from {model!r} had not started after {wait:g} s"
+                    )
+                if part is None:
+                    raise LlmError(f"Ollama's answer from {model!r} ended before its done line")
+                if part.message.content:
+                    pieces.append(part.message.content)
+                if part.done:
+                    break
+        finally:
+            if isinstance(parts, AsyncGenerator):
+                with self._errors():
+                    await parts.aclose()
+        if part.done_reason == "length":
             raise LlmInvalidOutput(
-                f"Ollama's answer from {model!r} was truncated at the token limit"
+                f"Ollama's answer from {model!r} was truncated at the token limit "
+                f"({max_tokens if max_tokens is not None else 'the model default'})"
             )
-        return reply.message.content or ""
+        return "".join(pieces)
 
 
 class OllamaEmbedder(_OllamaClient):

@@ -125,17 +125,24 @@ class OpenAiLlm:
         raise LlmError(f"{upstream.name}: the answer from {model!r} ended before [DONE]")
 
     async def generate_json(
-        self, prompt: str, *, model: str, schema: dict[str, Any], system: str | None = None
+        self,
+        prompt: str,
+        *,
+        model: str,
+        schema: dict[str, Any],
+        system: str | None = None,
+        max_tokens: int | None = None,
     ) -> str:
         """Ask for one answer constrained to the JSON ``schema`` (``response_format``
-        ``json_schema``), at temperature 0.
+        ``json_schema``), at temperature 0, at most ``max_tokens`` long (None: the
+        server's own limit).
 
         Returns the raw content for the caller to decode; an answer cut at the token
         limit raises ``LlmInvalidOutput`` (it would not be valid JSON).
         """
         messages = [] if system is None else [{"role": "system", "content": system}]
         messages.append({"role": "user", "content": prompt})
-        body = {
+        body: dict[str, Any] = {
             "model": model,
             "messages": messages,
             "temperature": 0,
@@ -145,6 +152,8 @@ class OpenAiLlm:
                 "json_schema": {"name": "answer", "schema": schema},
             },
         }
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
         upstream = self._upstream
         async with upstream.open("POST", _PATH, _encode(body)) as response:
             raw = await upstream.read(response)
