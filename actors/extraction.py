@@ -102,6 +102,32 @@ class Extractor:
         )
         return system, prompt
 
+    async def warm_up(self) -> None:
+        """Load the extraction model and have it read what every extraction call starts
+        with (the system prompt, the start of the conversation), so that the first call
+        evaluates only its own turns: a small model on a CPU otherwise spends tens of
+        seconds on the first. One token is asked for; never raises."""
+        system, prefix = self.prompt_prefix()
+        started = anyio.current_time()
+        try:
+            await self._llm.generate_json(
+                prefix,
+                model=self._settings.extract_model,
+                schema=_SCHEMA,
+                system=system,
+                max_tokens=1,
+            )
+        except LlmInvalidOutput:
+            pass  # cut at its one token, as asked
+        except LlmFailure as exc:
+            _log.info("the extraction model was not warmed up: %s", exc)
+            return
+        _log.info(
+            "extraction model %s warmed up in %.1f s",
+            self._settings.extract_model,
+            anyio.current_time() - started,
+        )
+
     async def extract(
         self,
         user_id: str,

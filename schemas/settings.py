@@ -130,6 +130,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     #: and BM25. Its vectors are not stored yet: a user's are encoded when their messages
     #: are indexed (~4 ms a message, one thread), so off by default until they are.
     sparse: bool = False
+    #: Load the extraction model when the server starts, with the static start of the
+    #: extraction prompt read (``Extractor.warm_up``), in the background.
+    preload_model: bool = True
     #: API key -> user id. Empty: single-user mode (loopback only).
     api_keys: dict[str, str] = {}
     admin_keys: list[str] = []

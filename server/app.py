@@ -190,6 +190,8 @@ def create_app(
                         sweeper = Sweeper(deps, registry)
                         await sessions.start(sweeper.run)
                         sessions.start_soon(metrics.sample_loop_lag)
+                        if settings.preload_model:
+                            sessions.start_soon(deps.learning.extractor.warm_up)
                         async with mcp_sessions(mcp_server, settings) as mcp:
                             yield AppState(
                                 budgets=UserBudgets(settings.user_rate, settings.user_burst),

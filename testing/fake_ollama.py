@@ -57,6 +57,31 @@ class Fault:
     end_after: int | None = None  # end the stream cleanly after N chunks, without `done`
 
 
+def _is_warm_up(path: str, body: Json) -> bool:
+    """mnemo's model warm-up at start (``Extractor.warm_up``): a structured chat of one
+    token. Answered at once and never recorded, scripted or faulted, so that tests see
+    only the calls they make."""
+    options = body.get("options")
+    return (
+        path == "/api/chat"
+        and "format" in body
+        and isinstance(options, dict)
+        and options.get("num_predict") == 1
+    )
+
+
+def _warmed(body: Json) -> Json:
+    return {
+        "model": body.get("model"),
+        "created_at": "2025-01-01T00:00:00Z",
+        "message": {"role": "assistant", "content": "{"},
+        "done": True,
+        "done_reason": "length",
+        "prompt_eval_count": 1,
+        "eval_count": 1,
+    }
+
+
 def hash_embed(text: str, dim: int = 64) -> list[float]:
     """Deterministic bag-of-words feature hashing, L2-normalised.
 
@@ -180,6 +205,8 @@ class FakeOllama(FakeHttpServer):
         except json.JSONDecodeError as e:
             self._record(method, path, {"_raw": raw.decode("utf-8", "replace")}, headers)
             return await self._send_json(w, 400, {"error": f"invalid character: {e}"})
+        if _is_warm_up(path, body):
+            return await self._send_json(w, 200, _warmed(body))
         self._record(method, path, body, headers)
         fault = self._take_fault(path)
         if fault and fault.delay:

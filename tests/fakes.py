@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskStatus
 
-from actors.errors import ArchiveUnavailable, LlmFailure
+from actors.errors import ArchiveUnavailable, LlmFailure, LlmInvalidOutput
 from actors.ports import FactHit, Page, ScoredMessage, VectorSource, resolve
 from memory.facts import Stored
 from memory.formats import newest_notes
@@ -70,6 +70,8 @@ class ScriptedLlm:
         system: str | None = None,
         max_tokens: int | None = None,
     ) -> str:
+        if max_tokens == 1:  # mnemo's warm-up at start: not one of the test's calls
+            raise LlmInvalidOutput("truncated at the token limit (1)")
         self.json_prompts.append((system, prompt))
         self.json_limits.append(max_tokens)
         if self.json_delay:
