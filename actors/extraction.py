@@ -164,7 +164,7 @@ class Extractor:
                 # At temperature 0 the same prompt gets the same answer: no retry.
                 self.stats.invalid += 1
                 _log.warning("extraction answer unusable (%s): the reader's facts stand", exc)
-                return self._reviewed(None, exchanges, reader, ["unreadable answer"])
+                return self._reviewed(None, exchanges, reader, [])
             except LlmFailure as exc:
                 self.stats.failed += 1
                 failure = exc

@@ -1,6 +1,7 @@
 """Memory state after scripted dialogues: what is active, what is history, duplicates, context.
 
-    python -m bench.memstate --mode rules|model [--data FILE ...] [--json-out FILE]
+    python -m bench.memstate --mode rules|model|real [--model NAME] [--data FILE ...]
+        [--json-out FILE]
 
 Starts ``mnemo serve`` in its own process (real LanceDB in a temp dir, the
 default embedder), one API user per dialogue, and feeds each dialogue's
@@ -25,7 +26,8 @@ user turn without gold is an error. Also times the fallback extractor
 in-process on every user turn of the data. The data files (default
 ``bench/data/memstate/dev.json`` and ``extra.json`` when it exists) are
 scored one by one (split = file stem) and together; ``overall`` is the mean
-of the five check rates. Writes ``bench/results/memstate-<mode>.json``.
+of the five check rates. Writes ``bench/results/memstate-<mode>.json``
+(``memstate-real-<model>.json``).
 """
 
 from __future__ import annotations
@@ -48,7 +50,9 @@ from websockets.exceptions import ConnectionClosed
 
 from bench.common import machine, percentiles, server_process, write_result
 from memory.rules_extractor import extract_facts
+from testing.downloads import MODELS
 from testing.fake_ollama import FakeOllama
+from testing.real_model import serve_models
 
 __all__ = [
     "CHECKS",
@@ -58,6 +62,7 @@ __all__ = [
     "default_data",
     "extractor_cost",
     "has",
+    "histogram_quantiles",
     "load_gold",
     "main",
     "missing_gold",
@@ -246,8 +251,13 @@ async def _until(ws: ClientConnection, types: set[str], timeout: float, msg_id: 
 class _Run:
     """One server, its users, and (model mode) the fake's responder."""
 
-    def __init__(self, address: str, http: httpx.AsyncClient, model: GoldModel | None) -> None:
+    def __init__(
+        self, address: str, http: httpx.AsyncClient, model: GoldModel | None, *, slow: bool
+    ) -> None:
         self.address, self.http, self.model = address, http, model
+        #: A real model: extraction takes seconds, so wait longer for it.
+        self.wait = 600.0 if slow else 10.0
+        self.quiet = 5.0 if slow else 2.0
 
     async def facts(self, key: str, validity: str) -> list[Json]:
         response = await self.http.get(
@@ -260,8 +270,14 @@ class _Run:
         return items
 
     async def settle(self, key: str, limit: float = 20.0) -> None:
-        """Wait until the user's facts have not changed for 2 s (at most ``limit`` s)."""
+        """Wait until the user's facts have not changed for ``quiet`` s (at most ``limit`` s)."""
         last, still, started = "", time.monotonic(), time.monotonic()
+        if self.quiet > 2.0:  # a real model: first wait for the sessions to finish
+            while time.monotonic() - started < self.wait:
+                health = await self.http.get("/healthz")
+                if health.json().get("live_sessions") == 0:
+                    break
+                await asyncio.sleep(1.0)
         while time.monotonic() - started < limit:
             state = json.dumps(
                 [
@@ -271,7 +287,7 @@ class _Run:
             )
             if state != last:
                 last, still = state, time.monotonic()
-            elif time.monotonic() - still >= 2.0:
+            elif time.monotonic() - still >= self.quiet:
                 return
             await asyncio.sleep(0.4)
 
@@ -313,7 +329,7 @@ class _Run:
                         errors.append({"session": n, "turn": m, **answer})
                 await ws.send(json.dumps({"type": "end"}))
                 with suppress(ConnectionClosed, TimeoutError):
-                    async with asyncio.timeout(10):
+                    async with asyncio.timeout(self.wait):
                         while True:  # the server closes once the session is archived
                             await ws.recv()
             await self.settle(key)
@@ -370,11 +386,12 @@ def default_data() -> list[Path]:
 async def _run(
     address: str, splits: Mapping[str, list[Dialogue]], mode: str, model: GoldModel | None
 ) -> Json:
+    slow = mode.startswith("real")
     total = Tally()
     out: Json = {"splits": {}}
     index = 0
     async with httpx.AsyncClient(base_url=f"http://{address}", timeout=30) as http:
-        run = _Run(address, http, model)
+        run = _Run(address, http, model, slow=slow)
         for split, dialogues in splits.items():
             tally = Tally()
             rows = []
@@ -398,12 +415,32 @@ async def _run(
         health = await http.get("/healthz")
         health.raise_for_status()
         out["extraction_stats"] = health.json().get("extraction", {})
+        metrics = await http.get("/metrics")
+        out["extraction_ms"] = histogram_quantiles(metrics.text, "mnemo_extraction_ms")
+    return out
+
+
+def histogram_quantiles(text: str, name: str, quantiles: Sequence[float] = (0.5, 0.95)) -> Json:
+    """Count and quantiles of a Prometheus histogram in ``text`` (the exposition format),
+    each as the upper bound of the bucket it falls in."""
+    buckets: list[tuple[float, float]] = []
+    for line in text.splitlines():
+        if line.startswith(name + "_bucket{"):
+            bound = line.split('le="', 1)[1].split('"', 1)[0]
+            buckets.append((float(bound), float(line.rsplit(" ", 1)[1])))
+    total = buckets[-1][1] if buckets else 0.0
+    out: Json = {"count": int(total)}
+    for q in quantiles:
+        out[f"p{round(q * 100)}_at_most"] = next(
+            (bound for bound, seen in buckets if total and seen >= q * total), None
+        )
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mode", choices=("rules", "model"), required=True)
+    parser.add_argument("--mode", choices=("rules", "model", "real"), required=True)
+    parser.add_argument("--model", choices=list(MODELS), default="smollm2:135m")
     parser.add_argument("--data", type=Path, nargs="+", action="extend")
     parser.add_argument("--gold", type=Path, default=DATA / "gold.json")
     parser.add_argument("--json-out", type=Path)
@@ -434,10 +471,24 @@ def main() -> None:
         "MNEMO_API_KEYS": ",".join(f"k{i}:u{i}" for i in range(len(dialogues))),
         "MNEMO_LLM_URL": fake.url if fake is not None else _CLOSED_PORT,
     }
+    mode = args.mode if args.mode != "real" else f"real-{args.model}"
     started = time.perf_counter()
     try:
-        with server_process(env) as address:
-            result = asyncio.run(_run(address, splits, args.mode, model))
+        if args.mode == "real":
+            with serve_models(MODELS[args.model]) as url:
+                env |= {
+                    "MNEMO_OLLAMA_URL": url,
+                    "MNEMO_CHAT_MODEL": args.model,
+                    "MNEMO_EXTRACT_MODEL": args.model,
+                    # The one-thread server answers one call at a time.
+                    "MNEMO_EXTRACT_CONCURRENCY": "1",
+                    "MNEMO_EXTRACT_TIMEOUT": "180",
+                }
+                with server_process(env) as address:
+                    result = asyncio.run(_run(address, splits, mode, model))
+        else:
+            with server_process(env) as address:
+                result = asyncio.run(_run(address, splits, mode, model))
     finally:
         if fake is not None:
             fake.stop_thread()
@@ -446,15 +497,15 @@ def main() -> None:
         result["model_calls"] = model.calls
         if stats.get("by_rules"):
             print(f"warning: the server used the rule-based extractor {stats['by_rules']} times")
-    print(f"extraction calls: {stats}")
+    print(f"extraction calls: {stats}; latency ms {result['extraction_ms']}")
     result.update(
-        mode=args.mode,
+        mode=mode,
         data=[str(p) for p in paths],
         seconds=time.perf_counter() - started,
         extractor_cost=cost,
         setup=machine(),
     )
-    path = write_result(f"memstate-{args.mode}", result)
+    path = write_result(f"memstate-{mode.replace(':', '-')}", result)
     if args.json_out:
         args.json_out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
     print(f"wrote {path}")
