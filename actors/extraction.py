@@ -22,7 +22,7 @@ from actors.errors import LlmError, LlmFailure, LlmInvalidOutput, LlmUnavailable
 from actors.model_queue import ModelQueue
 from actors.ports import Llm
 from memory.grounding import review
-from memory.model_answers import answer_schema, answer_tokens, read_extraction
+from memory.model_answers import answer_tokens, extraction_schema, read_extraction
 from memory.predicates import Vocabulary
 from memory.prompts import Exchange, classification_prompt, extraction_prompt
 from memory.rules_extractor import extract_facts
@@ -34,7 +34,6 @@ from schemas.settings import Settings
 __all__ = ["ExtractionResult", "ExtractionStats", "Extractor"]
 
 _log = logging.getLogger("mnemo.extraction")
-_SCHEMA: dict[str, Any] = answer_schema(Extraction)
 _ATTEMPTS = 3
 
 
@@ -113,7 +112,7 @@ class Extractor:
             await self._llm.generate_json(
                 prefix,
                 model=self._settings.extract_model,
-                schema=_SCHEMA,
+                schema=extraction_schema(turns=1, categories=self._categories),
                 system=system,
                 max_tokens=1,
             )
@@ -148,12 +147,13 @@ class Extractor:
             known_facts=known_facts,
         )
         reader = self._by_rules(exchanges, people)
-        limit = answer_tokens(_SCHEMA, turns=len(exchanges))
+        schema = extraction_schema(turns=len(exchanges), categories=self._categories)
+        limit = answer_tokens(schema, turns=len(exchanges))
         delay = self._backoff
         failure: LlmFailure = LlmError("no attempt")
         for attempt in range(1, _ATTEMPTS + 1):
             try:
-                read = read_extraction(await self._ask(user_id, prompt, system, _SCHEMA, limit))
+                read = read_extraction(await self._ask(user_id, prompt, system, schema, limit))
             except ModelBusy:
                 raise  # the turns stay pending, for the retry
             except LlmUnavailable as exc:

@@ -1,29 +1,54 @@
 """What mnemo sends a model as an answer's shape and length, and how it reads the answer.
 
-``answer_schema`` is the ``format`` of a structured call; ``answer_tokens`` caps each
-call at what its answer can need (a small model that rambles stops there instead of at
+``answer_schema`` is the ``format`` of a structured call (``extraction_schema`` the
+tighter one of an extraction); ``answer_tokens`` caps each call at what its answer can
+need (a small model that rambles stops there instead of at
 the end of its context); ``read_extraction`` decodes an extraction item by item, so
 that one bad fact drops that fact, not the whole answer.
 """
 
 from __future__ import annotations
 
+import copy
 import math
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import msgspec
 
 from schemas.llm import ExtractedFact, Extraction, MemoryUpdate, SessionAnalysis
 
-__all__ = ["FACT_TOKENS", "ExtractionRead", "answer_schema", "answer_tokens", "read_extraction"]
+__all__ = [
+    "FACT_TOKENS",
+    "ExtractionRead",
+    "answer_schema",
+    "answer_tokens",
+    "extraction_schema",
+    "read_extraction",
+]
 
-#: Tokens one extracted fact takes as JSON (content, subject, predicate, value, flags),
-#: measured on SmolLM2's and Qwen2.5's tokenizers with a margin.
-FACT_TOKENS = 120
-#: The answer around the facts: braces, ``memory_update``, ``analysis``.
-_FRAME_TOKENS = 160
-#: Facts one user message can state (a list, "I like tea and coffee", is several).
-_FACTS_PER_TURN = 4
+#: Tokens one extracted fact can take as JSON within ``_SHORT`` (its longest strings
+#: and every field), with a margin; most take half.
+FACT_TOKENS = 150
+#: The answer around the facts: braces, ``memory_update``, ``analysis`` within ``_SHORT``.
+_FRAME_TOKENS = 200
+#: Facts one user message may state (a list, "I like tea and coffee", is several).
+_FACTS_PER_TURN = 3
+#: The longest strings an extraction's schema lets a model write: shorter than what
+#: ``ExtractedFact`` accepts (a fact written by hand may be longer), so that a model that
+#: rambles inside a string is stopped by the grammar, not by the token cap.
+_SHORT = {
+    "content": 200,
+    "subject": 60,
+    "predicate": 40,
+    "value": 80,
+    "relation": 40,
+    "key": 40,
+    "permanence": 20,
+    "current_topic": 80,
+    "last_emotion": 30,
+}
+_VARIABLES = 4
 _MAX_EXTRACTION_TOKENS = 2048
 #: Answers other than extraction, by the schema's title: their longest sensible length
 #: (a note is at most 1,000 characters, about 300 tokens).
@@ -55,6 +80,33 @@ def answer_schema(kind: type) -> dict[str, Any]:
     return root
 
 
+def extraction_schema(*, turns: int, categories: Sequence[str]) -> dict[str, Any]:
+    """The ``format`` of an extraction of ``turns`` user messages: ``Extraction``'s schema
+    with at most ``_FACTS_PER_TURN`` facts a turn, the categories as an enum, and strings
+    (``_SHORT``) and context variables (``_VARIABLES``) bounded, so that every answer the
+    grammar allows fits ``answer_tokens``."""
+    schema = copy.deepcopy(_EXTRACTION)
+    schema["properties"]["facts"]["maxItems"] = _FACTS_PER_TURN * max(1, turns)
+    defs = schema["$defs"]
+    facts = defs["ExtractedFact"]["properties"]
+    facts["category"] = {"enum": list(categories)}
+    analysis = defs["SessionAnalysis"]["properties"]
+    for properties in (facts, analysis):
+        for name, longest in _SHORT.items():
+            if name in properties:
+                _bound(properties[name], longest)
+    variables = analysis["context_variables"]
+    variables["maxProperties"] = _VARIABLES
+    _bound(variables["additionalProperties"], _SHORT["current_topic"])
+    return schema
+
+
+def _bound(schema: dict[str, Any], longest: int) -> None:
+    for branch in schema.get("anyOf", [schema]):
+        if branch.get("type") == "string":
+            branch["maxLength"] = min(longest, branch.get("maxLength", longest))
+
+
 def answer_tokens(schema: dict[str, Any], *, turns: int = 1) -> int:
     """The ``num_predict`` of a call answering ``schema``: an extraction of ``turns`` user
     messages gets room for ``_FACTS_PER_TURN`` facts each; other answers their title's cap."""
@@ -63,6 +115,9 @@ def answer_tokens(schema: dict[str, Any], *, turns: int = 1) -> int:
         wanted = _FRAME_TOKENS + FACT_TOKENS * _FACTS_PER_TURN * max(1, turns)
         return min(wanted, _MAX_EXTRACTION_TOKENS)
     return _TOKENS_BY_TITLE.get(str(title), _DEFAULT_TOKENS)
+
+
+_EXTRACTION = answer_schema(Extraction)
 
 
 class _Loose(msgspec.Struct, frozen=True, kw_only=True):
