@@ -57,6 +57,8 @@ class ScriptedLlm:
     json_script: list[str | BaseException] = field(default_factory=list)
     json_default: str = '{"facts": [], "memory_update": {}, "analysis": {}}'
     json_prompts: list[tuple[str | None, str]] = field(default_factory=list)
+    #: (system, prompt) of each warm-up (``Extractor.warm_up``: one token asked for).
+    warm_ups: list[tuple[str | None, str]] = field(default_factory=list)
     #: The ``max_tokens`` of each ``generate_json`` call, in order.
     json_limits: list[int | None] = field(default_factory=list)
     json_delay: float = 0.0
@@ -71,6 +73,7 @@ class ScriptedLlm:
         max_tokens: int | None = None,
     ) -> str:
         if max_tokens == 1:  # mnemo's warm-up at start: not one of the test's calls
+            self.warm_ups.append((system, prompt))
             raise LlmInvalidOutput("truncated at the token limit (1)")
         self.json_prompts.append((system, prompt))
         self.json_limits.append(max_tokens)

@@ -671,3 +671,25 @@ async def test_note_creation_times_out_after_30_seconds_and_is_skipped(
         assert [n.content for n in stored] == ["User plans lunch."] * notes
         assert w.deps.learning.notes.stats.skipped == 1 - notes
     assert ended_after < 1.0  # the end did not wait for the note
+
+
+async def test_an_extraction_call_is_capped_at_what_its_turns_can_need() -> None:
+    async with world() as w:
+        await w.ask(Turn(id="t1", user="I live in Lyon", assistant="Nice"))
+        await w.settle()
+    [limit] = w.llm.json_limits
+    assert limit is not None
+    assert 300 < limit <= 2048
+
+
+async def test_the_warm_up_reads_what_every_extraction_prompt_starts_with() -> None:
+    async with world() as w:
+        extractor = w.deps.learning.extractor
+        await extractor.warm_up()  # the fake answers it with a cut answer, as a model would
+        await w.ask(Turn(id="t1", user="I live in Lyon", assistant="Nice"))
+        await w.settle()
+    [(warm_system, prefix)] = w.llm.warm_ups
+    [(sent_system, sent_prompt)] = w.llm.json_prompts
+    assert sent_system == warm_system
+    assert sent_prompt.startswith(prefix)
+    assert prefix.strip()

@@ -7,7 +7,7 @@ import json
 import msgspec
 import pytest
 
-from memory.model_answers import answer_schema, answer_tokens, read_extraction
+from memory.model_answers import answer_schema, answer_tokens, extraction_schema, read_extraction
 from schemas.llm import Extraction, NoteText
 
 
@@ -74,3 +74,15 @@ def test_a_broken_analysis_is_left_at_its_default_and_the_facts_kept() -> None:
 def test_an_answer_without_a_facts_list_cannot_be_read(answer: str) -> None:
     with pytest.raises(msgspec.DecodeError):
         read_extraction(answer)
+
+
+def test_an_extractions_schema_bounds_its_facts_strings_and_categories() -> None:
+    schema = extraction_schema(turns=2, categories=["identity", "preference"])
+    fact_schema = schema["$defs"]["ExtractedFact"]["properties"]
+    assert schema["properties"]["facts"]["maxItems"] == 6
+    assert fact_schema["category"] == {"enum": ["identity", "preference"]}
+    assert fact_schema["content"]["maxLength"] == 200
+    assert fact_schema["relation"]["anyOf"][0] == {"type": "string", "maxLength": 40}
+    variables = schema["$defs"]["SessionAnalysis"]["properties"]["context_variables"]
+    assert variables["maxProperties"] == 4
+    assert answer_schema(Extraction)["properties"]["facts"].get("maxItems") is None  # a copy
