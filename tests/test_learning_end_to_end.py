@@ -145,3 +145,28 @@ async def test_sensitive_facts_are_kept_like_any_other(server: str, fake: FakeOl
         await client.send(type="turn", id="t1", user="I have type 1 diabetes", assistant="OK")
         memory, _ = await client.until("memory")
     assert [f["content"] for f in memory["added"]] == ["User has type 1 diabetes"]
+
+
+async def test_a_models_invented_fact_is_dropped_counted_and_the_readers_fact_stored(
+    server: str, fake: FakeOllama
+) -> None:
+    invented = {
+        "content": "John Smith is allergic to peanuts",
+        "category": "knowledge",
+        "confidence": 0.9,
+        "subject": "john_smith",
+        "predicate": "allergic_to",
+        "value": "peanuts",
+    }
+    fake.script_json(extraction(invented))
+    async with Client.connect(server, "s1") as client:
+        await client.receive()
+        await client.send(type="turn", id="t1", user="I'm allergic to peanuts", assistant="Noted")
+        memory, _ = await client.until("memory")
+    async with httpx.AsyncClient(base_url=f"http://{server}") as http:
+        health = (await http.get("/healthz")).json()
+        metrics = (await http.get("/metrics")).text
+    [added] = memory["added"]
+    assert (added["subject"], added["value"], added["extractor"]) == ("user", "peanuts", "rules")
+    assert health["extraction"]["rejected"] == {"subject_not_said": 1}
+    assert 'mnemo_model_facts_rejected_total{reason="subject_not_said"} 1.0' in metrics
