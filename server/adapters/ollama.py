@@ -90,6 +90,29 @@ class OllamaLlm(_OllamaClient):
     Raises only ``LlmUnavailable``, ``LlmTimeout`` and ``LlmError``.
     """
 
+    def __init__(
+        self, host: str, *, timeout: float, first_token_timeout: float | None = None
+    ) -> None:
+        """``timeout``: seconds to connect and between two streamed pieces of an answer;
+        ``first_token_timeout`` (default ``timeout``): seconds a structured answer may take
+        to its first piece, which covers the model's wait for its turn and its reading of
+        the prompt (tens of seconds for a small model on a CPU)."""
+        super().__init__(host, timeout=timeout)
+        self._silence = timeout
+        self._first = first_token_timeout or timeout
+        # Structured answers are timed here, piece by piece, so their reads have no
+        # timeout of httpx's (which would apply ``timeout`` to the first piece too).
+        self._json_client = ollama.AsyncClient(
+            host=host,
+            timeout=httpx.Timeout(timeout, read=None),
+            event_hooks={"response": [_unlink_when_closed]},
+        )
+
+    async def aclose(self) -> None:
+        """Close both HTTP connection pools. Idempotent."""
+        await super().aclose()
+        await self._json_client.close()  # type: ignore[no-untyped-call]  # ollama leaves it bare
+
     async def stream_chat(
         self, messages: Sequence[PromptMessage], *, model: str
     ) -> AsyncIterator[ChatChunk]:
@@ -118,29 +141,6 @@ class OllamaLlm(_OllamaClient):
             if isinstance(parts, AsyncGenerator):
                 with self._errors():
                     await parts.aclose()
-
-    def __init__(
-        self, host: str, *, timeout: float, first_token_timeout: float | None = None
-    ) -> None:
-        """``timeout``: seconds to connect and between two streamed pieces of an answer;
-        ``first_token_timeout`` (default ``timeout``): seconds a structured answer may take
-        to its first piece, which covers the model's wait for its turn and its reading of
-        the prompt (tens of seconds for a small model on a CPU)."""
-        super().__init__(host, timeout=timeout)
-        self._silence = timeout
-        self._first = first_token_timeout or timeout
-        # Structured answers are timed here, piece by piece, so their reads have no
-        # timeout of httpx's (which would apply ``timeout`` to the first piece too).
-        self._json_client = ollama.AsyncClient(
-            host=host,
-            timeout=httpx.Timeout(timeout, read=None),
-            event_hooks={"response": [_unlink_when_closed]},
-        )
-
-    async def aclose(self) -> None:
-        """Close both HTTP connection pools. Idempotent."""
-        await super().aclose()
-        await self._json_client.close()  # type: ignore[no-untyped-call]  # ollama leaves it bare
 
     async def generate_json(
         self,
