@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import msgspec
 
-from actors.errors import LlmFailure, MnemoError
+from actors.errors import LlmFailure, LlmTimeout, MnemoError
 from actors.events import EventBus
 from actors.model_queue import ModelQueue
 from actors.ports import Clock, Llm, Store
@@ -128,9 +128,9 @@ class NoteKeeper:
 
     async def _ask(self, user_id: str, system: str, prompt: str, kind: type) -> str:
         """One structured call in the user's turn (``actors.model_queue``); the timeout
-        counts from the turn, not from the wait for it."""
+        counts from the turn, not from the wait for it. Raises ``LlmTimeout`` past it."""
         async with self._queue.turn(user_id):
-            with anyio.fail_after(_NOTE_TIMEOUT):
+            with anyio.move_on_after(_NOTE_TIMEOUT):
                 return await self._llm.generate_json(
                     prompt,
                     model=self._settings.extract_model,
@@ -138,6 +138,10 @@ class NoteKeeper:
                     system=system,
                     max_tokens=answer_tokens(_SCHEMAS[kind]),
                 )
+        raise LlmTimeout(
+            f"no whole {kind.__name__} answer from {self._settings.extract_model!r} "
+            f"within {_NOTE_TIMEOUT:g} s (seed 003's limit)"
+        )
 
     async def create_note(
         self,

@@ -653,8 +653,9 @@ async def test_note_write_failing_is_retried_once_then_skipped(failures: int, no
     ("delay", "notes"), [(31.0, 0), (29.0, 1)], ids=["31s-skipped", "29s-written"]
 )
 async def test_note_creation_times_out_after_30_seconds_and_is_skipped(
-    delay: float, notes: int
+    delay: float, notes: int, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.WARNING, logger="mnemo.notes")
     async with world() as w:
         await w.registry.open("u1", "s1", scope="calendar")
         w.llm.json_script = [extraction()]
@@ -671,6 +672,8 @@ async def test_note_creation_times_out_after_30_seconds_and_is_skipped(
         assert [n.content for n in stored] == ["User plans lunch."] * notes
         assert w.deps.learning.notes.stats.skipped == 1 - notes
     assert ended_after < 1.0  # the end did not wait for the note
+    skipped = [r.getMessage() for r in caplog.records if r.getMessage().startswith("no note")]
+    assert [("within 30 s" in m) for m in skipped] == [True] * (1 - notes)  # says why
 
 
 async def test_an_extraction_call_is_capped_at_what_its_turns_can_need() -> None:
