@@ -272,10 +272,11 @@ class _Run:
     async def settle(self, key: str, limit: float = 20.0) -> None:
         """Wait until the user's facts have not changed for ``quiet`` s (at most ``limit`` s)."""
         last, still, started = "", time.monotonic(), time.monotonic()
-        if self.quiet > 2.0:  # a real model: first wait for the sessions to finish
+        if self.quiet > 2.0:  # a real model: first wait for the ended sessions to finish
             while time.monotonic() - started < self.wait:
-                health = await self.http.get("/healthz")
-                if health.json().get("live_sessions") == 0:
+                live = await self.http.get("/actors", headers={"Authorization": f"Bearer {key}"})
+                live.raise_for_status()
+                if all(a["session_id"].endswith("-probe") for a in live.json()["items"]):
                     break
                 await asyncio.sleep(1.0)
         while time.monotonic() - started < limit:
