@@ -118,25 +118,15 @@ def _tokens(clause: Clause) -> set[str]:
 
 
 def _has(clause: Clause, english: frozenset[str], chinese: Sequence[str]) -> bool:
-    text = clause.text.casefold()
-    return bool(_tokens(clause) & english) or "n't" in text or any(c in text for c in chinese)
+    return bool(_tokens(clause) & english) or any(c in clause.text for c in chinese)
 
 
 def _hedged(clause: Clause) -> bool:
-    return (
-        clause.question
-        or bool(_tokens(clause) & HEDGES)
-        or any(h in clause.text for h in _CJK_HEDGES)
-    )
+    return clause.question or _has(clause, HEDGES, _CJK_HEDGES)
 
 
 def _negated(clause: Clause) -> bool:
-    text = clause.text.casefold()
-    return (
-        bool(_tokens(clause) & _NEGATIONS)
-        or "n't" in text
-        or any(n in clause.text for n in _CJK_NEGATIONS)
-    )
+    return _has(clause, _NEGATIONS, _CJK_NEGATIONS) or "n't" in clause.text.casefold()
 
 
 def _first_person(clause: Clause) -> bool:
