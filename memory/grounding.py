@@ -3,9 +3,12 @@
 ``review`` takes the facts a model extracted from some turns, the user's words in
 those turns and what the rule-based reader found in them, and returns what stands:
 
-- a fact whose subject (a person other than the user) or value appears nowhere in
-  the user's words is dropped (``subject_not_said``, ``value_not_said``); so is one
-  that carries markup of the prompt (``markup``);
+- a fact about a person other than the user whom the user did not name (a word they
+  wrote capitalised inside a sentence) or refer to ("my sister") is dropped
+  (``subject_not_said``); so is one whose predicate is a sentence rather than a name
+  (``predicate_not_a_name``), one whose value is mostly not the user's words or is a
+  sentence (``value_not_said``), and one that carries markup of the prompt
+  (``markup``);
 - a fact whose value is said only in questions or hedged clauses ("maybe", "if",
   "thinking about") is dropped (``not_stated``); a negation the user did not say,
   too (``negation_not_said``); a fact about the user read from a clause about
@@ -45,6 +48,7 @@ REASONS = (
     "unreadable",
     "markup",
     "subject_not_said",
+    "predicate_not_a_name",
     "value_not_said",
     "not_stated",
     "negation_not_said",
@@ -60,6 +64,16 @@ _CJK_NEGATIONS = ("不", "没", "别", "戒")
 _CJK_UPDATES = ("现在", "改", "搬", "换", "已经", "不再")
 #: How close a predicate's spelling must be to a known name to be taken for it.
 _NEAR = 0.8
+#: A predicate of more words than this is a sentence, not a name.
+_PREDICATE_WORDS = 3
+#: A person's name or relation of more words than this is no name.
+_SUBJECT_WORDS = 3
+#: A value of more words than this is a sentence, not a value; at least this share of
+#: a value's words must be the user's.
+_VALUE_WORDS = 8
+_SAID_SHARE = 0.5
+#: A capitalised word that does not start a sentence: a name.
+_NAME = re.compile(r"(?<=[\w,;'\u2019)] )[A-Z][\w'-]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +100,8 @@ class _Said:
     text: str
     words: frozenset[str]
     clauses: tuple[Clause, ...]
+    #: Words the user wrote capitalised inside a sentence (names), casefolded.
+    names: frozenset[str]
 
     @staticmethod
     def of(user_texts: Sequence[str]) -> _Said:
@@ -94,13 +110,29 @@ class _Said:
             text=text.casefold(),
             words=frozenset(value_words(text)),
             clauses=tuple(c for t in user_texts for c in clauses(t)),
+            names=frozenset(m.group().casefold() for m in _NAME.finditer(text)),
         )
 
     def has(self, word: str) -> bool:
         return word in self.text if any(is_cjk(c) for c in word) else word in self.words
 
-    def any_of(self, phrase: str | None) -> bool:
-        return any(self.has(w) for w in value_words(phrase))
+    def share_of(self, phrase: str | None) -> float:
+        words = value_words(phrase)
+        return sum(self.has(w) for w in words) / len(words) if words else 0.0
+
+    def person(self, subject: str, relation: str | None) -> bool:
+        """``subject`` is someone the user named or referred to: a name they wrote (or
+        Chinese they wrote), or a relation ("sister") they used."""
+        words = value_words(subject)
+        if not words or len(words) > _SUBJECT_WORDS:
+            return False
+        if any(is_cjk(c) for c in subject):
+            return subject.casefold() in self.text
+        named = all(w in self.names or (w in RELATIONS and self.has(w)) for w in words)
+        related = relation is not None and any(
+            w in RELATIONS and self.has(w) for w in value_words(relation)
+        )
+        return named or (related and all(self.has(w) for w in words))
 
     def clauses_with(self, value: str) -> list[Clause]:
         words = value_words(value)
@@ -189,9 +221,12 @@ def _check(
     if any("<" in f or "episode_content" in f for f in fields):
         return "markup", None
     user = canonical_subject(fact.subject) == "user"
-    if not user and not (said.any_of(fact.subject) or said.any_of(fact.relation)):
+    if not user and not said.person(fact.subject, fact.relation):
         return "subject_not_said", None
-    if not said.any_of(fact.value):
+    name = predicates.known(fact.predicate)
+    if name is None and len(normalize_predicate(fact.predicate).split("_")) > _PREDICATE_WORDS:
+        return "predicate_not_a_name", None
+    if len(value_words(fact.value)) > _VALUE_WORDS or said.share_of(fact.value) < _SAID_SHARE:
         return "value_not_said", None
     where = said.clauses_with(fact.value)
     if where and all(_hedged(c) for c in where):
@@ -200,7 +235,6 @@ def _check(
         return "negation_not_said", None
     if user and where and not any(_first_person(c) or not _about_someone(c) for c in where):
         return "someone_else", None
-    name = predicates.known(fact.predicate)
     one = name is not None and predicates.vocabulary.cardinality(name) == "one"
     updates = fact.updates_previous and one and any(_has(c, _UPDATES, _CJK_UPDATES) for c in where)
     return None, msgspec.structs.replace(
