@@ -85,6 +85,25 @@ def reasons(result: Reviewed) -> list[str]:
             proposed("User lives in Munich, Berlin area", "lives_in", "Munich"),
             "value_not_said",
         ),
+        (
+            "Big news: I moved to Porto last month.",
+            proposed("Porto", "lives_in", "Porto", subject="big news"),
+            "subject_not_said",
+        ),
+        (
+            "I moved to Porto last month.",
+            proposed("User moved", "congrats_on_the_big_move", "Porto"),
+            "predicate_not_a_name",
+        ),
+        (
+            "I moved to Porto last month.",
+            proposed(
+                "User lives in Porto",
+                "lives_in",
+                "15% of the population is a porto resident! Glad to see you here.",
+            ),
+            "value_not_said",
+        ),
     ],
     ids=[
         "invented-person",
@@ -96,6 +115,9 @@ def reasons(result: Reviewed) -> list[str]:
         "another-persons-fact",
         "same-value-read-otherwise",
         "one-valued-slot-read-otherwise",
+        "a-phrase-as-a-person",
+        "a-sentence-as-predicate",
+        "a-sentence-as-value",
     ],
 )
 def test_a_model_fact_not_grounded_in_the_users_words_is_dropped_with_its_reason(
