@@ -1,7 +1,7 @@
 """Memory state after scripted dialogues: what is active, what is history, duplicates, context.
 
     python -m bench.memstate --mode rules|model|real [--model NAME] [--data FILE ...]
-        [--json-out FILE]
+        [--only ID,ID...] [--json-out FILE]
 
 Starts ``mnemo serve`` in its own process (real LanceDB in a temp dir, the
 default embedder), one API user per dialogue, and feeds each dialogue's
@@ -444,11 +444,17 @@ def main() -> None:
     parser.add_argument("--model", choices=list(MODELS), default="smollm2:135m")
     parser.add_argument("--data", type=Path, nargs="+", action="extend")
     parser.add_argument("--gold", type=Path, default=DATA / "gold.json")
+    parser.add_argument(
+        "--only", help="comma-separated dialogue ids: run these alone (a slow real model)"
+    )
     parser.add_argument("--json-out", type=Path)
     parser.add_argument("--repeat", type=int, default=20, help="extractor timing passes")
     args = parser.parse_args()
     paths: list[Path] = args.data or default_data()
     splits = {p.stem: json.loads(p.read_text()) for p in paths}
+    if args.only:
+        wanted = set(args.only.split(","))
+        splits = {k: [d for d in v if d["id"] in wanted] for k, v in splits.items()}
     dialogues = [d for ds in splits.values() for d in ds]
 
     cost = extractor_cost([text for _, text in user_turns(dialogues)], args.repeat)
@@ -501,6 +507,7 @@ def main() -> None:
     print(f"extraction calls: {stats}; latency ms {result['extraction_ms']}")
     result.update(
         mode=mode,
+        only=args.only,
         data=[str(p) for p in paths],
         seconds=time.perf_counter() - started,
         extractor_cost=cost,
