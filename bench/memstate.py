@@ -74,6 +74,7 @@ DATA = Path(__file__).resolve().parent / "data" / "memstate"
 #: The checks, in the order they are reported; ``overall`` is the mean of their rates.
 CHECKS = ("active", "not_active", "history", "dupes", "probes")
 _CLOSED_PORT = "http://127.0.0.1:9"  # nothing listens there
+_ADMIN = "bench-admin"
 _TURN = re.compile(r"Turn \d+ user: <episode_content>(.*?)</episode_content>", re.DOTALL)
 _NOTE_ID = re.compile(r"^(\S+): <episode_content>", re.MULTILINE)
 
@@ -416,7 +417,8 @@ async def _run(
         health = await http.get("/healthz")
         health.raise_for_status()
         out["extraction_stats"] = health.json().get("extraction", {})
-        metrics = await http.get("/metrics")
+        metrics = await http.get("/metrics", headers={"Authorization": f"Bearer {_ADMIN}"})
+        metrics.raise_for_status()
         out["extraction_ms"] = histogram_quantiles(metrics.text, "mnemo_extraction_ms")
     return out
 
@@ -476,6 +478,7 @@ def main() -> None:
         fake = FakeOllama(models=["llama3.2"], responder=model).start_in_thread()
     env = {
         "MNEMO_API_KEYS": ",".join(f"k{i}:u{i}" for i in range(len(dialogues))),
+        "MNEMO_ADMIN_KEYS": _ADMIN,
         "MNEMO_LLM_URL": fake.url if fake is not None else _CLOSED_PORT,
     }
     mode = args.mode if args.mode != "real" else f"real-{args.model}"
@@ -484,7 +487,7 @@ def main() -> None:
         if args.mode == "real":
             with serve_models(MODELS[args.model]) as url:
                 env |= {
-                    "MNEMO_OLLAMA_URL": url,
+                    "MNEMO_LLM_URL": url,
                     "MNEMO_CHAT_MODEL": args.model,
                     "MNEMO_EXTRACT_MODEL": args.model,
                     # The one-thread server answers one call at a time.
