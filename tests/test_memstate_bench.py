@@ -17,6 +17,7 @@ from bench.memstate import (
     default_data,
     extractor_cost,
     has,
+    histogram_quantiles,
     load_gold,
     missing_gold,
     score,
@@ -242,3 +243,22 @@ def test_the_extractor_cost_times_every_turn_on_every_pass() -> None:
     assert (cost["turns"], cost["repeat"]) == (2, 3)
     us = cost["us_per_turn"]
     assert 0 < us["p50"] <= us["p95"] <= us["max"]
+
+
+def test_histogram_quantiles_are_the_upper_bounds_of_the_buckets_they_fall_in() -> None:
+    text = "\n".join(
+        [
+            "# TYPE mnemo_extraction_ms histogram",
+            'mnemo_extraction_ms_bucket{le="100.0"} 2.0',
+            'mnemo_extraction_ms_bucket{le="1000.0"} 9.0',
+            'mnemo_extraction_ms_bucket{le="10000.0"} 10.0',
+            'mnemo_extraction_ms_bucket{le="+Inf"} 10.0',
+            "mnemo_extraction_ms_count 10.0",
+        ]
+    )
+    assert histogram_quantiles(text, "mnemo_extraction_ms") == {
+        "count": 10,
+        "p50_at_most": 1000.0,
+        "p95_at_most": 10000.0,
+    }
+    assert histogram_quantiles("", "mnemo_extraction_ms")["count"] == 0
