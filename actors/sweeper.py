@@ -12,6 +12,8 @@ from actors.audit import ACTING_FOR
 from actors.errors import MnemoError, NotHome
 from actors.mailbox import SessionDeps
 from actors.registry import SessionRegistry
+from memory.grounding import not_overtaken
+from memory.predicates import Vocabulary
 from memory.prompts import Exchange
 from schemas.records import Progress
 
@@ -25,6 +27,7 @@ class Sweeper:
 
     def __init__(self, deps: SessionDeps, registry: SessionRegistry) -> None:
         self._deps, self._registry = deps, registry
+        self._vocabulary = Vocabulary(deps.settings.predicates)
         self.sweeps = 0
         self.retried = 0
 
@@ -134,9 +137,13 @@ class Sweeper:
             return False
         if result.by_rules:
             return False  # the model is still unreachable; keep waiting for it
+        latest = max(row.at for row in rows if row.turn > progress.extracted_through)
+        known = await deps.store.facts.facts_of(progress.user_id, active_only=False)
         changes = await deps.learning.keeper.learn(
             progress.user_id,
-            result.extraction.facts,
+            not_overtaken(
+                result.extraction.facts, [s.fact for s in known], latest, self._vocabulary
+            ),
             session_id=progress.session_id,
             scope=progress.scope,
             # The reader's facts of these turns were stored when the model first failed.

@@ -32,6 +32,7 @@ import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 import msgspec
 
@@ -40,8 +41,9 @@ from memory.lexicon import HEDGES, RELATIONS
 from memory.predicates import Vocabulary, canonical_subject, normalize_predicate, value_words
 from memory.tokens import is_cjk
 from schemas.llm import ExtractedFact
+from schemas.records import Fact
 
-__all__ = ["REASONS", "Dropped", "Reviewed", "review"]
+__all__ = ["REASONS", "Dropped", "Reviewed", "not_overtaken", "review"]
 
 #: Why a model's fact was dropped, in the order the checks run.
 REASONS = (
@@ -284,11 +286,32 @@ def _meet(
             return "reader_disagrees", None, []  # the same words, read as something else
         elif same_slot and vocabulary.cardinality(read.predicate) == "one" and not shared:
             return "reader_disagrees", None, []
-    if confirms:  # the reader read it too: no less sure than the reader
+    if confirms:  # the reader read it too: no less sure, and in the reader's words
+        # (a model often copies the user's whole sentence, which names other facts too)
         best = max(reader[i].confidence for i in confirms)
-        fact = msgspec.structs.replace(fact, confidence=max(fact.confidence, best))
+        fact = msgspec.structs.replace(
+            fact, confidence=max(fact.confidence, best), content=reader[confirms[0]].content
+        )
     return None, fact, confirms
 
 
 def _same_subject(a: ExtractedFact, b: ExtractedFact) -> bool:
     return canonical_subject(a.subject) == canonical_subject(b.subject)
+
+
+def not_overtaken(
+    facts: Sequence[ExtractedFact],
+    known: Sequence[Fact],
+    said_at: datetime,
+    vocabulary: Vocabulary,
+) -> list[ExtractedFact]:
+    """``facts`` a late answer found in turns said at ``said_at`` (a retry of turns whose
+    extraction did not finish in their session), without those whose subject and
+    predicate a fact of ``known`` (any validity) took up after then: what the user said
+    later stands ("I eat meat", retried after "I don't eat meat anymore", adds nothing)."""
+
+    def slot(subject: str | None, predicate: str | None) -> tuple[str, str | None]:
+        return canonical_subject(subject), vocabulary.canonical(predicate)
+
+    later = {slot(f.subject, f.predicate) for f in known if f.updated_at > said_at}
+    return [f for f in facts if slot(f.subject, f.predicate) not in later]

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import msgspec
 import pytest
 
-from memory.grounding import REASONS, Reviewed, review
+from memory.grounding import REASONS, Reviewed, not_overtaken, review
 from memory.predicates import Vocabulary
 from memory.rules_extractor import extract_facts
 from schemas.llm import ExtractedFact
+from tests.test_facts import make_fact
 
 VOCABULARY = Vocabulary()
 
@@ -205,3 +208,20 @@ def test_chinese_values_are_grounded_in_the_characters_the_user_wrote() -> None:
     dropped = reviewed(said, proposed("用户住在北京", "lives_in", "北京")).dropped
     assert [f.value for f in kept] == ["上海"]
     assert [d.reason for d in dropped] == ["value_not_said"]
+
+
+def test_a_late_answer_adds_nothing_where_the_user_said_something_later() -> None:
+    said_at = datetime(2026, 1, 1, tzinfo=UTC)
+    later = make_fact(
+        content="User no longer eats meat",
+        subject="user",
+        predicate="eats",
+        value="meat",
+        negated=True,
+    )
+    later = msgspec.structs.replace(later, updated_at=said_at + timedelta(days=1))
+    eats = proposed("User eats meat", "eats", "meat")
+    tea = proposed("User drinks tea", "drinks", "tea")
+    assert not_overtaken([eats, tea], [later], said_at, VOCABULARY) == [tea]
+    earlier = msgspec.structs.replace(later, updated_at=said_at - timedelta(days=1))
+    assert not_overtaken([eats, tea], [earlier], said_at, VOCABULARY) == [eats, tea]
