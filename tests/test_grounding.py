@@ -12,7 +12,7 @@ from memory.grounding import REASONS, Reviewed, not_overtaken, review
 from memory.predicates import Vocabulary
 from memory.rules_extractor import extract_facts
 from schemas.llm import ExtractedFact
-from tests.test_facts import make_fact
+from testing.records import make_fact
 
 VOCABULARY = Vocabulary()
 
