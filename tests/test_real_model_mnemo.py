@@ -30,6 +30,7 @@ MODEL = SMOLLM2.name
 #: for a whole note, short enough that a model going on and on costs seconds, not minutes.
 NUM_PREDICT = 400
 KEY = "key-alice"
+ADMIN = "key-admin"
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +48,7 @@ async def server(tmp_path: Path, llm_url: str) -> AsyncIterator[str]:
         extract_model=MODEL,
         llm_timeout=60.0,
         api_keys={KEY: "alice"},
+        admin_keys=[ADMIN],
     )
     async with serve(make_app(settings)) as address:
         yield address
@@ -102,7 +104,7 @@ async def test_the_real_models_extraction_only_adds_to_what_the_reader_finds(
     assert (stats["failed"], stats["by_rules"]) == (0, 0)
     async with rest(server) as http:
         facts = (await http.get("/memory/long-term", params={"kind": "facts"})).json()["items"]
-        metrics = (await http.get("/metrics")).text
+        metrics = (await http.get("/metrics", headers={"Authorization": f"Bearer {ADMIN}"})).text
     # What the rule-based reader finds in the message stands, whatever the model said.
     values = {f["value"] for f in facts}
     assert {"Berlin", "Siemens", "peanuts"} <= values
