@@ -51,6 +51,11 @@ class FakeOpenAi(FakeOllama):
         except json.JSONDecodeError as e:
             self._record(method, path, {"_raw": raw.decode("utf-8", "replace")}, headers)
             return await self._send_json(w, 400, _error(str(e), "invalid_request_error"))
+        if path == _CHAT and "response_format" in body and body.get("max_tokens") == 1:
+            # mnemo's warm-up at start (``Extractor.warm_up``): answered, never recorded,
+            # scripted or faulted, as the fake Ollama does.
+            cut = Reply(content="{", done_reason="length")
+            return await self._complete(w, str(body.get("model")), body, cut, None)
         self._record(method, path, body, headers)
         fault = self._take_fault(path)
         if fault and fault.delay:
