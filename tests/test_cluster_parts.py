@@ -256,7 +256,7 @@ async def test_a_node_writes_a_user_only_at_its_leases_epoch_and_only_once_it_fe
     s3: dict[str, str],
 ) -> None:
     shards = _Shards()
-    node = Ownership(_objects(s3), "a", shards.hooks(), lease_seconds=2)
+    node = Ownership(_objects(s3), "a", shards.hooks(), lease_seconds=8)
     neighbour = next(
         u for u in (f"user{n}" for n in range(100_000)) if shard_of(u) == shard_of("cy")
     )
