@@ -161,8 +161,9 @@ def _ws(address: str, keys: Sequence[str], queries: Sequence[str], warm: int) ->
         sockets = []
         for i, key in enumerate(keys):
             started = time.perf_counter()
-            url = f"ws://{address}/ws/bench-{i}?token={key}"
-            socket = stack.enter_context(connect(url, compression=None))
+            url = f"ws://{address}/ws/bench-{i}"
+            auth = {"Authorization": f"Bearer {key}"}
+            socket = stack.enter_context(connect(url, compression=None, additional_headers=auth))
             sockets.append(socket)
             json.loads(socket.recv())  # ready
             first.append(_context(socket, queries[i % len(queries)], started))

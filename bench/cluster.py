@@ -124,9 +124,11 @@ class _Load:
     async def _session(self, n: int, key: str, rate: float, start: float, seconds: float) -> None:
         every = len(self.keys) / rate
         due = start + (n / len(self.keys)) * every
-        url = f"ws://{self.address}/ws/bench?token={key}"
+        url = f"ws://{self.address}/ws/bench"
         try:
-            async with connect(url, open_timeout=30) as ws:
+            async with connect(
+                url, open_timeout=30, additional_headers={"Authorization": f"Bearer {key}"}
+            ) as ws:
                 json.loads(await ws.recv())  # ready
                 sent = 0
                 while due < start + seconds:

@@ -45,7 +45,10 @@ def live_sessions(address: str) -> int:
 
 
 async def _turns_and_leave(address: str, session: str, key: str, turns: int) -> None:
-    async with connect(f"ws://{address}/ws/{session}?token={key}", open_timeout=60) as ws:
+    auth = {"Authorization": f"Bearer {key}"}
+    async with connect(
+        f"ws://{address}/ws/{session}", open_timeout=60, additional_headers=auth
+    ) as ws:
         await ws.recv()
         for n in range(turns):
             user = "Hello, I am new here." if not n else f"Tell me more, part {n}."
@@ -129,7 +132,8 @@ def _timed_get(url: str, key: str) -> float:
 async def _first_context(address: str, key: str) -> float:
     """Milliseconds to a new user's first ``context`` answer, sent as soon as the session
     is ``ready`` (the session's opening starts the embedder's load)."""
-    async with connect(f"ws://{address}/ws/first?token={key}", open_timeout=60) as ws:
+    auth = {"Authorization": f"Bearer {key}"}
+    async with connect(f"ws://{address}/ws/first", open_timeout=60, additional_headers=auth) as ws:
         await ws.recv()
         started = time.perf_counter()
         await ws.send(json.dumps({"type": "context", "id": "c", "query": "my holiday plans"}))

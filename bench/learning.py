@@ -65,11 +65,17 @@ class _Recorder:
 
 
 def _url(address: str, session: str, user: int) -> str:
-    return f"ws://{address}/ws/{session}?token=k{user}"
+    return f"ws://{address}/ws/{session}"
+
+
+def _auth(user: int) -> dict[str, str]:
+    return {"Authorization": f"Bearer k{user}"}
 
 
 async def _turns(address: str, session: str, count: int, user: int) -> None:
-    async with connect(_url(address, session, user), max_queue=None) as ws:
+    async with connect(
+        _url(address, session, user), max_queue=None, additional_headers=_auth(user)
+    ) as ws:
         await ws.recv()
         for i in range(1, count + 1):
             await ws.send(
@@ -104,7 +110,9 @@ class _Chats:
 
 
 async def _chats(address: str, session: str, count: int, into: _Chats, user: int) -> None:
-    async with connect(_url(address, session, user), max_queue=None) as ws:
+    async with connect(
+        _url(address, session, user), max_queue=None, additional_headers=_auth(user)
+    ) as ws:
         await ws.recv()
         for i in range(count):
             started = time.perf_counter()

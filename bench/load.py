@@ -68,7 +68,8 @@ class _StoreWatch:
         self.events: list[dict[str, Any]] = []
 
     async def follow(self, address: str) -> None:
-        async with connect(f"ws://{address}/ws/tail?token={ADMIN_KEY}&kind=store") as ws:
+        auth = {"Authorization": f"Bearer {ADMIN_KEY}"}
+        async with connect(f"ws://{address}/ws/tail?kind=store", additional_headers=auth) as ws:
             async for raw in ws:
                 self.events.append(json.loads(raw))
 
@@ -292,7 +293,10 @@ async def _drive(address: str, pid: int, fake_pid: int, args: argparse.Namespace
         nonlocal connect_failures
         try:
             ws = await connect(
-                f"ws://{address}/ws/load{i}?token=k{i}", max_queue=None, open_timeout=60
+                f"ws://{address}/ws/load{i}",
+                max_queue=None,
+                open_timeout=60,
+                additional_headers={"Authorization": f"Bearer k{i}"},
             )
             await ws.recv()  # ready
             sessions.append(_Session(ws, tally))

@@ -307,7 +307,7 @@ class _Run:
         return None
 
     def _url(self, session: str, key: str) -> str:
-        return f"ws://{self.address}/ws/{session}?token={key}"
+        return f"ws://{self.address}/ws/{session}"
 
     async def dialogue(self, split: str, index: int, d: Dialogue) -> Json:
         key = f"k{index}"
@@ -316,7 +316,11 @@ class _Run:
         if self.model is not None:
             self.model.forget_seen()
         for n, session in enumerate(d["sessions"]):
-            async with connect(self._url(f"{split}-{d['id']}-s{n}", key), max_queue=None) as ws:
+            async with connect(
+                self._url(f"{split}-{d['id']}-s{n}", key),
+                max_queue=None,
+                additional_headers={"Authorization": f"Bearer {key}"},
+            ) as ws:
                 await ws.recv()  # ready
                 for m, turn in enumerate(session):
                     message = {
@@ -341,7 +345,11 @@ class _Run:
         active = [f for f in everything if f["validity"] == "active"]
         history = [f for f in everything if f["validity"] != "active"]
         probes: list[Json] = []
-        async with connect(self._url(f"{split}-{d['id']}-probe", key), max_queue=None) as ws:
+        async with connect(
+            self._url(f"{split}-{d['id']}-probe", key),
+            max_queue=None,
+            additional_headers={"Authorization": f"Bearer {key}"},
+        ) as ws:
             await ws.recv()
             for k, probe in enumerate(d.get("probes", [])):
                 request = {"type": "context", "id": f"p{k}", "query": probe["query"], "budget": 300}

@@ -50,8 +50,8 @@ async def _listed(http: httpx.AsyncClient, app: str) -> list[dict[str, Any]]:
 
 async def _conversation(address: str, http: httpx.AsyncClient, app: str, session: str) -> float:
     """One conversation in ``app``; seconds from ``end`` to its note being listed."""
-    url = f"ws://{address}/ws/{session}?token={_KEY}&app={app}"
-    async with connect(url) as ws:
+    url = f"ws://{address}/ws/{session}?app={app}"
+    async with connect(url, additional_headers={"Authorization": f"Bearer {_KEY}"}) as ws:
         await ws.recv()
         turn = {"type": "turn", "id": "t1", "user": f"plans for {session}", "assistant": "ok"}
         await ws.send(json.dumps(turn))
@@ -69,8 +69,8 @@ async def _conversation(address: str, http: httpx.AsyncClient, app: str, session
 
 
 async def _retrieve(address: str, http: httpx.AsyncClient, app: str) -> tuple[float, float, int]:
-    url = f"ws://{address}/ws/read-{app}?token={_KEY}&app={app}"
-    async with connect(url) as ws:
+    url = f"ws://{address}/ws/read-{app}?app={app}"
+    async with connect(url, additional_headers={"Authorization": f"Bearer {_KEY}"}) as ws:
         await ws.recv()
         started = time.perf_counter()
         ask = {"type": "context", "id": "q", "query": "plans", "format": "app-memories"}
